@@ -1,0 +1,49 @@
+//! Print a cache as JSON Lines in the RPDNN oracle's format.
+//!
+//! ```text
+//! cargo run --release --example dump -- CACHE_DIR [--retweets]
+//! ```
+
+use std::io::{BufWriter, ErrorKind, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use socialctx::Cache;
+use socialctx::dump::write_cache;
+
+/// Print a socialctx cache as JSON Lines, in the format of rpdnn_oracle.py:
+/// one line per thread in source-id order,
+/// {"source_id", "label", "reactions": [{"id", "kind", "created_at", "features"}]}.
+/// Replies only unless --retweets. Exit status: 0 on success, 1 if the cache
+/// is missing or damaged, 2 on bad usage.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about)]
+struct Args {
+    /// The cache directory (as written by the precache example)
+    cache: PathBuf,
+    /// Include retweets (the oracle's --retweets)
+    #[arg(long)]
+    retweets: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cache = match Cache::open(&args.cache) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    match write_cache(&mut out, &cache, args.retweets).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        // `dump | head` is fine.
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: writing output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

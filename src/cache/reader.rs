@@ -1,0 +1,444 @@
+//! Reading a cache: validate once, then zero-copy views into memory maps.
+//!
+//! [`Cache::open`] reads the manifest, memory-maps every shard and checks it
+//! (footer magic and version, length, xxh3 against the footer and the
+//! manifest, rkyv bytecheck, and the invariants the views rely on: ids in
+//! order, reaction ranges in bounds, one feature row per reaction). Any
+//! failure is a typed [`Error`] naming the file. After that, every access is
+//! a pointer into the map: no parsing, no copying.
+//!
+//! ```no_run
+//! use socialctx::cache::Cache;
+//! let cache = Cache::open("target/socialctx-cache".as_ref())?;
+//! for thread in cache.iter() {
+//!     let features: &[[f32; 28]] = thread.features();
+//!     println!("{} {} reactions", thread.source_id(), features.len());
+//! }
+//! if let Some(t) = cache.get(552783667052167168) {
+//!     println!("{}", t.source_text());
+//! }
+//! # Ok::<(), socialctx::Error>(())
+//! ```
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use xxhash_rust::xxh3::xxh3_64;
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::manifest::{Manifest, hex64};
+use super::{
+    ArchivedReactionRecord, ArchivedShard, ArchivedThreadRecord, FOOTER_LEN, FORMAT_NAME,
+    FORMAT_VERSION, MANIFEST_FILE, SHARD_MAGIC,
+};
+use crate::discover::ReactionKind;
+use crate::error::{Error, Result};
+use crate::features::{FEATURE_NAMES, FeatureVec, NUM_FEATURES};
+use crate::report::{BadInput, read_jsonl};
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("socialctx caches store little-endian f32; big-endian targets are not supported");
+
+/// One validated, memory-mapped shard.
+struct ShardMap {
+    map: Mmap,
+    archive_len: usize,
+    /// Index of the shard's first thread in the whole cache.
+    first_thread: usize,
+}
+
+impl ShardMap {
+    fn archived(&self) -> &ArchivedShard {
+        // SAFETY: `open_shard` ran `rkyv::access` (bytecheck) on exactly these
+        // bytes before constructing `self`, and the map is read-only. Cache
+        // files are immutable once published: builds write a new directory and
+        // swap it in, they never modify a published file in place.
+        unsafe { rkyv::access_unchecked::<ArchivedShard>(&self.map[..self.archive_len]) }
+    }
+}
+
+/// An open, validated cache.
+pub struct Cache {
+    dir: PathBuf,
+    manifest: Manifest,
+    shards: Vec<ShardMap>,
+    len: usize,
+    report: Vec<BadInput>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("dir", &self.dir)
+            .field("threads", &self.len)
+            .field("shards", &self.shards.len())
+            .finish()
+    }
+}
+
+/// Views a shard's feature block as native `f32` rows (zero-copy).
+fn feature_rows(shard: &ArchivedShard) -> Option<&[FeatureVec]> {
+    <[FeatureVec]>::ref_from_bytes(shard.features.as_slice().as_bytes()).ok()
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join(MANIFEST_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::CacheMissing(dir.to_path_buf()));
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let manifest: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupt(&path, format!("manifest is not valid: {e}")))?;
+    if manifest.format != FORMAT_NAME {
+        return Err(Error::corrupt(
+            &path,
+            format!("format is {:?}, expected {FORMAT_NAME:?}", manifest.format),
+        ));
+    }
+    if manifest.format_version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path,
+            found: manifest.format_version,
+            expected: FORMAT_VERSION,
+        });
+    }
+    if manifest.feature_names.iter().map(String::as_str).ne(FEATURE_NAMES) {
+        return Err(Error::corrupt(&path, "feature names differ from this library's"));
+    }
+    Ok(manifest)
+}
+
+fn open_shard(dir: &Path, info: &super::ShardInfo, first_thread: usize) -> Result<ShardMap> {
+    let path = dir.join(&info.file);
+    let bad = |reason: String| Error::corrupt(&path, reason);
+    let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+    if file_len != info.bytes {
+        return Err(bad(format!(
+            "file is {file_len} bytes, the manifest says {} (truncated or replaced)",
+            info.bytes
+        )));
+    }
+    if file_len < FOOTER_LEN as u64 {
+        return Err(bad("file is too short to hold a shard footer".into()));
+    }
+    // SAFETY: the file is opened read-only and cache files are never modified
+    // after publication (see `ShardMap::archived`).
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(&path, e))?;
+    let footer = &map[map.len() - FOOTER_LEN..];
+    if footer[..8] != SHARD_MAGIC {
+        return Err(bad("footer magic is missing (not a socialctx shard)".into()));
+    }
+    let version = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default());
+    if version != FORMAT_VERSION {
+        return Err(Error::UnsupportedVersion {
+            path,
+            found: version,
+            expected: FORMAT_VERSION,
+        });
+    }
+    if footer[12..16] != [0; 4] {
+        return Err(bad("footer has unknown flags set".into()));
+    }
+    let archive_len = u64::from_le_bytes(footer[16..24].try_into().unwrap_or_default());
+    if archive_len != file_len - FOOTER_LEN as u64 {
+        return Err(bad(format!(
+            "footer says the archive is {archive_len} bytes, the file holds {}",
+            file_len - FOOTER_LEN as u64
+        )));
+    }
+    let archive_len = archive_len as usize;
+    let archive = &map[..archive_len];
+    let stored = u64::from_le_bytes(footer[24..32].try_into().unwrap_or_default());
+    let actual = xxh3_64(archive);
+    if actual != stored || hex64(actual) != info.xxh3 {
+        return Err(bad(format!(
+            "checksum mismatch: content {}, footer {}, manifest {}",
+            hex64(actual),
+            hex64(stored),
+            info.xxh3
+        )));
+    }
+    let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(archive)
+        .map_err(|e| bad(format!("archive does not validate: {e}")))?;
+    check_shard(shard, info).map_err(bad)?;
+    Ok(ShardMap {
+        map,
+        archive_len,
+        first_thread,
+    })
+}
+
+/// The invariants the views rely on, so that a consistent-looking but wrong
+/// archive can never index out of bounds or return another thread's data.
+fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), String> {
+    let (threads, reactions) = (shard.threads.len(), shard.reactions.len());
+    if threads as u64 != info.threads || reactions as u64 != info.reactions {
+        return Err(format!(
+            "holds {threads} threads and {reactions} reactions, the manifest says {} and {}",
+            info.threads, info.reactions
+        ));
+    }
+    if shard.features.len() != reactions {
+        return Err(format!("{} feature rows for {reactions} reactions", shard.features.len()));
+    }
+    if feature_rows(shard).is_none() {
+        return Err("feature block is misaligned".into());
+    }
+    if shard.reaction_columns.iter().any(|c| c.len() != reactions)
+        || shard.thread_columns.iter().any(|c| c.len() != threads)
+    {
+        return Err("an extra column has the wrong length".into());
+    }
+    let mut next_reaction = 0u64;
+    let mut prev_id: Option<u64> = None;
+    for t in shard.threads.iter() {
+        let id = t.source_id.to_native();
+        if prev_id.is_some_and(|p| p >= id) {
+            return Err(format!("source ids out of order at {id}"));
+        }
+        prev_id = Some(id);
+        let (first, count) = (u64::from(t.first_reaction.to_native()), u64::from(t.reaction_count.to_native()));
+        if first != next_reaction || first + count > reactions as u64 {
+            return Err(format!("thread {id} has a bad reaction range"));
+        }
+        next_reaction = first + count;
+    }
+    if next_reaction != reactions as u64 {
+        return Err("reactions not covered by any thread".into());
+    }
+    if shard.reactions.iter().any(|r| ReactionKind::from_u8(r.kind).is_none()) {
+        return Err("a reaction has an unknown kind".into());
+    }
+    let first = shard.threads.first().map_or(0, |t| t.source_id.to_native());
+    let last = shard.threads.last().map_or(0, |t| t.source_id.to_native());
+    if threads > 0 && (first != info.first_source_id || last != info.last_source_id) {
+        return Err("source id range differs from the manifest".into());
+    }
+    Ok(())
+}
+
+impl Cache {
+    /// Opens and validates the cache in `dir`.
+    ///
+    /// Errors: [`Error::CacheMissing`] when there is no manifest,
+    /// [`Error::UnsupportedVersion`] for another format version,
+    /// [`Error::Corrupt`] (naming the file) for any damage or inconsistency.
+    pub fn open(dir: &Path) -> Result<Cache> {
+        let manifest = read_manifest(dir)?;
+        let mut shards = Vec::with_capacity(manifest.shards.len());
+        let mut len = 0usize;
+        let mut prev_last: Option<u64> = None;
+        for info in &manifest.shards {
+            if info.threads == 0 || prev_last.is_some_and(|p| p >= info.first_source_id) {
+                return Err(Error::corrupt(
+                    dir.join(MANIFEST_FILE),
+                    format!("shard {} is empty or out of order", info.file),
+                ));
+            }
+            prev_last = Some(info.last_source_id);
+            shards.push(open_shard(dir, info, len)?);
+            len += info.threads as usize;
+        }
+        let reactions: u64 = manifest.shards.iter().map(|s| s.reactions).sum();
+        if len as u64 != manifest.threads || reactions != manifest.reactions {
+            return Err(Error::corrupt(
+                dir.join(MANIFEST_FILE),
+                "totals do not match the shards",
+            ));
+        }
+        let report = read_report(dir, &manifest)?;
+        Ok(Cache {
+            dir: dir.to_path_buf(),
+            manifest,
+            shards,
+            len,
+            report,
+        })
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest (counts, build options, shards).
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The bad-input report of the build that wrote this cache.
+    pub fn report(&self) -> &[BadInput] {
+        &self.report
+    }
+
+    /// Number of threads.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the cache holds no thread.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn view(&self, shard: usize, index: usize) -> ThreadView<'_> {
+        let s = self.shards[shard].archived();
+        ThreadView {
+            shard: s,
+            rec: &s.threads[index],
+            rows: feature_rows(s).unwrap_or_default(),
+        }
+    }
+
+    /// The thread at position `i` (0-based, source-id order).
+    pub fn thread(&self, i: usize) -> Option<ThreadView<'_>> {
+        if i >= self.len {
+            return None;
+        }
+        let shard = self.shards.partition_point(|s| s.first_thread <= i) - 1;
+        Some(self.view(shard, i - self.shards[shard].first_thread))
+    }
+
+    /// Position of the thread with this source id, by binary search.
+    pub fn position(&self, source_id: u64) -> Option<usize> {
+        let infos = &self.manifest.shards;
+        let shard = infos.partition_point(|s| s.last_source_id < source_id);
+        let s = self.shards.get(shard)?.archived();
+        let i = s
+            .threads
+            .binary_search_by_key(&source_id, |t| t.source_id.to_native())
+            .ok()?;
+        Some(self.shards[shard].first_thread + i)
+    }
+
+    /// The thread with this source id: O(log n).
+    pub fn get(&self, source_id: u64) -> Option<ThreadView<'_>> {
+        self.thread(self.position(source_id)?)
+    }
+
+    /// All threads in source-id order.
+    pub fn iter(&self) -> impl Iterator<Item = ThreadView<'_>> + '_ {
+        self.shards
+            .iter()
+            .enumerate()
+            .flat_map(move |(si, s)| (0..s.archived().threads.len()).map(move |i| self.view(si, i)))
+    }
+}
+
+fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
+    let path = dir.join(&manifest.report.file);
+    let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    if bytes.len() as u64 != manifest.report.bytes || hex64(xxh3_64(&bytes)) != manifest.report.xxh3 {
+        return Err(Error::corrupt(&path, "size or checksum differs from the manifest"));
+    }
+    let report = read_jsonl(&bytes).map_err(|e| Error::corrupt(&path, e.to_string()))?;
+    if report.len() as u64 != manifest.skipped {
+        return Err(Error::corrupt(&path, "line count differs from the manifest"));
+    }
+    Ok(report)
+}
+
+/// A zero-copy view of one thread.
+#[derive(Clone, Copy)]
+pub struct ThreadView<'a> {
+    shard: &'a ArchivedShard,
+    rec: &'a ArchivedThreadRecord,
+    rows: &'a [FeatureVec],
+}
+
+impl<'a> ThreadView<'a> {
+    /// Source tweet id.
+    pub fn source_id(&self) -> u64 {
+        self.rec.source_id.to_native()
+    }
+    /// Event (grandparent folder name).
+    pub fn event(&self) -> &'a str {
+        self.rec.event.as_str()
+    }
+    /// Label folder name (`rumours`, `non-rumours`, ...).
+    pub fn label(&self) -> &'a str {
+        self.rec.label.as_str()
+    }
+    /// 1 rumour, 0 non-rumour, -1 unknown.
+    pub fn label_code(&self) -> i8 {
+        self.rec.label_code
+    }
+    /// Source tweet `created_at`, seconds since the epoch.
+    pub fn source_created_at(&self) -> i64 {
+        self.rec.source_created_at.to_native()
+    }
+    /// Source author's `id_str`.
+    pub fn source_user_id(&self) -> &'a str {
+        self.rec.source_user_id.as_str()
+    }
+    /// Source tweet text.
+    pub fn source_text(&self) -> &'a str {
+        self.rec.source_text.as_str()
+    }
+    fn range(&self) -> std::ops::Range<usize> {
+        let first = self.rec.first_reaction.to_native() as usize;
+        first..first + self.rec.reaction_count.to_native() as usize
+    }
+    /// Number of reactions (replies and retweets).
+    pub fn reaction_count(&self) -> usize {
+        self.rec.reaction_count.to_native() as usize
+    }
+    /// The features of all reactions, in reaction order: one contiguous slice.
+    pub fn features(&self) -> &'a [[f32; NUM_FEATURES]] {
+        &self.rows[self.range()]
+    }
+    /// The reaction at `i` within this thread.
+    pub fn reaction(&self, i: usize) -> Option<ReactionView<'a>> {
+        let r = self.range();
+        (i < r.len()).then(|| ReactionView {
+            rec: &self.shard.reactions[r.start + i],
+            features: &self.rows[r.start + i],
+        })
+    }
+    /// Reactions in `(created_at, id)` order.
+    pub fn reactions(&self) -> impl ExactSizeIterator<Item = ReactionView<'a>> + 'a {
+        let r = self.range();
+        let (recs, rows) = (&self.shard.reactions[r.clone()], &self.rows[r]);
+        recs.iter().zip(rows).map(|(rec, features)| ReactionView { rec, features })
+    }
+}
+
+/// A zero-copy view of one reaction.
+#[derive(Clone, Copy)]
+pub struct ReactionView<'a> {
+    rec: &'a ArchivedReactionRecord,
+    features: &'a FeatureVec,
+}
+
+impl<'a> ReactionView<'a> {
+    /// Tweet id.
+    pub fn id(&self) -> u64 {
+        self.rec.id.to_native()
+    }
+    /// Reply or retweet.
+    pub fn kind(&self) -> ReactionKind {
+        // Validated at open.
+        ReactionKind::from_u8(self.rec.kind).unwrap_or(ReactionKind::Reply)
+    }
+    /// `created_at`, seconds since the epoch.
+    pub fn created_at(&self) -> i64 {
+        self.rec.created_at.to_native()
+    }
+    /// Reaction text.
+    pub fn text(&self) -> &'a str {
+        self.rec.text.as_str()
+    }
+    /// Author's description, if not null.
+    pub fn user_description(&self) -> Option<&'a str> {
+        self.rec.user_description.as_ref().map(|s| s.as_str())
+    }
+    /// The 28 features.
+    pub fn features(&self) -> &'a FeatureVec {
+        self.features
+    }
+}

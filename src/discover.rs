@@ -1,0 +1,211 @@
+//! Stage 1: find every thread directory under a corpus root.
+//!
+//! A thread directory has an all-ASCII-digit name and a `source-tweets/` (or,
+//! in older releases, `source-tweet/`) subdirectory; it may sit at any depth.
+//! The walk is parallel ([`jwalk`]) and does not descend into a thread's own
+//! tweet folders: the workers list those themselves, so the walk only has to
+//! read the directories above the tweets.
+//!
+//! Threads come back ordered by numeric source id (then by path), whatever
+//! order the file system lists directories in. A source id found in two places
+//! is kept once (the first by path) and the other places are reported.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use jwalk::{Parallelism, WalkDirGeneric};
+
+use crate::error::{Error, Result};
+use crate::report::BadInput;
+
+/// Folder names that hold a thread's source tweet, in order of preference.
+pub const SOURCE_DIRS: [&str; 2] = ["source-tweets", "source-tweet"];
+
+/// Folder names that hold a thread's reactions, with the kind they give.
+pub const REACTION_DIRS: [(&str, ReactionKind); 3] = [
+    ("reactions", ReactionKind::Reply),
+    ("replies", ReactionKind::Reply),
+    ("retweets", ReactionKind::Retweet),
+];
+
+/// Whether a reaction is a reply or a retweet (from the folder it is in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum ReactionKind {
+    /// From `reactions/` or `replies/`; feature `c_type` = 1.
+    Reply = 0,
+    /// From `retweets/`; feature `c_type` = 0.
+    Retweet = 1,
+}
+
+impl ReactionKind {
+    /// The name the oracle prints: `"reply"` or `"retweet"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReactionKind::Reply => "reply",
+            ReactionKind::Retweet => "retweet",
+        }
+    }
+
+    /// Decodes the stored byte; `None` for an unknown value.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(ReactionKind::Reply),
+            1 => Some(ReactionKind::Retweet),
+            _ => None,
+        }
+    }
+}
+
+/// A thread directory found by [`discover`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadDir {
+    /// The numeric source tweet id (the directory name).
+    pub source_id: u64,
+    /// Full path of the thread directory.
+    pub path: PathBuf,
+    /// Path relative to the corpus root, `/`-separated (for reports).
+    pub rel: String,
+    /// The parent directory's name (`rumours`, `non-rumours`, or anything else).
+    pub label: String,
+    /// The grandparent directory's name (the event).
+    pub event: String,
+}
+
+/// What [`discover`] found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Thread directories, ordered by source id, without duplicates.
+    pub threads: Vec<ThreadDir>,
+    /// Directories that could not be read, duplicate ids, ids out of range.
+    pub bad: Vec<BadInput>,
+}
+
+/// True for names made only of ASCII digits (and not empty).
+pub fn is_thread_name(name: &OsStr) -> bool {
+    let b = name.as_encoded_bytes();
+    !b.is_empty() && b.iter().all(u8::is_ascii_digit)
+}
+
+/// `path` relative to `root`, `/`-separated, lossy for non-UTF-8 names.
+pub fn relative(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let mut out = String::new();
+    for (i, c) in rel.components().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(&c.as_os_str().to_string_lossy());
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
+fn name_of(path: Option<&Path>) -> String {
+    path.and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+type Found = Arc<Mutex<Vec<PathBuf>>>;
+
+/// Walks `root` with `threads` threads and returns its thread directories.
+///
+/// Hidden entries (names starting with `.`) are skipped. Unreadable
+/// directories are reported in [`Discovery::bad`], not fatal.
+///
+/// ```no_run
+/// let found = socialctx::discover::discover("data-samples/corpus".as_ref(), 2).unwrap();
+/// println!("{} threads", found.threads.len());
+/// ```
+pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
+    if !root.is_dir() {
+        return Err(Error::CorpusMissing(root.to_path_buf()));
+    }
+    let found: Found = Arc::default();
+    let sink = Arc::clone(&found);
+    let walk = WalkDirGeneric::<((), ())>::new(root)
+        .skip_hidden(true)
+        .follow_links(false)
+        .parallelism(if threads <= 1 {
+            Parallelism::Serial
+        } else {
+            Parallelism::RayonNewPool(threads)
+        })
+        .process_read_dir(move |_depth, dir, _state, children| {
+            if !is_thread_name(dir.file_name().unwrap_or_default()) {
+                return;
+            }
+            let is_thread = children.iter().flatten().any(|c| {
+                SOURCE_DIRS.iter().any(|s| c.file_name == *s)
+                    && (c.file_type.is_dir() || (c.file_type.is_symlink() && c.path().is_dir()))
+            });
+            if !is_thread {
+                return;
+            }
+            // The workers list the tweet folders themselves: do not walk them twice.
+            for c in children.iter_mut().flatten() {
+                let tweet_dir = SOURCE_DIRS.iter().any(|s| c.file_name == *s)
+                    || REACTION_DIRS.iter().any(|(s, _)| c.file_name == *s);
+                if tweet_dir {
+                    c.read_children = None;
+                }
+            }
+            sink.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(dir.to_path_buf());
+        });
+
+    let mut bad = Vec::new();
+    for entry in walk {
+        if let Err(e) = entry {
+            let path = e.path().map(|p| relative(root, p)).unwrap_or_else(|| ".".into());
+            let reason = match e.io_error() {
+                Some(io) => format!("cannot read directory: {io}"),
+                None => format!("cannot walk: {e}"),
+            };
+            bad.push(BadInput::new(path, reason));
+        }
+    }
+
+    let paths = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut list = Vec::with_capacity(paths.len());
+    for path in paths {
+        let rel = relative(root, &path);
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let Ok(source_id) = name.parse::<u64>() else {
+            bad.push(BadInput::new(
+                rel,
+                format!("thread directory name {name} is not a source id that fits in 64 bits"),
+            ));
+            continue;
+        };
+        let parent = path.parent();
+        list.push(ThreadDir {
+            source_id,
+            label: name_of(parent),
+            event: name_of(parent.and_then(Path::parent)),
+            path,
+            rel,
+        });
+    }
+    list.sort_by(|a, b| (a.source_id, &a.rel).cmp(&(b.source_id, &b.rel)));
+
+    let mut threads: Vec<ThreadDir> = Vec::with_capacity(list.len());
+    for t in list {
+        match threads.last() {
+            Some(kept) if kept.source_id == t.source_id => bad.push(BadInput::new(
+                t.rel,
+                format!(
+                    "duplicate source id {}: already found at {}, which is kept",
+                    kept.source_id, kept.rel
+                ),
+            )),
+            _ => threads.push(t),
+        }
+    }
+    Ok(Discovery { threads, bad })
+}

@@ -1,0 +1,124 @@
+//! Typed errors for building and reading a feature cache.
+//!
+//! Every variant names the file or directory it is about and says why in plain
+//! words, so that a nightly job's log is enough to act on. Bad *input* (a
+//! broken tweet file) is not an error in lenient mode: it becomes a
+//! [`BadInput`](crate::report::BadInput) line in the report instead.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can stop a build or make a cache unreadable.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O operation on `path` failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory the operation was about.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The corpus directory does not exist or is not a directory.
+    #[error("corpus directory {0} does not exist or is not a directory")]
+    CorpusMissing(PathBuf),
+
+    /// The walk found no thread directory at all.
+    #[error(
+        "no thread directories under {0} (a thread directory has an all-digit name and a \
+         source-tweets/ or source-tweet/ subdirectory)"
+    )]
+    EmptyCorpus(PathBuf),
+
+    /// The cache would be written inside the corpus it is built from.
+    #[error("the cache directory {cache} is inside the corpus {corpus}; choose a directory outside it")]
+    OutputInsideCorpus {
+        /// The corpus root.
+        corpus: PathBuf,
+        /// The requested cache directory.
+        cache: PathBuf,
+    },
+
+    /// `--strict` was given and an input file or thread was bad.
+    #[error("bad input (strict mode): {path}: {reason}")]
+    StrictBadInput {
+        /// Path relative to the corpus root.
+        path: String,
+        /// Why the input was rejected.
+        reason: String,
+    },
+
+    /// Another build holds the lock for this cache directory.
+    #[error("another build is writing {cache} (lock {lock} is held); try again when it has finished")]
+    Locked {
+        /// The cache directory.
+        cache: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
+
+    /// The cache directory (or its manifest) does not exist.
+    #[error("no cache at {0} (manifest.json not found)")]
+    CacheMissing(PathBuf),
+
+    /// A cache file is damaged, truncated or inconsistent with the manifest.
+    #[error("{path}: corrupt cache: {reason}")]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The cache was written by an incompatible version of this library.
+    #[error("{path}: cache format version {found} is not supported (this library reads version {expected}); rebuild the cache")]
+    UnsupportedVersion {
+        /// The file carrying the version.
+        path: PathBuf,
+        /// Version found in the file.
+        found: u32,
+        /// Version this library reads and writes.
+        expected: u32,
+    },
+
+    /// A thread in the build was larger than one shard can hold.
+    #[error("{path}: thread is too large for one cache shard ({bytes} bytes)")]
+    ThreadTooLarge {
+        /// Thread directory, relative to the corpus root.
+        path: String,
+        /// Its estimated archived size.
+        bytes: u64,
+    },
+
+    /// A bug: a worker thread panicked. The build is abandoned.
+    #[error("internal error while processing {path}: {message}")]
+    Internal {
+        /// What was being processed.
+        path: String,
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Wraps an [`io::Error`] with the path it is about.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A [`Error::Corrupt`] for `path`.
+    pub fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Stage 3: the 28 RPDNN numerical context features of one reaction.
+//!
+//! One module per family, named after where the values come from:
+//! [`user`] (0-15: the reaction's author), [`tweet`] (16-24: the reaction
+//! itself) and [`context`] (25-27: its relation to the source tweet and the
+//! author's description). `FEATURES.md` defines each value; every value is
+//! computed in `f64` exactly as the Python reference does and stored as the
+//! nearest `f32`.
+
+pub mod context;
+pub mod tweet;
+pub mod user;
+
+use crate::discover::ReactionKind;
+use crate::parse::{ReactionFields, SourceFields};
+
+/// Number of numerical features per reaction.
+pub const NUM_FEATURES: usize = 28;
+
+/// One reaction's features, in [`FEATURE_NAMES`] order.
+pub type FeatureVec = [f32; NUM_FEATURES];
+
+/// The feature names, in storage order (the reference's order).
+pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
+    "num_posts",
+    "listed_count",
+    "followers",
+    "followings",
+    "follow_ratio",
+    "follow_ratio_ver2",
+    "user_favourites_count",
+    "account_age",
+    "is_verified",
+    "engagement_scr",
+    "following_rate",
+    "favourites_scr",
+    "is_geo_enabled",
+    "description_len",
+    "len_profilename",
+    "is_source_user",
+    "num_retweets",
+    "num_favorites",
+    "has_question",
+    "is_duplicate",
+    "has_img",
+    "has_urls",
+    "num_urls",
+    "has_native_media",
+    "context_len",
+    "t_diff",
+    "c_type",
+    "has_description",
+];
+
+/// Position of a feature by name.
+///
+/// ```
+/// assert_eq!(socialctx::features::index_of("t_diff"), Some(25));
+/// ```
+pub fn index_of(name: &str) -> Option<usize> {
+    FEATURE_NAMES.iter().position(|n| *n == name)
+}
+
+/// Python's `float(bool)`.
+pub(crate) fn b(x: bool) -> f64 {
+    if x { 1.0 } else { 0.0 }
+}
+
+/// Computes the 28 features of `reaction` (of kind `kind`) in the thread of `source`.
+pub fn compute(reaction: &ReactionFields<'_>, source: &SourceFields<'_>, kind: ReactionKind) -> FeatureVec {
+    let mut f = [0f64; NUM_FEATURES];
+    user::compute(reaction, source, &mut f);
+    tweet::compute(reaction, source, &mut f);
+    context::compute(reaction, source, kind, &mut f);
+    // `as` rounds to the nearest f32, ties to even: the contract's rounding.
+    f.map(|x| x as f32)
+}

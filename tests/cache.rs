@@ -1,0 +1,255 @@
+//! Cache round trip, determinism, atomic replacement, locking, and reader
+//! errors on damaged caches.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use socialctx::cache::{CacheWriter, MANIFEST_FILE, WriterOptions};
+use socialctx::discover::ReactionKind;
+use socialctx::{Cache, Error};
+
+fn golden() -> PathBuf {
+    repo("tests/fixtures/golden/corpus")
+}
+
+/// Every file of a cache directory, by name.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn round_trip_preserves_threads_reactions_and_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    let summary = build_cache(&golden(), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let m = cache.manifest();
+    assert!(m.shards.len() > 1, "small shard cap gives several shards");
+    assert_eq!(cache.len() as u64, m.threads);
+    assert_eq!(m.reactions, m.replies + m.retweets);
+    assert_eq!(m.skipped as usize, summary.report.len());
+
+    let mut prev = 0u64;
+    let mut reactions = 0u64;
+    for (i, t) in cache.iter().enumerate() {
+        assert!(t.source_id() > prev, "ascending source ids");
+        prev = t.source_id();
+        assert_eq!(cache.position(t.source_id()), Some(i));
+        assert_eq!(cache.get(t.source_id()).unwrap().source_id(), t.source_id());
+        assert_eq!(cache.thread(i).unwrap().source_id(), t.source_id());
+        assert_eq!(t.features().len(), t.reaction_count());
+        let mut last = (i64::MIN, 0u64);
+        for (j, r) in t.reactions().enumerate() {
+            assert!((r.created_at(), r.id()) > last, "(created_at, id) order");
+            last = (r.created_at(), r.id());
+            assert_eq!(r.features(), &t.features()[j]);
+            let c_type = if r.kind() == ReactionKind::Reply { 1.0 } else { 0.0 };
+            assert_eq!(r.features()[26], c_type, "c_type agrees with kind");
+        }
+        reactions += t.reaction_count() as u64;
+    }
+    assert_eq!(reactions, m.reactions);
+    assert!(cache.get(1).is_none());
+    assert!(cache.get(u64::MAX).is_none());
+    assert!(cache.thread(cache.len()).is_none());
+
+    // Texts and descriptions are the files' own, byte for byte.
+    let t = cache.get(524922078638903296).expect("thread present");
+    assert_eq!(t.label(), "non-rumours");
+    assert_eq!(t.label_code(), 0);
+    assert!(t.event().ends_with("-all-rnr-threads"));
+    let thread_dir = walk_find(&golden(), "524922078638903296");
+    for r in t.reactions() {
+        let sub = if r.kind() == ReactionKind::Reply { "reactions" } else { "retweets" };
+        let raw = fs::read(thread_dir.join(sub).join(format!("{}.json", r.id()))).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+        let text = v.get("full_text").or(v.get("text")).unwrap().as_str().unwrap();
+        assert_eq!(r.text(), text);
+        assert_eq!(r.user_description(), v["user"]["description"].as_str());
+    }
+    let src_dir = ["source-tweets", "source-tweet"].iter().map(|d| thread_dir.join(d)).find(|p| p.is_dir()).unwrap();
+    let src_file = fs::read_dir(&src_dir).unwrap().next().unwrap().unwrap().path();
+    let src: serde_json::Value = serde_json::from_slice(&fs::read(src_file).unwrap()).unwrap();
+    assert_eq!(t.source_text(), src["text"].as_str().unwrap());
+    assert_eq!(t.source_user_id(), src["user"]["id_str"].as_str().unwrap());
+}
+
+fn walk_find(root: &Path, name: &str) -> PathBuf {
+    for e in fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().unwrap() == name {
+                return p;
+            }
+            let found = walk_find(&p, name);
+            if found.as_os_str().len() > 0 {
+                return found;
+            }
+        }
+    }
+    PathBuf::new()
+}
+
+#[test]
+fn same_corpus_gives_byte_identical_cache_for_any_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, c) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"));
+    build_cache(&golden(), &a, 1);
+    build_cache(&golden(), &b, 2);
+    build_cache(&golden(), &c, 5);
+    let fa = files(&a);
+    assert!(fa.len() > 3);
+    assert_eq!(fa, files(&b));
+    assert_eq!(fa, files(&c));
+}
+
+#[test]
+fn rebuild_replaces_cache_and_leaves_no_temporary_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let first = Cache::open(&out).unwrap().len();
+    build_cache(&golden(), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    assert_ne!(cache.len(), first);
+    let mut names: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec![".cache.lock".to_string(), "cache".to_string()]);
+}
+
+#[test]
+fn refuses_to_replace_a_directory_that_is_not_a_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("precious");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("thesis.tex"), "do not delete").unwrap();
+    let err = CacheWriter::create(&out, WriterOptions::default()).err().expect("refused");
+    assert!(err.to_string().contains("not a socialctx cache"), "{err}");
+    assert_eq!(fs::read_to_string(out.join("thesis.tex")).unwrap(), "do not delete");
+}
+
+#[test]
+fn a_second_writer_fails_clearly_while_the_first_holds_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    let first = CacheWriter::create(&out, WriterOptions::default()).unwrap();
+    let err = CacheWriter::create(&out, WriterOptions::default()).err().expect("locked");
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    let tmpdir = first.temp_dir().to_path_buf();
+    assert!(tmpdir.is_dir());
+    drop(first);
+    assert!(!tmpdir.exists(), "an abandoned build removes its temporary directory");
+    assert!(!out.exists(), "and publishes nothing");
+    let again = CacheWriter::create(&out, WriterOptions::default());
+    assert!(again.is_ok(), "the lock is released on drop");
+}
+
+/// A fresh small cache for damage tests.
+fn small_cache(dir: &Path) -> PathBuf {
+    let out = dir.join("cache");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    out
+}
+
+fn expect_corrupt(dir: &Path, file: &str) {
+    match Cache::open(dir) {
+        Err(Error::Corrupt { path, reason }) => {
+            assert!(path.ends_with(file), "error names {file}: got {} ({reason})", path.display())
+        }
+        Err(Error::UnsupportedVersion { path, .. }) => assert!(path.ends_with(file)),
+        Err(e) => panic!("expected a corrupt-cache error for {file}, got {e}"),
+        Ok(_) => panic!("damaged {file} was accepted"),
+    }
+}
+
+#[test]
+fn flipped_bytes_anywhere_in_a_shard_are_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = small_cache(tmp.path());
+    let shard = out.join("shard-00000.rkyv");
+    let pristine = fs::read(&shard).unwrap();
+    let n = pristine.len();
+    for pos in [0, 1, n / 3, n / 2, n - 40, n - 33, n - 32, n - 20, n - 9, n - 1] {
+        let mut bytes = pristine.clone();
+        bytes[pos] ^= 0x5a;
+        fs::write(&shard, &bytes).unwrap();
+        expect_corrupt(&out, "shard-00000.rkyv");
+    }
+    fs::write(&shard, &pristine).unwrap();
+    assert!(Cache::open(&out).is_ok(), "restored shard opens again");
+}
+
+#[test]
+fn truncated_or_missing_shards_are_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = small_cache(tmp.path());
+    let shard = out.join("shard-00000.rkyv");
+    let pristine = fs::read(&shard).unwrap();
+    for len in [0, 10, 31, 32, pristine.len() / 2, pristine.len() - 1] {
+        fs::write(&shard, &pristine[..len]).unwrap();
+        expect_corrupt(&out, "shard-00000.rkyv");
+    }
+    fs::remove_file(&shard).unwrap();
+    match Cache::open(&out) {
+        Err(Error::Io { path, .. }) => assert!(path.ends_with("shard-00000.rkyv")),
+        other => panic!("expected an I/O error naming the shard, got {other:?}"),
+    }
+}
+
+fn edit_manifest(out: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = out.join(MANIFEST_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    f(&mut v);
+    fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn manifest_damage_and_mismatches_are_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = small_cache(tmp.path());
+    let pristine = fs::read(out.join(MANIFEST_FILE)).unwrap();
+    let restore = || fs::write(out.join(MANIFEST_FILE), &pristine).unwrap();
+
+    edit_manifest(&out, |v| v["format_version"] = 99.into());
+    assert!(matches!(Cache::open(&out), Err(Error::UnsupportedVersion { found: 99, .. })));
+    restore();
+
+    edit_manifest(&out, |v| v["threads"] = 1.into());
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+
+    edit_manifest(&out, |v| v["shards"][0]["threads"] = 3.into());
+    expect_corrupt(&out, "shard-00000.rkyv");
+    restore();
+
+    edit_manifest(&out, |v| v["shards"][0]["xxh3"] = "0000000000000000".into());
+    expect_corrupt(&out, "shard-00000.rkyv");
+    restore();
+
+    edit_manifest(&out, |v| v["feature_names"][3] = "friends".into());
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+
+    fs::write(out.join(MANIFEST_FILE), b"{\"format\": ").unwrap();
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+
+    fs::write(out.join("report.jsonl"), b"{}\n").unwrap();
+    expect_corrupt(&out, "report.jsonl");
+
+    assert!(matches!(Cache::open(&tmp.path().join("nope")), Err(Error::CacheMissing(_))));
+}
