@@ -74,7 +74,9 @@ fn main() -> ExitCode {
     let corpus = args.corpus.unwrap_or_else(|| SAMPLE_CORPUS.into());
     let cache = args.cache.unwrap_or_else(|| DEFAULT_CACHE.into());
     let opts = BuildOptions {
-        threads: args.threads.map_or(BuildOptions::default().threads, usize::from),
+        threads: args
+            .threads
+            .map_or(BuildOptions::default().threads, usize::from),
         strict: args.strict,
         max_file_bytes: args.max_file_bytes,
         shard_bytes: (args.shard_mib * 1024 * 1024) as usize,
@@ -87,8 +89,10 @@ fn main() -> ExitCode {
         ProgressBar::new_spinner().with_message("discovering threads")
     };
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg} ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(120));
     let result = build(&corpus, &cache, &opts, &Bar(bar.clone()));
@@ -114,10 +118,19 @@ fn main() -> ExitCode {
     println!("cache      {}", cache.display());
     println!("corpus     {}", corpus.display());
     println!("threads    {}", m.threads);
-    println!("reactions  {} ({} replies, {} retweets)", m.reactions, m.replies, m.retweets);
-    println!("skipped    {} (files or threads; see report.jsonl in the cache)", m.skipped);
+    println!(
+        "reactions  {} ({} replies, {} retweets)",
+        m.reactions, m.replies, m.retweets
+    );
+    println!(
+        "skipped    {} (files or threads; see report.jsonl in the cache)",
+        m.skipped
+    );
     println!("shards     {}", m.shards.len());
     println!("seconds    {secs:.3}");
-    println!("rate       {:.0} reactions/s", m.reactions as f64 / secs.max(1e-9));
+    println!(
+        "rate       {:.0} reactions/s",
+        m.reactions as f64 / secs.max(1e-9)
+    );
     ExitCode::SUCCESS
 }

@@ -162,7 +162,10 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
     let mut bad = Vec::new();
     for entry in walk {
         if let Err(e) = entry {
-            let path = e.path().map(|p| relative(root, p)).unwrap_or_else(|| ".".into());
+            let path = e
+                .path()
+                .map(|p| relative(root, p))
+                .unwrap_or_else(|| ".".into());
             let reason = match e.io_error() {
                 Some(io) => format!("cannot read directory: {io}"),
                 None => format!("cannot walk: {e}"),

@@ -24,7 +24,13 @@ use crate::discover::ReactionKind;
 pub fn write_f32<W: Write>(w: &mut W, x: f32) -> io::Result<()> {
     if !x.is_finite() {
         // Python's json.dumps spelling (not strict JSON, as in the oracle).
-        let s = if x.is_nan() { "NaN" } else if x > 0.0 { "Infinity" } else { "-Infinity" };
+        let s = if x.is_nan() {
+            "NaN"
+        } else if x > 0.0 {
+            "Infinity"
+        } else {
+            "-Infinity"
+        };
         return w.write_all(s.as_bytes());
     }
     let short = format!("{x:?}");

@@ -36,7 +36,9 @@ pub enum Error {
     EmptyCorpus(PathBuf),
 
     /// The cache would be written inside the corpus it is built from.
-    #[error("the cache directory {cache} is inside the corpus {corpus}; choose a directory outside it")]
+    #[error(
+        "the cache directory {cache} is inside the corpus {corpus}; choose a directory outside it"
+    )]
     OutputInsideCorpus {
         /// The corpus root.
         corpus: PathBuf,
@@ -54,7 +56,9 @@ pub enum Error {
     },
 
     /// Another build holds the lock for this cache directory.
-    #[error("another build is writing {cache} (lock {lock} is held); try again when it has finished")]
+    #[error(
+        "another build is writing {cache} (lock {lock} is held); try again when it has finished"
+    )]
     Locked {
         /// The cache directory.
         cache: PathBuf,
@@ -76,7 +80,9 @@ pub enum Error {
     },
 
     /// The cache was written by an incompatible version of this library.
-    #[error("{path}: cache format version {found} is not supported (this library reads version {expected}); rebuild the cache")]
+    #[error(
+        "{path}: cache format version {found} is not supported (this library reads version {expected}); rebuild the cache"
+    )]
     UnsupportedVersion {
         /// The file carrying the version.
         path: PathBuf,

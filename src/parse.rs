@@ -87,7 +87,9 @@ impl TweetReader {
             .read_to_end(&mut self.buf)
             .map_err(|e| format!("cannot read: {e}"))?;
         if self.buf.len() as u64 > max_bytes {
-            return Err(format!("file grew over the {max_bytes}-byte limit while being read"));
+            return Err(format!(
+                "file grew over the {max_bytes}-byte limit while being read"
+            ));
         }
         self.len = self.buf.len();
         Ok(())
@@ -110,10 +112,11 @@ impl TweetReader {
         let len = self.len;
         self.buf.resize(len + simd_json::INPUT_PADDING, 0);
         let mut tape: Tape<'s> = std::mem::replace(&mut self.tape, Tape::null()).reset();
-        let result = match simd_json::fill_tape_padded(&mut self.buf, len, &mut self.buffers, &mut tape) {
-            Ok(()) => Ok(f(tape.as_value())),
-            Err(e) => Err(json_error(&e, len)),
-        };
+        let result =
+            match simd_json::fill_tape_padded(&mut self.buf, len, &mut self.buffers, &mut tape) {
+                Ok(()) => Ok(f(tape.as_value())),
+                Err(e) => Err(json_error(&e, len)),
+            };
         self.tape = tape.reset();
         result
     }
@@ -298,11 +301,16 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
         }
     }
     let id_s = string(id_str, "id_str")?;
-    let id = parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
+    let id =
+        parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
     let created_at = timestamp(created_at, "created_at")?;
     let text = match (full_text, text) {
-        (Some(v), _) => v.into_string().ok_or_else(|| wrong("full_text", "a string", v))?,
-        (None, Some(v)) => v.into_string().ok_or_else(|| wrong("text", "a string", v))?,
+        (Some(v), _) => v
+            .into_string()
+            .ok_or_else(|| wrong("full_text", "a string", v))?,
+        (None, Some(v)) => v
+            .into_string()
+            .ok_or_else(|| wrong("text", "a string", v))?,
         (None, None) => return Err("missing field text (and full_text)".into()),
     };
     let retweet_count = count(retweets, "retweet_count")?;
@@ -336,7 +344,9 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
 }
 
 fn user_fields<'i>(user: Value<'_, 'i>) -> Result<UserFields<'i>, Reason> {
-    let obj = user.as_object().ok_or_else(|| wrong("user", "an object", user))?;
+    let obj = user
+        .as_object()
+        .ok_or_else(|| wrong("user", "an object", user))?;
     let (mut id_str, mut created_at, mut statuses, mut listed) = (None, None, None, None);
     let (mut followers, mut friends, mut favourites, mut verified) = (None, None, None, None);
     let (mut geo, mut background, mut description, mut name) = (None, None, None, None);
@@ -399,12 +409,18 @@ pub fn source_fields<'i>(root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason
         }
     }
     let text = match (text, full_text) {
-        (Some(v), _) => v.into_string().ok_or_else(|| wrong("text", "a string", v))?,
-        (None, Some(v)) => v.into_string().ok_or_else(|| wrong("full_text", "a string", v))?,
+        (Some(v), _) => v
+            .into_string()
+            .ok_or_else(|| wrong("text", "a string", v))?,
+        (None, Some(v)) => v
+            .into_string()
+            .ok_or_else(|| wrong("full_text", "a string", v))?,
         (None, None) => return Err("missing field text (and full_text)".into()),
     };
     let user = req(user, "user")?;
-    let user = user.as_object().ok_or_else(|| wrong("user", "an object", user))?;
+    let user = user
+        .as_object()
+        .ok_or_else(|| wrong("user", "an object", user))?;
     let (mut id_str, mut screen_name) = (None, None);
     for (k, v) in user.iter() {
         match k {

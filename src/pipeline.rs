@@ -119,7 +119,10 @@ impl Worker {
             .map(|n| (*n, td.path.join(n)))
             .find(|(_, p)| p.is_dir())
         else {
-            bad.push(BadInput::new(&td.rel, "source-tweets/ is no longer a directory"));
+            bad.push(BadInput::new(
+                &td.rel,
+                "source-tweets/ is no longer a directory",
+            ));
             return Outcome { data: None, bad };
         };
         let fail = |reason: String| Outcome {
@@ -139,7 +142,10 @@ impl Worker {
             return fail(format!("no source tweet file in {source_dir_name}/"));
         };
         let source_rel = format!("{source_dir_name}/{}", name.to_string_lossy());
-        if let Err(r) = self.source.read_file(&source_dir.join(name), self.max_file_bytes) {
+        if let Err(r) = self
+            .source
+            .read_file(&source_dir.join(name), self.max_file_bytes)
+        {
             return fail(format!("source tweet {source_rel}: {r}"));
         }
         let source = match self.source.parse(source_fields) {
@@ -154,12 +160,18 @@ impl Worker {
                 continue;
             }
             if let Err(e) = list_dir(&dir, &mut self.names) {
-                bad.push(BadInput::new(format!("{}/{dir_name}", td.rel), format!("cannot list directory: {e}")));
+                bad.push(BadInput::new(
+                    format!("{}/{dir_name}", td.rel),
+                    format!("cannot list directory: {e}"),
+                ));
                 continue;
             }
             for name in &self.names {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
-                if let Err(r) = self.reaction.read_file(&dir.join(name), self.max_file_bytes) {
+                if let Err(r) = self
+                    .reaction
+                    .read_file(&dir.join(name), self.max_file_bytes)
+                {
                     bad.push(BadInput::new(file_rel(), r));
                     continue;
                 }
@@ -213,7 +225,10 @@ fn canonical_lenient(p: &Path) -> PathBuf {
     let mut cur = p.to_path_buf();
     loop {
         if let Ok(c) = cur.canonicalize() {
-            return tail.into_iter().rev().fold(c, |acc: PathBuf, part| acc.join(part));
+            return tail
+                .into_iter()
+                .rev()
+                .fold(c, |acc: PathBuf, part| acc.join(part));
         }
         match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
             (Some(name), Some(parent)) => {
@@ -238,7 +253,12 @@ fn canonical_lenient(p: &Path) -> PathBuf {
 /// println!("{} threads, {} skipped", summary.manifest.threads, summary.report.len());
 /// # Ok::<(), socialctx::Error>(())
 /// ```
-pub fn build(corpus: &Path, cache: &Path, opts: &BuildOptions, progress: &dyn Progress) -> Result<BuildSummary> {
+pub fn build(
+    corpus: &Path,
+    cache: &Path,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
     let start = Instant::now();
     if !corpus.is_dir() {
         return Err(Error::CorpusMissing(corpus.to_path_buf()));
@@ -287,7 +307,10 @@ pub fn build(corpus: &Path, cache: &Path, opts: &BuildOptions, progress: &dyn Pr
             });
         }
         report.extend(outcome.bad);
-        let n = outcome.data.as_ref().map_or(0, |d| d.reactions.len() as u64);
+        let n = outcome
+            .data
+            .as_ref()
+            .map_or(0, |d| d.reactions.len() as u64);
         if let Some(data) = outcome.data {
             writer.push(data, &td.rel)?;
         }

@@ -43,14 +43,20 @@ impl Corpus {
         self.root.join("ev/rumours").join(id.to_string())
     }
     fn source(&self, id: u64, v: &Value) {
-        self.raw(&self.thread(id).join(format!("source-tweets/{id}.json")), &serde_json::to_vec(v).unwrap());
+        self.raw(
+            &self.thread(id).join(format!("source-tweets/{id}.json")),
+            &serde_json::to_vec(v).unwrap(),
+        );
     }
     fn raw(&self, path: &Path, bytes: &[u8]) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, bytes).unwrap();
     }
     fn reaction(&self, name: &str, v: &Value) {
-        self.raw(&self.thread(100).join("reactions").join(name), &serde_json::to_vec(v).unwrap());
+        self.raw(
+            &self.thread(100).join("reactions").join(name),
+            &serde_json::to_vec(v).unwrap(),
+        );
     }
     fn out(&self) -> PathBuf {
         self._tmp.path().join("cache")
@@ -73,35 +79,142 @@ fn bad_cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     vec![
         ("truncated.json", full[..full.len() / 2].to_vec(), "JSON"),
         ("empty.json", Vec::new(), "empty"),
-        ("latin1.json", {
-            let mut b = full.clone();
-            let at = b.windows(6).position(|w| w == b"\"text\"").unwrap() + 9;
-            b.insert(at, 0xff);
-            b
-        }, "UTF-8"),
+        (
+            "latin1.json",
+            {
+                let mut b = full.clone();
+                let at = b.windows(6).position(|w| w == b"\"text\"").unwrap() + 9;
+                b.insert(at, 0xff);
+                b
+            },
+            "UTF-8",
+        ),
         ("array.json", b"[1, 2]".to_vec(), "array"),
-        ("no_created_at.json", j(with(t.clone(), |v| { v.as_object_mut().unwrap().remove("created_at"); })), "created_at"),
-        ("bad_date.json", j(with(t.clone(), |v| v["created_at"] = "Sun Feb 29 10:00:00 +0000 2015".into())), "created_at"),
-        ("not_a_date.json", j(with(t.clone(), |v| v["created_at"] = "not a date".into())), "created_at"),
-        ("hour24.json", j(with(t.clone(), |v| v["created_at"] = "Wed Jan 07 24:00:00 +0000 2015".into())), "created_at"),
-        ("user_date.json", j(with(t.clone(), |v| v["user"]["created_at"] = 5.into())), "user.created_at"),
-        ("no_user.json", j(with(t.clone(), |v| { v.as_object_mut().unwrap().remove("user"); })), "user"),
-        ("null_user.json", j(with(t.clone(), |v| v["user"] = Value::Null)), "user"),
-        ("null_count.json", j(with(t.clone(), |v| v["user"]["statuses_count"] = Value::Null)), "statuses_count"),
-        ("float_count.json", j(with(t.clone(), |v| v["user"]["followers_count"] = json!(1.5))), "followers_count"),
-        ("string_count.json", j(with(t.clone(), |v| v["retweet_count"] = "3".into())), "retweet_count"),
-        ("no_name.json", j(with(t.clone(), |v| { v["user"].as_object_mut().unwrap().remove("name"); })), "user.name"),
-        ("desc_number.json", j(with(t.clone(), |v| v["user"]["description"] = 7.into())), "description"),
-        ("no_entities.json", j(with(t.clone(), |v| { v.as_object_mut().unwrap().remove("entities"); })), "entities"),
-        ("urls_string.json", j(with(t.clone(), |v| v["entities"]["urls"] = "x".into())), "entities.urls"),
-        ("no_text.json", j(with(t.clone(), |v| { v.as_object_mut().unwrap().remove("text"); })), "text"),
-        ("no_id.json", j(with(t.clone(), |v| { v.as_object_mut().unwrap().remove("id_str"); })), "id_str"),
-        ("bad_id.json", j(with(t.clone(), |v| v["id_str"] = "12a".into())), "id_str"),
-        ("no_verified.json", j(with(t.clone(), |v| { v["user"].as_object_mut().unwrap().remove("verified"); })), "verified"),
-        ("big_int.json", {
-            let s = String::from_utf8(full.clone()).unwrap();
-            s.replacen("\"retweet_count\":", "\"retweet_count\":123456789012345678901234567890,\"x\":", 1).into_bytes()
-        }, "JSON"),
+        (
+            "no_created_at.json",
+            j(with(t.clone(), |v| {
+                v.as_object_mut().unwrap().remove("created_at");
+            })),
+            "created_at",
+        ),
+        (
+            "bad_date.json",
+            j(with(t.clone(), |v| {
+                v["created_at"] = "Sun Feb 29 10:00:00 +0000 2015".into()
+            })),
+            "created_at",
+        ),
+        (
+            "not_a_date.json",
+            j(with(t.clone(), |v| v["created_at"] = "not a date".into())),
+            "created_at",
+        ),
+        (
+            "hour24.json",
+            j(with(t.clone(), |v| {
+                v["created_at"] = "Wed Jan 07 24:00:00 +0000 2015".into()
+            })),
+            "created_at",
+        ),
+        (
+            "user_date.json",
+            j(with(t.clone(), |v| v["user"]["created_at"] = 5.into())),
+            "user.created_at",
+        ),
+        (
+            "no_user.json",
+            j(with(t.clone(), |v| {
+                v.as_object_mut().unwrap().remove("user");
+            })),
+            "user",
+        ),
+        (
+            "null_user.json",
+            j(with(t.clone(), |v| v["user"] = Value::Null)),
+            "user",
+        ),
+        (
+            "null_count.json",
+            j(with(t.clone(), |v| {
+                v["user"]["statuses_count"] = Value::Null
+            })),
+            "statuses_count",
+        ),
+        (
+            "float_count.json",
+            j(with(t.clone(), |v| {
+                v["user"]["followers_count"] = json!(1.5)
+            })),
+            "followers_count",
+        ),
+        (
+            "string_count.json",
+            j(with(t.clone(), |v| v["retweet_count"] = "3".into())),
+            "retweet_count",
+        ),
+        (
+            "no_name.json",
+            j(with(t.clone(), |v| {
+                v["user"].as_object_mut().unwrap().remove("name");
+            })),
+            "user.name",
+        ),
+        (
+            "desc_number.json",
+            j(with(t.clone(), |v| v["user"]["description"] = 7.into())),
+            "description",
+        ),
+        (
+            "no_entities.json",
+            j(with(t.clone(), |v| {
+                v.as_object_mut().unwrap().remove("entities");
+            })),
+            "entities",
+        ),
+        (
+            "urls_string.json",
+            j(with(t.clone(), |v| v["entities"]["urls"] = "x".into())),
+            "entities.urls",
+        ),
+        (
+            "no_text.json",
+            j(with(t.clone(), |v| {
+                v.as_object_mut().unwrap().remove("text");
+            })),
+            "text",
+        ),
+        (
+            "no_id.json",
+            j(with(t.clone(), |v| {
+                v.as_object_mut().unwrap().remove("id_str");
+            })),
+            "id_str",
+        ),
+        (
+            "bad_id.json",
+            j(with(t.clone(), |v| v["id_str"] = "12a".into())),
+            "id_str",
+        ),
+        (
+            "no_verified.json",
+            j(with(t.clone(), |v| {
+                v["user"].as_object_mut().unwrap().remove("verified");
+            })),
+            "verified",
+        ),
+        (
+            "big_int.json",
+            {
+                let s = String::from_utf8(full.clone()).unwrap();
+                s.replacen(
+                    "\"retweet_count\":",
+                    "\"retweet_count\":123456789012345678901234567890,\"x\":",
+                    1,
+                )
+                .into_bytes()
+            },
+            "JSON",
+        ),
     ]
 }
 
@@ -110,13 +223,16 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
     let c = Corpus::new();
     let good = real_tweet();
     c.reaction("good.json", &good);
-    c.reaction("good2.json", &with(good.clone(), |v| {
-        v["id_str"] = "7".into();
-        v["favorite_count"] = Value::Null;
-        v["user"]["verified"] = Value::Null;
-        v["user"]["description"] = Value::Null;
-        v["entities"]["urls"] = Value::Null;
-    }));
+    c.reaction(
+        "good2.json",
+        &with(good.clone(), |v| {
+            v["id_str"] = "7".into();
+            v["favorite_count"] = Value::Null;
+            v["user"]["verified"] = Value::Null;
+            v["user"]["description"] = Value::Null;
+            v["entities"]["urls"] = Value::Null;
+        }),
+    );
     let cases = bad_cases();
     for (name, bytes, _) in &cases {
         c.raw(&c.thread(100).join("reactions").join(name), bytes);
@@ -125,11 +241,21 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
     c.raw(&c.thread(100).join("reactions/.DS_Store"), b"\0\0junk");
     // A directory and a dangling symlink where a file should be.
     fs::create_dir_all(c.thread(100).join("reactions/subdir.json")).unwrap();
-    std::os::unix::fs::symlink("/nonexistent/x.json", c.thread(100).join("reactions/dangling.json")).unwrap();
+    std::os::unix::fs::symlink(
+        "/nonexistent/x.json",
+        c.thread(100).join("reactions/dangling.json"),
+    )
+    .unwrap();
     // A file over the size cap.
-    c.raw(&c.thread(100).join("reactions/huge.json"), &vec![b' '; 2 * 1024 * 1024]);
+    c.raw(
+        &c.thread(100).join("reactions/huge.json"),
+        &vec![b' '; 2 * 1024 * 1024],
+    );
 
-    let opts = BuildOptions { max_file_bytes: 1024 * 1024, ..BuildOptions::default() };
+    let opts = BuildOptions {
+        max_file_bytes: 1024 * 1024,
+        ..BuildOptions::default()
+    };
     let summary = build(&c.root, &c.out(), &opts, &NoProgress).unwrap();
     let cache = Cache::open(&c.out()).unwrap();
     assert_eq!(cache.len(), 1);
@@ -146,19 +272,41 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
     let report = &summary.report;
     for (name, _, word) in &cases {
         let path = format!("ev/rumours/100/reactions/{name}");
-        let line = report.iter().find(|b| b.path == path).unwrap_or_else(|| panic!("{name} reported"));
-        assert!(line.reason.contains(word), "{name}: reason {:?} should mention {word:?}", line.reason);
+        let line = report
+            .iter()
+            .find(|b| b.path == path)
+            .unwrap_or_else(|| panic!("{name} reported"));
+        assert!(
+            line.reason.contains(word),
+            "{name}: reason {:?} should mention {word:?}",
+            line.reason
+        );
     }
-    for (name, word) in [("subdir.json", "regular file"), ("dangling.json", "open"), ("huge.json", "limit")] {
+    for (name, word) in [
+        ("subdir.json", "regular file"),
+        ("dangling.json", "open"),
+        ("huge.json", "limit"),
+    ] {
         let path = format!("ev/rumours/100/reactions/{name}");
-        let line = report.iter().find(|b| b.path == path).unwrap_or_else(|| panic!("{name} reported"));
+        let line = report
+            .iter()
+            .find(|b| b.path == path)
+            .unwrap_or_else(|| panic!("{name} reported"));
         assert!(line.reason.contains(word), "{name}: {:?}", line.reason);
     }
-    assert_eq!(report.len(), cases.len() + 3, "one line per bad file, nothing for .DS_Store: {report:#?}");
+    assert_eq!(
+        report.len(),
+        cases.len() + 3,
+        "one line per bad file, nothing for .DS_Store: {report:#?}"
+    );
 
     // With a generous cap the large (blank) file is rejected as JSON instead: the cap is what rejected it before.
     let summary = build_cache(&c.root, &c.out(), 1);
-    let huge = summary.report.iter().find(|b| b.path.ends_with("huge.json")).unwrap();
+    let huge = summary
+        .report
+        .iter()
+        .find(|b| b.path.ends_with("huge.json"))
+        .unwrap();
     assert!(!huge.reason.contains("limit"), "{huge:?}");
 }
 
@@ -166,12 +314,19 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
 fn size_cap_gives_a_clear_reason() {
     let c = Corpus::new();
     c.reaction("a.json", &real_tweet());
-    let opts = BuildOptions { max_file_bytes: 100, ..BuildOptions::default() };
+    let opts = BuildOptions {
+        max_file_bytes: 100,
+        ..BuildOptions::default()
+    };
     let summary = build(&c.root, &c.out(), &opts, &NoProgress).unwrap();
     // The source tweet is over the cap too: the whole thread is skipped.
     assert_eq!(summary.report.len(), 1);
     assert_eq!(summary.report[0].path, "ev/rumours/100");
-    assert!(summary.report[0].reason.contains("100-byte limit"), "{:?}", summary.report[0]);
+    assert!(
+        summary.report[0].reason.contains("100-byte limit"),
+        "{:?}",
+        summary.report[0]
+    );
 }
 
 #[test]
@@ -179,11 +334,22 @@ fn bad_or_missing_source_skips_the_thread_only() {
     let c = Corpus::new();
     c.reaction("a.json", &real_tweet());
     // 200: truncated source; 300: only stray files in source-tweets/; 400: source without user.
-    c.raw(&c.thread(200).join("source-tweets/200.json"), b"{\"text\": \"unterminated");
+    c.raw(
+        &c.thread(200).join("source-tweets/200.json"),
+        b"{\"text\": \"unterminated",
+    );
     c.raw(&c.thread(300).join("source-tweets/.DS_Store"), b"x");
     c.raw(&c.thread(300).join("source-tweets/notes.csv"), b"a,b");
-    c.source(400, &with(real_source(), |v| { v.as_object_mut().unwrap().remove("user"); }));
-    c.raw(&c.thread(400).join("reactions/1.json"), &serde_json::to_vec(&real_tweet()).unwrap());
+    c.source(
+        400,
+        &with(real_source(), |v| {
+            v.as_object_mut().unwrap().remove("user");
+        }),
+    );
+    c.raw(
+        &c.thread(400).join("reactions/1.json"),
+        &serde_json::to_vec(&real_tweet()).unwrap(),
+    );
     // 500: fine, with a *.csv beside the source (ignored) and no reactions folder.
     c.source(500, &real_source());
     c.raw(&c.thread(500).join("source-tweets/zzz.csv"), b"a,b");
@@ -197,8 +363,15 @@ fn bad_or_missing_source_skips_the_thread_only() {
     assert_eq!(ids, vec![100, 500]);
     assert_eq!(cache.get(500).unwrap().reaction_count(), 0);
     let paths: Vec<&str> = summary.report.iter().map(|b| b.path.as_str()).collect();
-    assert_eq!(paths, vec!["ev/rumours/200", "ev/rumours/300", "ev/rumours/400"]);
-    assert!(summary.report[0].reason.contains("source tweet source-tweets/200.json"));
+    assert_eq!(
+        paths,
+        vec!["ev/rumours/200", "ev/rumours/300", "ev/rumours/400"]
+    );
+    assert!(
+        summary.report[0]
+            .reason
+            .contains("source tweet source-tweets/200.json")
+    );
     assert!(summary.report[1].reason.contains("no source tweet file"));
     assert!(summary.report[2].reason.contains("user"));
 }
@@ -208,11 +381,18 @@ fn duplicate_source_ids_are_reported_not_merged() {
     let c = Corpus::new();
     c.reaction("a.json", &real_tweet());
     let other = c.root.join("other/non-rumours/100");
-    c.raw(&other.join("source-tweets/100.json"), &serde_json::to_vec(&real_source()).unwrap());
+    c.raw(
+        &other.join("source-tweets/100.json"),
+        &serde_json::to_vec(&real_source()).unwrap(),
+    );
     let summary = c.build();
     let cache = Cache::open(&c.out()).unwrap();
     assert_eq!(cache.len(), 1);
-    assert_eq!(cache.get(100).unwrap().label(), "rumours", "the first path in order is kept");
+    assert_eq!(
+        cache.get(100).unwrap().label(),
+        "rumours",
+        "the first path in order is kept"
+    );
     assert_eq!(summary.report.len(), 1);
     assert_eq!(summary.report[0].path, "other/non-rumours/100");
     assert!(summary.report[0].reason.contains("duplicate source id 100"));
@@ -223,10 +403,16 @@ fn strict_stops_at_the_first_bad_input_and_keeps_the_old_cache() {
     let c = Corpus::new();
     c.reaction("a.json", &real_tweet());
     c.build();
-    let before: Vec<_> = fs::read_dir(c.out()).unwrap().map(|e| fs::read(e.unwrap().path()).unwrap()).collect();
+    let before: Vec<_> = fs::read_dir(c.out())
+        .unwrap()
+        .map(|e| fs::read(e.unwrap().path()).unwrap())
+        .collect();
 
     c.raw(&c.thread(100).join("reactions/b.json"), b"{");
-    let opts = BuildOptions { strict: true, ..BuildOptions::default() };
+    let opts = BuildOptions {
+        strict: true,
+        ..BuildOptions::default()
+    };
     match build(&c.root, &c.out(), &opts, &NoProgress) {
         Err(Error::StrictBadInput { path, reason }) => {
             assert_eq!(path, "ev/rumours/100/reactions/b.json");
@@ -234,23 +420,45 @@ fn strict_stops_at_the_first_bad_input_and_keeps_the_old_cache() {
         }
         other => panic!("expected a strict-mode error, got {other:?}"),
     }
-    let after: Vec<_> = fs::read_dir(c.out()).unwrap().map(|e| fs::read(e.unwrap().path()).unwrap()).collect();
+    let after: Vec<_> = fs::read_dir(c.out())
+        .unwrap()
+        .map(|e| fs::read(e.unwrap().path()).unwrap())
+        .collect();
     assert_eq!(before, after, "old cache byte-identical");
-    let leftovers: Vec<_> = fs::read_dir(c._tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers.len(), 3, "corpus, cache, lock file: {leftovers:?}");
+    let leftovers: Vec<_> = fs::read_dir(c._tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        3,
+        "corpus, cache, lock file: {leftovers:?}"
+    );
 }
 
 #[test]
 fn corpus_errors_are_clear() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing");
-    let err = build(&missing, &tmp.path().join("c"), &BuildOptions::default(), &NoProgress).unwrap_err();
+    let err = build(
+        &missing,
+        &tmp.path().join("c"),
+        &BuildOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::CorpusMissing(_)), "{err}");
 
     let empty = tmp.path().join("empty");
     fs::create_dir(&empty).unwrap();
     fs::write(empty.join("readme.txt"), "x").unwrap();
-    let err = build(&empty, &tmp.path().join("c"), &BuildOptions::default(), &NoProgress).unwrap_err();
+    let err = build(
+        &empty,
+        &tmp.path().join("c"),
+        &BuildOptions::default(),
+        &NoProgress,
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::EmptyCorpus(_)), "{err}");
 
     let c = Corpus::new();

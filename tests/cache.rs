@@ -21,7 +21,10 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
         })
         .collect();
     v.sort();
@@ -54,7 +57,11 @@ fn round_trip_preserves_threads_reactions_and_text() {
             assert!((r.created_at(), r.id()) > last, "(created_at, id) order");
             last = (r.created_at(), r.id());
             assert_eq!(r.features(), &t.features()[j]);
-            let c_type = if r.kind() == ReactionKind::Reply { 1.0 } else { 0.0 };
+            let c_type = if r.kind() == ReactionKind::Reply {
+                1.0
+            } else {
+                0.0
+            };
             assert_eq!(r.features()[26], c_type, "c_type agrees with kind");
         }
         reactions += t.reaction_count() as u64;
@@ -71,15 +78,33 @@ fn round_trip_preserves_threads_reactions_and_text() {
     assert!(t.event().ends_with("-all-rnr-threads"));
     let thread_dir = walk_find(&golden(), "524922078638903296");
     for r in t.reactions() {
-        let sub = if r.kind() == ReactionKind::Reply { "reactions" } else { "retweets" };
+        let sub = if r.kind() == ReactionKind::Reply {
+            "reactions"
+        } else {
+            "retweets"
+        };
         let raw = fs::read(thread_dir.join(sub).join(format!("{}.json", r.id()))).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&raw).unwrap();
-        let text = v.get("full_text").or(v.get("text")).unwrap().as_str().unwrap();
+        let text = v
+            .get("full_text")
+            .or(v.get("text"))
+            .unwrap()
+            .as_str()
+            .unwrap();
         assert_eq!(r.text(), text);
         assert_eq!(r.user_description(), v["user"]["description"].as_str());
     }
-    let src_dir = ["source-tweets", "source-tweet"].iter().map(|d| thread_dir.join(d)).find(|p| p.is_dir()).unwrap();
-    let src_file = fs::read_dir(&src_dir).unwrap().next().unwrap().unwrap().path();
+    let src_dir = ["source-tweets", "source-tweet"]
+        .iter()
+        .map(|d| thread_dir.join(d))
+        .find(|p| p.is_dir())
+        .unwrap();
+    let src_file = fs::read_dir(&src_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let src: serde_json::Value = serde_json::from_slice(&fs::read(src_file).unwrap()).unwrap();
     assert_eq!(t.source_text(), src["text"].as_str().unwrap());
     assert_eq!(t.source_user_id(), src["user"]["id_str"].as_str().unwrap());
@@ -93,7 +118,7 @@ fn walk_find(root: &Path, name: &str) -> PathBuf {
                 return p;
             }
             let found = walk_find(&p, name);
-            if found.as_os_str().len() > 0 {
+            if !found.as_os_str().is_empty() {
                 return found;
             }
         }
@@ -104,7 +129,11 @@ fn walk_find(root: &Path, name: &str) -> PathBuf {
 #[test]
 fn same_corpus_gives_byte_identical_cache_for_any_thread_count() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b, c) = (tmp.path().join("a"), tmp.path().join("b"), tmp.path().join("c"));
+    let (a, b, c) = (
+        tmp.path().join("a"),
+        tmp.path().join("b"),
+        tmp.path().join("c"),
+    );
     build_cache(&golden(), &a, 1);
     build_cache(&golden(), &b, 2);
     build_cache(&golden(), &c, 5);
@@ -137,9 +166,14 @@ fn refuses_to_replace_a_directory_that_is_not_a_cache() {
     let out = tmp.path().join("precious");
     fs::create_dir(&out).unwrap();
     fs::write(out.join("thesis.tex"), "do not delete").unwrap();
-    let err = CacheWriter::create(&out, WriterOptions::default()).err().expect("refused");
+    let err = CacheWriter::create(&out, WriterOptions::default())
+        .err()
+        .expect("refused");
     assert!(err.to_string().contains("not a socialctx cache"), "{err}");
-    assert_eq!(fs::read_to_string(out.join("thesis.tex")).unwrap(), "do not delete");
+    assert_eq!(
+        fs::read_to_string(out.join("thesis.tex")).unwrap(),
+        "do not delete"
+    );
 }
 
 #[test]
@@ -147,12 +181,17 @@ fn a_second_writer_fails_clearly_while_the_first_holds_the_lock() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("cache");
     let first = CacheWriter::create(&out, WriterOptions::default()).unwrap();
-    let err = CacheWriter::create(&out, WriterOptions::default()).err().expect("locked");
+    let err = CacheWriter::create(&out, WriterOptions::default())
+        .err()
+        .expect("locked");
     assert!(matches!(err, Error::Locked { .. }), "{err}");
     let tmpdir = first.temp_dir().to_path_buf();
     assert!(tmpdir.is_dir());
     drop(first);
-    assert!(!tmpdir.exists(), "an abandoned build removes its temporary directory");
+    assert!(
+        !tmpdir.exists(),
+        "an abandoned build removes its temporary directory"
+    );
     assert!(!out.exists(), "and publishes nothing");
     let again = CacheWriter::create(&out, WriterOptions::default());
     assert!(again.is_ok(), "the lock is released on drop");
@@ -168,7 +207,11 @@ fn small_cache(dir: &Path) -> PathBuf {
 fn expect_corrupt(dir: &Path, file: &str) {
     match Cache::open(dir) {
         Err(Error::Corrupt { path, reason }) => {
-            assert!(path.ends_with(file), "error names {file}: got {} ({reason})", path.display())
+            assert!(
+                path.ends_with(file),
+                "error names {file}: got {} ({reason})",
+                path.display()
+            )
         }
         Err(Error::UnsupportedVersion { path, .. }) => assert!(path.ends_with(file)),
         Err(e) => panic!("expected a corrupt-cache error for {file}, got {e}"),
@@ -183,7 +226,18 @@ fn flipped_bytes_anywhere_in_a_shard_are_detected() {
     let shard = out.join("shard-00000.rkyv");
     let pristine = fs::read(&shard).unwrap();
     let n = pristine.len();
-    for pos in [0, 1, n / 3, n / 2, n - 40, n - 33, n - 32, n - 20, n - 9, n - 1] {
+    for pos in [
+        0,
+        1,
+        n / 3,
+        n / 2,
+        n - 40,
+        n - 33,
+        n - 32,
+        n - 20,
+        n - 9,
+        n - 1,
+    ] {
         let mut bytes = pristine.clone();
         bytes[pos] ^= 0x5a;
         fs::write(&shard, &bytes).unwrap();
@@ -225,7 +279,10 @@ fn manifest_damage_and_mismatches_are_detected() {
     let restore = || fs::write(out.join(MANIFEST_FILE), &pristine).unwrap();
 
     edit_manifest(&out, |v| v["format_version"] = 99.into());
-    assert!(matches!(Cache::open(&out), Err(Error::UnsupportedVersion { found: 99, .. })));
+    assert!(matches!(
+        Cache::open(&out),
+        Err(Error::UnsupportedVersion { found: 99, .. })
+    ));
     restore();
 
     edit_manifest(&out, |v| v["threads"] = 1.into());
@@ -251,5 +308,8 @@ fn manifest_damage_and_mismatches_are_detected() {
     fs::write(out.join("report.jsonl"), b"{}\n").unwrap();
     expect_corrupt(&out, "report.jsonl");
 
-    assert!(matches!(Cache::open(&tmp.path().join("nope")), Err(Error::CacheMissing(_))));
+    assert!(matches!(
+        Cache::open(&tmp.path().join("nope")),
+        Err(Error::CacheMissing(_))
+    ));
 }

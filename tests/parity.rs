@@ -31,9 +31,21 @@ fn check_corpus(corpus: &str, replies: &str, all: Option<&str>, bad: &str) {
         assert_same_features(&dump(&cache, true), &expected(all), all);
     }
     let ours: BTreeSet<String> = summary.report.iter().map(|b| b.path.clone()).collect();
-    assert_eq!(ours, oracle_bad_paths(&repo(bad)), "{corpus}: bad-input paths");
-    assert_eq!(summary.report.len(), ours.len(), "one report line per bad path");
-    assert_eq!(cache.report(), &summary.report[..], "report stored in the cache");
+    assert_eq!(
+        ours,
+        oracle_bad_paths(&repo(bad)),
+        "{corpus}: bad-input paths"
+    );
+    assert_eq!(
+        summary.report.len(),
+        ours.len(),
+        "one report line per bad path"
+    );
+    assert_eq!(
+        cache.report(),
+        &summary.report[..],
+        "report stored in the cache"
+    );
 }
 
 #[test]

@@ -152,7 +152,8 @@ impl ThreadData {
     /// A rough upper bound of the archived size, used to cap shards.
     pub fn estimated_bytes(&self) -> usize {
         let r = &self.record;
-        let thread = 64 + r.event.len() + r.label.len() + r.source_user_id.len() + r.source_text.len();
+        let thread =
+            64 + r.event.len() + r.label.len() + r.source_user_id.len() + r.source_text.len();
         let reactions: usize = self
             .reactions
             .iter()

@@ -106,8 +106,16 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
             expected: FORMAT_VERSION,
         });
     }
-    if manifest.feature_names.iter().map(String::as_str).ne(FEATURE_NAMES) {
-        return Err(Error::corrupt(&path, "feature names differ from this library's"));
+    if manifest
+        .feature_names
+        .iter()
+        .map(String::as_str)
+        .ne(FEATURE_NAMES)
+    {
+        return Err(Error::corrupt(
+            &path,
+            "feature names differ from this library's",
+        ));
     }
     Ok(manifest)
 }
@@ -184,7 +192,10 @@ fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), Str
         ));
     }
     if shard.features.len() != reactions {
-        return Err(format!("{} feature rows for {reactions} reactions", shard.features.len()));
+        return Err(format!(
+            "{} feature rows for {reactions} reactions",
+            shard.features.len()
+        ));
     }
     if feature_rows(shard).is_none() {
         return Err("feature block is misaligned".into());
@@ -202,7 +213,10 @@ fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), Str
             return Err(format!("source ids out of order at {id}"));
         }
         prev_id = Some(id);
-        let (first, count) = (u64::from(t.first_reaction.to_native()), u64::from(t.reaction_count.to_native()));
+        let (first, count) = (
+            u64::from(t.first_reaction.to_native()),
+            u64::from(t.reaction_count.to_native()),
+        );
         if first != next_reaction || first + count > reactions as u64 {
             return Err(format!("thread {id} has a bad reaction range"));
         }
@@ -211,7 +225,11 @@ fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), Str
     if next_reaction != reactions as u64 {
         return Err("reactions not covered by any thread".into());
     }
-    if shard.reactions.iter().any(|r| ReactionKind::from_u8(r.kind).is_none()) {
+    if shard
+        .reactions
+        .iter()
+        .any(|r| ReactionKind::from_u8(r.kind).is_none())
+    {
         return Err("a reaction has an unknown kind".into());
     }
     let first = shard.threads.first().map_or(0, |t| t.source_id.to_native());
@@ -333,12 +351,19 @@ impl Cache {
 fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
     let path = dir.join(&manifest.report.file);
     let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
-    if bytes.len() as u64 != manifest.report.bytes || hex64(xxh3_64(&bytes)) != manifest.report.xxh3 {
-        return Err(Error::corrupt(&path, "size or checksum differs from the manifest"));
+    if bytes.len() as u64 != manifest.report.bytes || hex64(xxh3_64(&bytes)) != manifest.report.xxh3
+    {
+        return Err(Error::corrupt(
+            &path,
+            "size or checksum differs from the manifest",
+        ));
     }
     let report = read_jsonl(&bytes).map_err(|e| Error::corrupt(&path, e.to_string()))?;
     if report.len() as u64 != manifest.skipped {
-        return Err(Error::corrupt(&path, "line count differs from the manifest"));
+        return Err(Error::corrupt(
+            &path,
+            "line count differs from the manifest",
+        ));
     }
     Ok(report)
 }
@@ -404,7 +429,9 @@ impl<'a> ThreadView<'a> {
     pub fn reactions(&self) -> impl ExactSizeIterator<Item = ReactionView<'a>> + 'a {
         let r = self.range();
         let (recs, rows) = (&self.shard.reactions[r.clone()], &self.rows[r]);
-        recs.iter().zip(rows).map(|(rec, features)| ReactionView { rec, features })
+        recs.iter()
+            .zip(rows)
+            .map(|(rec, features)| ReactionView { rec, features })
     }
 }
 

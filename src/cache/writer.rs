@@ -81,7 +81,10 @@ fn split_target(target: &Path) -> Result<(PathBuf, String)> {
         .ok_or_else(|| {
             Error::io(
                 target,
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a usable cache directory name"),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "not a usable cache directory name",
+                ),
             )
         })?;
     let parent = match target.parent() {
@@ -113,7 +116,11 @@ impl CacheWriter {
         let lock_file = parent.join(format!(".{name}.lock"));
         let lock = io(
             &lock_file,
-            File::options().create(true).truncate(false).write(true).open(&lock_file),
+            File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_file),
         )?;
         match lock.try_lock() {
             Ok(()) => {}
@@ -225,10 +232,11 @@ impl CacheWriter {
         let shard = std::mem::take(&mut self.current);
         self.current_bytes = 0;
         let file = format!("shard-{:05}.rkyv", self.shards.len());
-        let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&shard).map_err(|e| Error::Internal {
-            path: file.clone(),
-            message: format!("serializing the shard failed: {e}"),
-        })?;
+        let archive =
+            rkyv::to_bytes::<rkyv::rancor::Error>(&shard).map_err(|e| Error::Internal {
+                path: file.clone(),
+                message: format!("serializing the shard failed: {e}"),
+            })?;
         let sum = xxh3_64(&archive);
         let mut footer = [0u8; FOOTER_LEN];
         footer[..8].copy_from_slice(&SHARD_MAGIC);
@@ -255,7 +263,8 @@ impl CacheWriter {
             self.flush()?;
         }
         let mut report_bytes = Vec::new();
-        write_jsonl(&mut report_bytes, report).map_err(|e| Error::io(self.tmp.join(REPORT_FILE), e))?;
+        write_jsonl(&mut report_bytes, report)
+            .map_err(|e| Error::io(self.tmp.join(REPORT_FILE), e))?;
         self.write_synced(REPORT_FILE, &[&report_bytes])?;
 
         let manifest = Manifest {

@@ -67,7 +67,11 @@ pub(crate) fn b(x: bool) -> f64 {
 }
 
 /// Computes the 28 features of `reaction` (of kind `kind`) in the thread of `source`.
-pub fn compute(reaction: &ReactionFields<'_>, source: &SourceFields<'_>, kind: ReactionKind) -> FeatureVec {
+pub fn compute(
+    reaction: &ReactionFields<'_>,
+    source: &SourceFields<'_>,
+    kind: ReactionKind,
+) -> FeatureVec {
     let mut f = [0f64; NUM_FEATURES];
     user::compute(reaction, source, &mut f);
     tweet::compute(reaction, source, &mut f);

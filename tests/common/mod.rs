@@ -49,14 +49,23 @@ pub fn assert_same_features(ours: &[Value], expected: &[Value], what: &str) {
         let sid = e["source_id"].as_str().unwrap();
         assert_eq!(o["source_id"], e["source_id"], "{what}: thread order");
         assert_eq!(o["label"], e["label"], "{what}: label of {sid}");
-        let (or, er) = (o["reactions"].as_array().unwrap(), e["reactions"].as_array().unwrap());
+        let (or, er) = (
+            o["reactions"].as_array().unwrap(),
+            e["reactions"].as_array().unwrap(),
+        );
         assert_eq!(or.len(), er.len(), "{what}: reactions of {sid}");
         for (a, b) in or.iter().zip(er) {
             let id = b["id"].as_str().unwrap();
             assert_eq!(a["id"], b["id"], "{what}: reaction order in {sid}");
             assert_eq!(a["kind"], b["kind"], "{what}: kind of {id}");
-            assert_eq!(a["created_at"], b["created_at"], "{what}: created_at of {id}");
-            let (af, bf) = (a["features"].as_array().unwrap(), b["features"].as_array().unwrap());
+            assert_eq!(
+                a["created_at"], b["created_at"],
+                "{what}: created_at of {id}"
+            );
+            let (af, bf) = (
+                a["features"].as_array().unwrap(),
+                b["features"].as_array().unwrap(),
+            );
             assert_eq!(af.len(), 28, "{what}: feature count of {id}");
             assert_eq!(bf.len(), 28, "{what}: oracle feature count of {id}");
             for (i, (x, y)) in af.iter().zip(bf).enumerate() {
@@ -73,5 +82,10 @@ pub fn assert_same_features(ours: &[Value], expected: &[Value], what: &str) {
             }
         }
     }
-    assert!(checked > 0 || expected.iter().all(|e| e["reactions"].as_array().unwrap().is_empty()));
+    assert!(
+        checked > 0
+            || expected
+                .iter()
+                .all(|e| e["reactions"].as_array().unwrap().is_empty())
+    );
 }
