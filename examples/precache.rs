@@ -7,6 +7,7 @@
 //! With no arguments it builds the sample corpus shipped in `data-samples/`
 //! into `target/socialctx-cache`.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -55,17 +56,24 @@ struct Args {
     quiet: bool,
 }
 
-struct Bar(ProgressBar);
+/// Threads on the bar, reactions in the message.
+struct Bar {
+    bar: ProgressBar,
+    reactions: Cell<u64>,
+}
 
 impl Progress for Bar {
     fn discovered(&self, threads: u64) {
-        self.0.set_length(threads);
-        self.0.set_message("threads");
+        self.bar.set_length(threads);
+        self.bar.set_message("threads");
     }
     fn thread_done(&self, reactions: u64) {
-        self.0.inc(1);
-        self.0.inc_length(0);
-        let _ = reactions;
+        let total = self.reactions.get() + reactions;
+        self.reactions.set(total);
+        self.bar.inc(1);
+        if self.bar.position() % 64 == 0 {
+            self.bar.set_message(format!("threads, {total} reactions"));
+        }
     }
 }
 
@@ -95,7 +103,11 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.enable_steady_tick(Duration::from_millis(120));
-    let result = build(&corpus, &cache, &opts, &Bar(bar.clone()));
+    let progress = Bar {
+        bar: bar.clone(),
+        reactions: Cell::new(0),
+    };
+    let result = build(&corpus, &cache, &opts, &progress);
     bar.finish_and_clear();
 
     let summary = match result {

@@ -176,17 +176,16 @@ impl Worker {
                     continue;
                 }
                 let parsed = self.reaction.parse(|v| {
-                    reaction_fields(v).map(|r| {
-                        let f = features::compute(&r, &source, kind);
-                        let rec = ReactionRecord {
-                            id: r.id,
-                            kind: kind as u8,
-                            created_at: r.created_at.unix_seconds(),
-                            text: r.text.to_owned(),
-                            user_description: r.user.description.map(str::to_owned),
-                        };
-                        (rec, f)
-                    })
+                    let r = reaction_fields(v)?;
+                    let f = features::compute(&r, &source, kind)?;
+                    let rec = ReactionRecord {
+                        id: r.id,
+                        kind: kind as u8,
+                        created_at: r.created_at.unix_seconds(),
+                        text: r.text.to_owned(),
+                        user_description: r.user.description.map(str::to_owned),
+                    };
+                    Ok((rec, f))
                 });
                 match parsed {
                     Ok(Ok(row)) => rows.push(row),

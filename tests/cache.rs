@@ -289,7 +289,12 @@ fn manifest_damage_and_mismatches_are_detected() {
     expect_corrupt(&out, MANIFEST_FILE);
     restore();
 
-    edit_manifest(&out, |v| v["shards"][0]["threads"] = 3.into());
+    // A manifest that is self-consistent but disagrees with the shard.
+    edit_manifest(&out, |v| {
+        let n = v["shards"][0]["threads"].as_u64().unwrap();
+        v["shards"][0]["threads"] = 3.into();
+        v["threads"] = (v["threads"].as_u64().unwrap() - n + 3).into();
+    });
     expect_corrupt(&out, "shard-00000.rkyv");
     restore();
 
@@ -312,4 +317,41 @@ fn manifest_damage_and_mismatches_are_detected() {
         Cache::open(&tmp.path().join("nope")),
         Err(Error::CacheMissing(_))
     ));
+}
+
+#[test]
+fn lazy_open_validates_each_shard_on_first_use() {
+    use socialctx::cache::LazyCache;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&golden(), &out, 2);
+    let eager = Cache::open(&out).unwrap();
+    let n = eager.manifest().shards.len();
+    assert!(n >= 3);
+    // Damage the last shard only.
+    let last = out.join(&eager.manifest().shards[n - 1].file);
+    let first_of_last = eager.manifest().shards[n - 1].first_source_id;
+    let first_id = eager.thread(0).unwrap().source_id();
+    drop(eager);
+    let mut bytes = fs::read(&last).unwrap();
+    bytes[7] ^= 0xff;
+    fs::write(&last, bytes).unwrap();
+
+    let lazy = LazyCache::open(&out).expect("opening reads only the manifest");
+    let t = lazy
+        .get(first_id)
+        .unwrap()
+        .expect("undamaged shard readable");
+    assert_eq!(t.source_id(), first_id);
+    for _ in 0..2 {
+        match lazy.get(first_of_last) {
+            Err(Error::Corrupt { path, .. }) => assert_eq!(path, last),
+            other => panic!(
+                "damaged shard must fail on use, got {:?}",
+                other.map(|o| o.is_some())
+            ),
+        }
+    }
+    assert!(lazy.validate_all().is_err());
+    assert!(matches!(Cache::open(&out), Err(Error::Corrupt { .. })));
 }

@@ -33,7 +33,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::features::FeatureVec;
 
 pub use manifest::{Manifest, ShardInfo};
-pub use reader::{Cache, ReactionView, ThreadView};
+pub use reader::{Cache, LazyCache, ReactionView, ThreadView};
 pub use writer::{CacheWriter, WriterOptions};
 
 /// Version of the cache format this library writes and reads.

@@ -22,6 +22,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 use xxhash_rust::xxh3::xxh3_64;
@@ -40,41 +41,36 @@ use crate::report::{BadInput, read_jsonl};
 #[cfg(not(target_endian = "little"))]
 compile_error!("socialctx caches store little-endian f32; big-endian targets are not supported");
 
-/// One validated, memory-mapped shard.
-struct ShardMap {
+/// A memory-mapped shard whose footer, checksum and archive were checked.
+struct Mapped {
     map: Mmap,
     archive_len: usize,
-    /// Index of the shard's first thread in the whole cache.
-    first_thread: usize,
 }
 
-impl ShardMap {
+impl Mapped {
     fn archived(&self) -> &ArchivedShard {
-        // SAFETY: `open_shard` ran `rkyv::access` (bytecheck) on exactly these
-        // bytes before constructing `self`, and the map is read-only. Cache
-        // files are immutable once published: builds write a new directory and
-        // swap it in, they never modify a published file in place.
+        // SAFETY: `map_shard` ran `rkyv::access` (bytecheck) and `check_shard`
+        // on exactly these bytes before constructing `self`, and the map is
+        // read-only. Cache files are immutable once published: builds write a
+        // new directory and swap it in, they never modify a published file.
         unsafe { rkyv::access_unchecked::<ArchivedShard>(&self.map[..self.archive_len]) }
     }
 }
 
-/// An open, validated cache.
-pub struct Cache {
-    dir: PathBuf,
-    manifest: Manifest,
-    shards: Vec<ShardMap>,
-    len: usize,
-    report: Vec<BadInput>,
+/// A shard slot: mapped and validated on first use (or at open).
+struct ShardSlot {
+    path: PathBuf,
+    /// Index of the shard's first thread in the whole cache.
+    first_thread: usize,
+    state: OnceLock<std::result::Result<Mapped, String>>,
 }
 
-impl std::fmt::Debug for Cache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cache")
-            .field("dir", &self.dir)
-            .field("threads", &self.len)
-            .field("shards", &self.shards.len())
-            .finish()
-    }
+/// What [`Cache`] and [`LazyCache`] share: the manifest and the shard slots.
+struct Core {
+    dir: PathBuf,
+    manifest: Manifest,
+    shards: Vec<ShardSlot>,
+    len: usize,
 }
 
 /// Views a shard's feature block as native `f32` rows (zero-copy).
@@ -117,14 +113,39 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
             "feature names differ from this library's",
         ));
     }
+    let mut prev_last: Option<u64> = None;
+    for info in &manifest.shards {
+        if info.threads == 0
+            || info.first_source_id > info.last_source_id
+            || prev_last.is_some_and(|p| p >= info.first_source_id)
+            || Path::new(&info.file)
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                != Some(info.file.as_str().into())
+        {
+            return Err(Error::corrupt(
+                &path,
+                format!(
+                    "shard {:?} is empty, out of order or not a plain file name",
+                    info.file
+                ),
+            ));
+        }
+        prev_last = Some(info.last_source_id);
+    }
+    let threads: u64 = manifest.shards.iter().map(|s| s.threads).sum();
+    let reactions: u64 = manifest.shards.iter().map(|s| s.reactions).sum();
+    if threads != manifest.threads || reactions != manifest.reactions {
+        return Err(Error::corrupt(&path, "totals do not match the shards"));
+    }
     Ok(manifest)
 }
 
-fn open_shard(dir: &Path, info: &super::ShardInfo, first_thread: usize) -> Result<ShardMap> {
-    let path = dir.join(&info.file);
-    let bad = |reason: String| Error::corrupt(&path, reason);
-    let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let file_len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+/// Maps and fully checks one shard file.
+fn map_shard(path: &Path, info: &super::ShardInfo) -> Result<Mapped> {
+    let bad = |reason: String| Error::corrupt(path, reason);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if file_len != info.bytes {
         return Err(bad(format!(
             "file is {file_len} bytes, the manifest says {} (truncated or replaced)",
@@ -135,8 +156,8 @@ fn open_shard(dir: &Path, info: &super::ShardInfo, first_thread: usize) -> Resul
         return Err(bad("file is too short to hold a shard footer".into()));
     }
     // SAFETY: the file is opened read-only and cache files are never modified
-    // after publication (see `ShardMap::archived`).
-    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(&path, e))?;
+    // after publication (see `Mapped::archived`).
+    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     let footer = &map[map.len() - FOOTER_LEN..];
     if footer[..8] != SHARD_MAGIC {
         return Err(bad("footer magic is missing (not a socialctx shard)".into()));
@@ -144,7 +165,7 @@ fn open_shard(dir: &Path, info: &super::ShardInfo, first_thread: usize) -> Resul
     let version = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default());
     if version != FORMAT_VERSION {
         return Err(Error::UnsupportedVersion {
-            path,
+            path: path.to_path_buf(),
             found: version,
             expected: FORMAT_VERSION,
         });
@@ -174,11 +195,7 @@ fn open_shard(dir: &Path, info: &super::ShardInfo, first_thread: usize) -> Resul
     let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(archive)
         .map_err(|e| bad(format!("archive does not validate: {e}")))?;
     check_shard(shard, info).map_err(bad)?;
-    Ok(ShardMap {
-        map,
-        archive_len,
-        first_thread,
-    })
+    Ok(Mapped { map, archive_len })
 }
 
 /// The invariants the views rely on, so that a consistent-looking but wrong
@@ -240,53 +257,146 @@ fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), Str
     Ok(())
 }
 
+impl Core {
+    fn open(dir: &Path) -> Result<Core> {
+        let manifest = read_manifest(dir)?;
+        let mut first_thread = 0usize;
+        let shards = manifest
+            .shards
+            .iter()
+            .map(|info| {
+                let slot = ShardSlot {
+                    path: dir.join(&info.file),
+                    first_thread,
+                    state: OnceLock::new(),
+                };
+                first_thread += info.threads as usize;
+                slot
+            })
+            .collect();
+        Ok(Core {
+            dir: dir.to_path_buf(),
+            len: manifest.threads as usize,
+            manifest,
+            shards,
+        })
+    }
+
+    /// Maps and validates shard `i` now (typed error), remembering the outcome.
+    fn validate(&self, i: usize) -> Result<()> {
+        let slot = &self.shards[i];
+        if let Some(state) = slot.state.get() {
+            return state
+                .as_ref()
+                .map(|_| ())
+                .map_err(|r| Error::corrupt(&slot.path, r.clone()));
+        }
+        let mapped = map_shard(&slot.path, &self.manifest.shards[i]);
+        let (keep, result) = match mapped {
+            Ok(m) => (Ok(m), Ok(())),
+            Err(e) => {
+                let reason = match &e {
+                    Error::Corrupt { reason, .. } => reason.clone(),
+                    other => other.to_string(),
+                };
+                (Err(reason), Err(e))
+            }
+        };
+        let _ = slot.state.set(keep);
+        result
+    }
+
+    /// Shard `i`, validating it on first use.
+    fn shard(&self, i: usize) -> Result<&ArchivedShard> {
+        self.validate(i)?;
+        match self.shards[i].state.get() {
+            Some(Ok(m)) => Ok(m.archived()),
+            Some(Err(r)) => Err(Error::corrupt(&self.shards[i].path, r.clone())),
+            None => Err(Error::corrupt(
+                &self.shards[i].path,
+                "shard was not validated",
+            )),
+        }
+    }
+
+    fn view(&self, shard: usize, index: usize) -> Result<ThreadView<'_>> {
+        let s = self.shard(shard)?;
+        let rec = s
+            .threads
+            .get(index)
+            .ok_or_else(|| Error::corrupt(&self.shards[shard].path, "thread index out of range"))?;
+        Ok(ThreadView {
+            shard: s,
+            rec,
+            rows: feature_rows(s).unwrap_or_default(),
+        })
+    }
+
+    fn locate(&self, i: usize) -> Option<(usize, usize)> {
+        if i >= self.len {
+            return None;
+        }
+        let shard = self
+            .shards
+            .partition_point(|s| s.first_thread <= i)
+            .checked_sub(1)?;
+        Some((shard, i - self.shards[shard].first_thread))
+    }
+
+    fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
+        self.locate(i).map(|(s, j)| self.view(s, j)).transpose()
+    }
+
+    fn position(&self, source_id: u64) -> Result<Option<usize>> {
+        let infos = &self.manifest.shards;
+        let shard = infos.partition_point(|s| s.last_source_id < source_id);
+        if shard >= infos.len() || infos[shard].first_source_id > source_id {
+            return Ok(None);
+        }
+        let s = self.shard(shard)?;
+        Ok(s.threads
+            .binary_search_by_key(&source_id, |t| t.source_id.to_native())
+            .ok()
+            .map(|i| self.shards[shard].first_thread + i))
+    }
+}
+
+/// An open cache whose every shard has been validated: the accessors cannot fail.
+pub struct Cache {
+    core: Core,
+    report: Vec<BadInput>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("dir", &self.core.dir)
+            .field("threads", &self.core.len)
+            .field("shards", &self.core.shards.len())
+            .finish()
+    }
+}
+
 impl Cache {
-    /// Opens and validates the cache in `dir`.
+    /// Opens the cache in `dir` and validates all of it (every shard and the report).
     ///
     /// Errors: [`Error::CacheMissing`] when there is no manifest,
     /// [`Error::UnsupportedVersion`] for another format version,
     /// [`Error::Corrupt`] (naming the file) for any damage or inconsistency.
+    /// For training loops that should start before every shard is read, see
+    /// [`LazyCache`].
     pub fn open(dir: &Path) -> Result<Cache> {
-        let manifest = read_manifest(dir)?;
-        let mut shards = Vec::with_capacity(manifest.shards.len());
-        let mut len = 0usize;
-        let mut prev_last: Option<u64> = None;
-        for info in &manifest.shards {
-            if info.threads == 0 || prev_last.is_some_and(|p| p >= info.first_source_id) {
-                return Err(Error::corrupt(
-                    dir.join(MANIFEST_FILE),
-                    format!("shard {} is empty or out of order", info.file),
-                ));
-            }
-            prev_last = Some(info.last_source_id);
-            shards.push(open_shard(dir, info, len)?);
-            len += info.threads as usize;
-        }
-        let reactions: u64 = manifest.shards.iter().map(|s| s.reactions).sum();
-        if len as u64 != manifest.threads || reactions != manifest.reactions {
-            return Err(Error::corrupt(
-                dir.join(MANIFEST_FILE),
-                "totals do not match the shards",
-            ));
-        }
-        let report = read_report(dir, &manifest)?;
-        Ok(Cache {
-            dir: dir.to_path_buf(),
-            manifest,
-            shards,
-            len,
-            report,
-        })
+        LazyCache::open(dir)?.validate_all()
     }
 
     /// The cache directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.core.dir
     }
 
     /// The manifest (counts, build options, shards).
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        &self.core.manifest
     }
 
     /// The bad-input report of the build that wrote this cache.
@@ -296,42 +406,23 @@ impl Cache {
 
     /// Number of threads.
     pub fn len(&self) -> usize {
-        self.len
+        self.core.len
     }
 
     /// True when the cache holds no thread.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn view(&self, shard: usize, index: usize) -> ThreadView<'_> {
-        let s = self.shards[shard].archived();
-        ThreadView {
-            shard: s,
-            rec: &s.threads[index],
-            rows: feature_rows(s).unwrap_or_default(),
-        }
+        self.core.len == 0
     }
 
     /// The thread at position `i` (0-based, source-id order).
     pub fn thread(&self, i: usize) -> Option<ThreadView<'_>> {
-        if i >= self.len {
-            return None;
-        }
-        let shard = self.shards.partition_point(|s| s.first_thread <= i) - 1;
-        Some(self.view(shard, i - self.shards[shard].first_thread))
+        // Every shard was validated at open, so errors cannot occur here.
+        self.core.thread(i).ok().flatten()
     }
 
-    /// Position of the thread with this source id, by binary search.
+    /// Position of the thread with this source id, by binary search: O(log n).
     pub fn position(&self, source_id: u64) -> Option<usize> {
-        let infos = &self.manifest.shards;
-        let shard = infos.partition_point(|s| s.last_source_id < source_id);
-        let s = self.shards.get(shard)?.archived();
-        let i = s
-            .threads
-            .binary_search_by_key(&source_id, |t| t.source_id.to_native())
-            .ok()?;
-        Some(self.shards[shard].first_thread + i)
+        self.core.position(source_id).ok().flatten()
     }
 
     /// The thread with this source id: O(log n).
@@ -341,13 +432,78 @@ impl Cache {
 
     /// All threads in source-id order.
     pub fn iter(&self) -> impl Iterator<Item = ThreadView<'_>> + '_ {
-        self.shards
-            .iter()
-            .enumerate()
-            .flat_map(move |(si, s)| (0..s.archived().threads.len()).map(move |i| self.view(si, i)))
+        (0..self.core.shards.len()).flat_map(move |si| {
+            let n = self.core.manifest.shards[si].threads as usize;
+            (0..n).filter_map(move |i| self.core.view(si, i).ok())
+        })
     }
 }
 
+/// An open cache that validates each shard on its first use.
+///
+/// Opening reads only the manifest, so it takes the same few microseconds
+/// whatever the number of shards; the first access to a shard maps it and
+/// checks it completely (footer, checksum, bytecheck, invariants), and every
+/// accessor returns that check's error if it fails.
+pub struct LazyCache {
+    core: Core,
+}
+
+impl LazyCache {
+    /// Reads and checks the manifest of the cache in `dir`.
+    pub fn open(dir: &Path) -> Result<LazyCache> {
+        Ok(LazyCache {
+            core: Core::open(dir)?,
+        })
+    }
+
+    /// Validates every shard and the report, giving a [`Cache`].
+    pub fn validate_all(self) -> Result<Cache> {
+        for i in 0..self.core.shards.len() {
+            self.core.validate(i)?;
+        }
+        let report = read_report(&self.core.dir, &self.core.manifest)?;
+        Ok(Cache {
+            core: self.core,
+            report,
+        })
+    }
+
+    /// The manifest (counts, build options, shards).
+    pub fn manifest(&self) -> &Manifest {
+        &self.core.manifest
+    }
+
+    /// Number of threads (from the manifest).
+    pub fn len(&self) -> usize {
+        self.core.len
+    }
+
+    /// True when the cache holds no thread.
+    pub fn is_empty(&self) -> bool {
+        self.core.len == 0
+    }
+
+    /// The thread at position `i`; validates its shard on first use.
+    pub fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
+        self.core.thread(i)
+    }
+
+    /// Position of the thread with this source id: O(log n).
+    pub fn position(&self, source_id: u64) -> Result<Option<usize>> {
+        self.core.position(source_id)
+    }
+
+    /// The thread with this source id.
+    pub fn get(&self, source_id: u64) -> Result<Option<ThreadView<'_>>> {
+        match self.position(source_id)? {
+            Some(i) => self.thread(i),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Reads and checks the bad-input report of a cache.
 fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
     let path = dir.join(&manifest.report.file);
     let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;

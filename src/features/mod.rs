@@ -67,15 +67,19 @@ pub(crate) fn b(x: bool) -> f64 {
 }
 
 /// Computes the 28 features of `reaction` (of kind `kind`) in the thread of `source`.
+///
+/// Fails only where the reference raises `ZeroDivisionError` (a ratio whose
+/// denominator is 0, possible only with negative counts or an account created
+/// a day or more after the tweet); the reaction is then skipped and reported.
 pub fn compute(
     reaction: &ReactionFields<'_>,
     source: &SourceFields<'_>,
     kind: ReactionKind,
-) -> FeatureVec {
+) -> Result<FeatureVec, String> {
     let mut f = [0f64; NUM_FEATURES];
-    user::compute(reaction, source, &mut f);
+    user::compute(reaction, source, &mut f)?;
     tweet::compute(reaction, source, &mut f);
     context::compute(reaction, source, kind, &mut f);
     // `as` rounds to the nearest f32, ties to even: the contract's rounding.
-    f.map(|x| x as f32)
+    Ok(f.map(|x| x as f32))
 }

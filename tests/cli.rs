@@ -1,0 +1,163 @@
+//! The example programs as a user runs them: exit codes, messages, files.
+
+mod common;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use common::*;
+
+/// An example binary built by `cargo test` next to this test binary.
+fn example(name: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path: PathBuf = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "example binary {} (cargo test builds it)",
+        path.display()
+    );
+    Command::new(path)
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn precache_builds_reports_and_dump_prints_oracle_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let report = tmp.path().join("bad.jsonl");
+    let o = example("precache")
+        .arg(repo("data-samples/corpus"))
+        .arg(&cache)
+        .args(["--threads", "2", "--quiet", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "precache failed: {err}");
+    assert!(out.contains("threads    38"), "{out}");
+    assert!(out.contains("skipped    17"), "{out}");
+    assert!(out.contains("reactions/s"), "{out}");
+    let lines = jsonl(&fs::read_to_string(&report).unwrap());
+    assert_eq!(lines.len(), 17);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["path"].is_string() && l["reason"].is_string())
+    );
+
+    let o = example("dump")
+        .arg(&cache)
+        .arg("--retweets")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let ours = jsonl(&text(&o).0);
+    let expected = jsonl(&fs::read_to_string(repo("data-samples/expected.jsonl")).unwrap());
+    assert_same_features(&ours, &expected, "dump --retweets");
+    // The oracle's own spelling, not just the same values.
+    let first = text(&o).0.lines().next().unwrap().to_string();
+    assert!(first.starts_with("{\"source_id\": \""), "{first}");
+}
+
+#[test]
+fn strict_fails_with_nonzero_exit_and_keeps_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let corpus = repo("data-samples/corpus");
+    assert!(
+        example("precache")
+            .arg(&corpus)
+            .arg(&cache)
+            .arg("-q")
+            .status()
+            .unwrap()
+            .success()
+    );
+    let manifest = fs::read(cache.join("manifest.json")).unwrap();
+    let o = example("precache")
+        .arg(&corpus)
+        .arg(&cache)
+        .args(["-q", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let (_, err) = text(&o);
+    assert!(err.contains("bad input (strict mode)"), "{err}");
+    assert_eq!(fs::read(cache.join("manifest.json")).unwrap(), manifest);
+}
+
+#[test]
+fn errors_are_messages_not_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = example("precache")
+        .arg(tmp.path().join("nope"))
+        .arg(tmp.path().join("c"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("does not exist"), "{}", text(&o).1);
+
+    let o = example("dump")
+        .arg(tmp.path().join("nope"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(err.starts_with("error: no cache at"), "{err}");
+
+    let cache = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &cache, 1);
+    let shard = cache.join("shard-00000.rkyv");
+    let mut bytes = fs::read(&shard).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 1;
+    fs::write(&shard, bytes).unwrap();
+    let o = example("dump").arg(&cache).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let (out, err) = text(&o);
+    assert!(out.is_empty(), "nothing printed from a damaged cache");
+    assert!(
+        err.contains("shard-00000.rkyv") && err.contains("corrupt"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+
+    let o = example("precache")
+        .arg("--threads")
+        .arg("0")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "bad usage");
+}
+
+#[test]
+fn help_explains_itself() {
+    for (name, words) in [
+        (
+            "precache",
+            &[
+                "--strict",
+                "--report",
+                "--threads",
+                "CORPUS_DIR",
+                "sample corpus",
+            ][..],
+        ),
+        ("dump", &["--retweets", "CACHE", "source-id order"][..]),
+    ] {
+        let o = example(name).arg("--help").output().unwrap();
+        assert!(o.status.success());
+        let out = text(&o).0;
+        for w in words {
+            assert!(out.contains(w), "{name} --help mentions {w}: {out}");
+        }
+    }
+}
