@@ -70,11 +70,11 @@ const PHEME_THREADS: u64 = 6425;
 /// "files", "bytes"}. On error a message naming the path goes to stderr and the
 /// exit status is 1 (2 for bad usage).
 #[derive(Parser, Debug)]
-#[command(about, long_about)]
+#[command(name = "gen_corpus")]
 struct Args {
     /// Directory to write the corpus into; created if absent, must be empty unless --force
     out_dir: PathBuf,
-    /// Number of conversation threads (source tweets) to generate, 1 to 4194304; 6425 is PHEME-sized
+    /// Conversation threads (source tweets) to generate, 1 to 4194304; 6425 is PHEME-sized (not worker threads: see RAYON_NUM_THREADS)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_THREADS))]
     threads: u32,
     /// Seed of the generator; the same seed and N give the same bytes
@@ -920,7 +920,7 @@ fn link(rng: &mut Rng, v: &Vocab, tb: &mut TextBuf, secs: i64, words: &[&str]) -
     }
 }
 
-fn media(rng: &mut Rng, tb: &mut TextBuf, owner: &str, id: u64, ms: i64) -> Media {
+fn media(rng: &mut Rng, tb: &mut TextBuf, owner: &str, status_id: u64, ms: i64) -> Media {
     tb.space();
     let url = tco(rng, ms / 1000);
     let start = tb.n;
@@ -953,7 +953,7 @@ fn media(rng: &mut Rng, tb: &mut TextBuf, owner: &str, id: u64, ms: i64) -> Medi
         key,
         url,
         owner: owner.to_string(),
-        status_id: id,
+        status_id,
         w,
         h,
         start,
@@ -976,7 +976,7 @@ fn mention(tb: &mut TextBuf, id: u64, screen_name: &str, name: &str) -> Mention 
     }
 }
 
-fn words_for<'a>(v: &'a Vocab, lang: Lang) -> &'a [&'static str] {
+fn words_for(v: &Vocab, lang: Lang) -> &[&'static str] {
     match lang {
         Lang::En => &v.en,
         Lang::De => &v.de,
@@ -1040,14 +1040,14 @@ fn body(
         }
         in_sentence += 1;
         if !entity_done && tb.n - start > budget / 3 {
-            tb.push(*rng.pick(&[" &amp;", " &amp;", " &gt;", " &lt;3", " -&gt;"]));
+            tb.push(rng.word(&[" &amp;", " &amp;", " &gt;", " &lt;3", " -&gt;"]));
             entity_done = true;
         }
         if in_sentence >= 4 && rng.chance(0.2) {
             if lang == Lang::Ja {
-                tb.push(*rng.pick(&["\u{3002}", "\u{ff01}", "\u{ff1f}"]));
+                tb.push(rng.word(&["\u{3002}", "\u{ff01}", "\u{ff1f}"]));
             } else {
-                tb.push(*rng.pick(&[".", ".", "!", ",", "...", "!!", ":"]));
+                tb.push(rng.word(&[".", ".", "!", ",", "...", "!!", ":"]));
             }
             in_sentence = 0;
             if !newline_done && tb.n - start > budget / 2 {
@@ -1063,12 +1063,12 @@ fn body(
     if quote_open {
         tb.push("\u{201d}");
     } else if q.typographic {
-        tb.push(*rng.pick(&["\u{2026}", " \u{2014} really", "\u{2019}s", " \u{2013} wow"]));
+        tb.push(rng.word(&["\u{2026}", " \u{2014} really", "\u{2019}s", " \u{2013} wow"]));
     }
     if q.question {
-        tb.push(*rng.pick(&["?", "?", "??", "?!", " ?"]));
+        tb.push(rng.word(&["?", "?", "??", "?!", " ?"]));
     } else if rng.chance(0.5) {
-        tb.push(*rng.pick(&[".", "!", "!!!", "..."]));
+        tb.push(rng.word(&[".", "!", "!!!", "..."]));
     }
     if q.emoji {
         tb.push(" ");
@@ -1103,7 +1103,7 @@ fn quirks(rng: &mut Rng, question: f64) -> Quirks {
         newline: rng.chance(0.05),
         entity: rng.chance(0.04),
         emoji: rng.chance(0.04),
-        typographic: rng.chance(0.03),
+        typographic: rng.chance(0.025),
         question: rng.chance(question),
     }
 }
@@ -1180,7 +1180,7 @@ fn bio(rng: &mut Rng, v: &Vocab, lang: Lang, secs: i64, urls: &mut Vec<UrlEnt>) 
     let target = rng.between(20, 160) as usize;
     while tb.n < target {
         if tb.n > 0 {
-            tb.push(*rng.pick(&[". ", " | ", ", ", " \u{2022} ", ". ", " \n", " "]));
+            tb.push(rng.word(&[". ", " | ", ", ", " \u{2022} ", ". ", " \n", " "]));
         }
         tb.push(rng.word(pool));
     }
@@ -1650,7 +1650,7 @@ fn reply(
         Mix {
             max_tags: 1,
             tag: 0.1,
-            url: 0.08,
+            url: 0.1,
             media: 0.075,
         },
     );
@@ -2328,8 +2328,8 @@ impl Stats {
     }
 }
 
-/// Replies per thread with any: a discretized log-normal (median 9.4, mean about 17).
-const REPLIES_MEDIAN: f64 = 9.4;
+/// Replies per thread with any: a discretized log-normal (median 9.6, mean about 17).
+const REPLIES_MEDIAN: f64 = 9.6;
 const REPLIES_SIGMA: f64 = 1.1;
 /// Share of threads without a reactions folder (PHEME: 677 of 6,425).
 const NO_REACTIONS: f64 = 0.105;

@@ -101,6 +101,47 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// A batch was asked to hold more threads than its buffers have room for.
+    #[error("batch of {needed} threads does not fit buffers for {capacity}")]
+    BatchTooSmall {
+        /// Threads requested.
+        needed: usize,
+        /// Threads the buffers hold.
+        capacity: usize,
+    },
+
+    /// A thread position beyond the end of the cache.
+    #[error("no thread at position {position}")]
+    NoSuchThread {
+        /// The position asked for.
+        position: usize,
+    },
+
+    /// A source id that the cache does not hold.
+    #[error("source id {source_id} is not in the cache")]
+    NoSuchSource {
+        /// The id asked for.
+        source_id: u64,
+    },
+
+    /// A split file could not be read.
+    #[error("{path}: {reason}")]
+    BadSplit {
+        /// The split CSV.
+        path: PathBuf,
+        /// What is wrong, with the line number.
+        reason: String,
+    },
+
+    /// A statistics file could not be read or does not fit this cache.
+    #[error("{path}: {reason}")]
+    BadStats {
+        /// The statistics file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A bug: a worker thread panicked. The build is abandoned.
     #[error("internal error while processing {path}: {message}")]
     Internal {

@@ -16,6 +16,7 @@
 //! | [`cache`] | shard writer, atomic publish, validated zero-copy reader |
 //! | [`report`] | the bad-input report |
 //! | [`dump`] | the oracle's JSON Lines format |
+//! | [`loader`], [`stats`], [`splits`] | training-time batches, normalisation statistics, split files |
 //!
 //! ```no_run
 //! use socialctx::{build, BuildOptions, Cache, NoProgress};
@@ -33,10 +34,13 @@ pub mod discover;
 pub mod dump;
 pub mod error;
 pub mod features;
+pub mod loader;
 pub mod parse;
 pub mod pipeline;
 pub mod pytext;
 pub mod report;
+pub mod splits;
+pub mod stats;
 pub mod timestamp;
 
 pub use cache::Cache;

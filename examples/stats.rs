@@ -1,0 +1,96 @@
+//! Print (and save) the 28 features' global statistics.
+//!
+//! ```text
+//! cargo run --release --example stats -- CACHE_DIR [--split CSV ...] [--retweets] [--save FILE]
+//! ```
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use socialctx::Cache;
+use socialctx::loader::{Kinds, Selection};
+use socialctx::splits::Split;
+use socialctx::stats::FeatureStats;
+
+/// Per-feature count, mean, population std (ddof 0), min and max over the
+/// cache's replies (or replies and retweets), optionally restricted to the
+/// threads of one or more RPDNN split CSVs; what `--normalize` training uses.
+#[derive(Parser, Debug)]
+#[command(about, long_about)]
+struct Args {
+    /// The cache directory
+    cache: PathBuf,
+    /// Only threads listed in these split CSVs (repeatable)
+    #[arg(long, value_name = "CSV")]
+    split: Vec<PathBuf>,
+    /// Include retweets (default: replies only, as the reference)
+    #[arg(long)]
+    retweets: bool,
+    /// Save the statistics as JSON (for `Loader::normalize` / loadbench)
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+}
+
+fn run(args: &Args) -> socialctx::Result<()> {
+    let cache = Cache::open(&args.cache)?;
+    let positions: Vec<usize> = if args.split.is_empty() {
+        (0..cache.len()).collect()
+    } else {
+        let mut all = Vec::new();
+        for csv in &args.split {
+            let r = Split::read(csv)?.resolve(&cache)?;
+            if !r.missing.is_empty() {
+                eprintln!(
+                    "note: {}: {} of {} ids are not in the cache",
+                    csv.display(),
+                    r.missing.len(),
+                    r.missing.len() + r.positions.len()
+                );
+            }
+            all.extend(r.positions);
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    };
+    let selection = Selection {
+        kinds: if args.retweets {
+            Kinds::Both
+        } else {
+            Kinds::Replies
+        },
+        window: None,
+        max_cxt: usize::MAX,
+    };
+    let s = FeatureStats::compute(&cache, &positions, &selection)?;
+    let mut table = format!("{} threads, {} reactions\n", s.threads, s.count);
+    table += &format!(
+        "{:>3}  {:<22} {:>14} {:>14} {:>14} {:>14}\n",
+        "#", "feature", "mean", "std", "min", "max"
+    );
+    for (i, name) in s.feature_names.iter().enumerate() {
+        table += &format!(
+            "{i:>3}  {name:<22} {:>14.6} {:>14.6} {:>14.6} {:>14.6}\n",
+            s.mean[i], s.std[i], s.min[i], s.max[i]
+        );
+    }
+    // `stats | head` is fine: ignore a closed pipe.
+    let _ = std::io::stdout().write_all(table.as_bytes());
+    if let Some(path) = &args.save {
+        s.save(path)?;
+        eprintln!("saved {}", path.display());
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Training-time batches against the reference procedure applied to the
+//! oracle's features: kind and window filters, truncation, padding, masks,
+//! empty threads, normalisation, split files, shuffling.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use socialctx::Cache;
+use socialctx::loader::{Batch, EmptyThreads, Kinds, Loader, Selection, shuffled};
+use socialctx::splits::Split;
+use socialctx::stats::FeatureStats;
+
+/// The oracle's reactions per source id: (kind, t_diff seconds, features as f32).
+type Oracle = HashMap<u64, Vec<(String, i64, [f32; 28])>>;
+
+fn oracle(rel: &str) -> (Vec<u64>, Oracle) {
+    let lines = jsonl(&std::fs::read_to_string(repo(rel)).unwrap());
+    let mut ids = Vec::new();
+    let mut map = Oracle::new();
+    for l in lines {
+        let id: u64 = l["source_id"].as_str().unwrap().parse().unwrap();
+        ids.push(id);
+        let rs = l["reactions"].as_array().unwrap().iter().map(|r: &Value| {
+            let f: Vec<f32> = r["features"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            let t_diff_secs = (r["features"][25].as_f64().unwrap() * 60.0).round() as i64;
+            (
+                r["kind"].as_str().unwrap().to_string(),
+                t_diff_secs,
+                f.try_into().unwrap(),
+            )
+        });
+        map.insert(id, rs.collect());
+    }
+    (ids, map)
+}
+
+/// The reference procedure, written independently of the library.
+fn reference_rows(o: &Oracle, id: u64, sel: &Selection) -> Vec<[f32; 28]> {
+    o[&id]
+        .iter()
+        .filter(|(k, _, _)| match sel.kinds {
+            Kinds::Replies => k == "reply",
+            Kinds::Retweets => k == "retweet",
+            Kinds::Both => true,
+        })
+        .filter(|(_, dt, _)| {
+            sel.window
+                .is_none_or(|w| *dt >= 0 && *dt <= w.as_secs() as i64)
+        })
+        .map(|(_, _, f)| *f)
+        .take(sel.max_cxt)
+        .collect()
+}
+
+/// Independent statistics over the oracle's f32 features.
+fn reference_stats(o: &Oracle, ids: &[u64], sel: &Selection) -> FeatureStats {
+    let rows: Vec<[f32; 28]> = ids
+        .iter()
+        .flat_map(|&id| reference_rows(o, id, sel))
+        .collect();
+    let n = rows.len() as f64;
+    let mut s = FeatureStats {
+        feature_names: socialctx::FEATURE_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        threads: ids.len() as u64,
+        count: rows.len() as u64,
+        mean: [0.0; 28],
+        std: [0.0; 28],
+        min: [f64::INFINITY; 28],
+        max: [f64::NEG_INFINITY; 28],
+    };
+    for f in 0..28 {
+        let xs: Vec<f64> = rows.iter().map(|r| f64::from(r[f])).collect();
+        s.mean[f] = xs.iter().sum::<f64>() / n;
+        s.std[f] = (xs.iter().map(|x| (x - s.mean[f]).powi(2)).sum::<f64>() / n).sqrt();
+        s.min[f] = xs.iter().cloned().fold(f64::INFINITY, f64::min);
+        s.max[f] = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    }
+    s
+}
+
+fn check_batches(
+    cache: &Cache,
+    o: &Oracle,
+    ids: &[u64],
+    sel: Selection,
+    stats: Option<&FeatureStats>,
+    empty: EmptyThreads,
+) {
+    let mut loader = Loader::new(cache, sel).empty_threads(empty);
+    if let Some(s) = stats {
+        loader = loader.normalize(s);
+    }
+    let (bs, max_cxt) = (7, sel.max_cxt.min(40));
+    let mut batch = Batch::new(bs, max_cxt);
+    let mut scratch = Vec::new();
+    for chunk in ids.chunks(bs) {
+        loader.fill_ids(chunk, &mut batch, &mut scratch).unwrap();
+        assert_eq!(batch.len, chunk.len());
+        for (b, &id) in chunk.iter().enumerate() {
+            assert_eq!(batch.source_ids[b], id);
+            let mut want = reference_rows(o, id, &Selection { max_cxt, ..sel });
+            if let Some(s) = stats {
+                for row in &mut want {
+                    for (f, x) in row.iter_mut().enumerate() {
+                        *x = ((f64::from(*x) - s.mean[f]) / (s.std[f] + 1e-6)) as f32;
+                    }
+                }
+            }
+            let len = if want.is_empty() && empty == EmptyThreads::ZeroRow {
+                1
+            } else {
+                want.len()
+            };
+            if want.is_empty() && empty == EmptyThreads::ZeroRow {
+                want.push([0.0; 28]);
+            }
+            assert_eq!(batch.lengths[b] as usize, len, "length of {id}");
+            let rows = batch.thread_rows(b);
+            for t in 0..max_cxt {
+                let mask = batch.mask[b * max_cxt + t];
+                let row = &rows[t * 28..(t + 1) * 28];
+                if t < want.len() {
+                    assert_eq!(mask, 1, "mask of {id} row {t}");
+                    let same = row
+                        .iter()
+                        .zip(&want[t])
+                        .all(|(a, w)| a.to_bits() == w.to_bits());
+                    assert!(same, "thread {id} row {t}: {row:?} vs {:?}", want[t]);
+                } else {
+                    assert_eq!(mask, 0, "padding mask of {id} row {t}");
+                    assert!(
+                        row.iter().all(|x| x.to_bits() == 0),
+                        "zero padding of {id} row {t}"
+                    );
+                }
+            }
+        }
+        for b in chunk.len()..bs {
+            assert_eq!(batch.lengths[b], 0);
+            assert!(batch.thread_rows(b).iter().all(|x| *x == 0.0));
+        }
+    }
+}
+
+fn settings() -> Vec<Selection> {
+    let mut v = Vec::new();
+    for kinds in [Kinds::Replies, Kinds::Retweets, Kinds::Both] {
+        for window in [
+            None,
+            Some(Duration::from_secs(0)),
+            Some(Duration::from_secs(600)),
+            Some(Duration::from_secs(3 * 3600)),
+        ] {
+            for max_cxt in [1, 3, 200] {
+                v.push(Selection {
+                    kinds,
+                    window,
+                    max_cxt,
+                });
+            }
+        }
+    }
+    v
+}
+
+fn run_corpus(corpus: &str, expected_all: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo(corpus), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let (ids, o) = oracle(expected_all);
+    let mut rev = ids.clone();
+    rev.reverse();
+    for sel in settings() {
+        for empty in [EmptyThreads::ZeroRow, EmptyThreads::Masked] {
+            check_batches(&cache, &o, &rev, sel, None, empty);
+        }
+        let stats = reference_stats(&o, &ids, &sel);
+        let positions: Vec<usize> = ids.iter().map(|&id| cache.position(id).unwrap()).collect();
+        let ours = FeatureStats::compute(&cache, &positions, &sel).unwrap();
+        assert_eq!(ours.count, stats.count);
+        for f in (0..28).filter(|_| stats.count > 0) {
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-300);
+            assert!(
+                close(ours.mean[f], stats.mean[f]),
+                "mean {f}: {} vs {}",
+                ours.mean[f],
+                stats.mean[f]
+            );
+            assert!(
+                close(ours.std[f], stats.std[f]),
+                "std {f}: {} vs {}",
+                ours.std[f],
+                stats.std[f]
+            );
+            assert_eq!(ours.min[f], stats.min[f]);
+            assert_eq!(ours.max[f], stats.max[f]);
+        }
+        if stats.count > 0 {
+            check_batches(&cache, &o, &ids, sel, Some(&stats), EmptyThreads::ZeroRow);
+        }
+    }
+}
+
+#[test]
+fn golden_batches_match_the_reference_procedure() {
+    run_corpus(
+        "tests/fixtures/golden/corpus",
+        "tests/fixtures/golden/features.jsonl",
+    );
+}
+
+#[test]
+fn real_sample_batches_match_the_reference_procedure() {
+    run_corpus(
+        "tests/fixtures/real/pheme-veracity/corpus",
+        "tests/fixtures/real/pheme-veracity/expected.jsonl",
+    );
+}
+
+#[test]
+fn stats_save_and_load_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let all: Vec<usize> = (0..cache.len()).collect();
+    let s = FeatureStats::compute(&cache, &all, &Selection::default()).unwrap();
+    assert!(s.count > 0);
+    let path = tmp.path().join("stats.json");
+    s.save(&path).unwrap();
+    assert_eq!(FeatureStats::load(&path).unwrap(), s);
+    std::fs::write(&path, b"{\"feature_names\": []}").unwrap();
+    let err = FeatureStats::load(&path).unwrap_err().to_string();
+    assert!(err.contains("stats.json"), "{err}");
+}
+
+#[test]
+fn split_files_parse_with_tricky_quoting_and_report_missing_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("split.csv");
+    std::fs::write(
+        &csv,
+        "tweet_id,created_at,text,label,user_id,user_name\n\
+         552783238415265792,2015-01-07 11:06:08+00:00,\"comma, \"\"quoted\"\"\nand a newline\",1,1,a\n\
+         999,2015-01-07 11:06:08+00:00,plain,0,2,b\n\
+         552790082533752832,2015-01-07,\"\",0,3,\"c,d\"\n",
+    )
+    .unwrap();
+    let split = Split::read(&csv).unwrap();
+    assert_eq!(split.ids, vec![552783238415265792, 999, 552790082533752832]);
+    assert_eq!(split.labels, vec![1, 0, 0]);
+
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let r = split.resolve(&cache).unwrap();
+    assert_eq!(r.missing, vec![999]);
+    assert_eq!(r.positions.len(), 2);
+    assert_eq!(
+        cache.thread(r.positions[0]).unwrap().source_id(),
+        552783238415265792
+    );
+
+    std::fs::write(&csv, "tweet_id,label\nabc,1\n").unwrap();
+    let err = Split::read(&csv).unwrap_err().to_string();
+    assert!(err.contains("line 2") && err.contains("abc"), "{err}");
+    std::fs::write(&csv, "id,label\n1,1\n").unwrap();
+    assert!(
+        Split::read(&csv)
+            .unwrap_err()
+            .to_string()
+            .contains("tweet_id")
+    );
+}
+
+#[test]
+fn real_rpdnn_split_files_parse() {
+    let split = Split::read(&repo(
+        "tests/fixtures/splits/charliehebdo/all_rnr_test_set_combined.csv",
+    ))
+    .unwrap();
+    assert_eq!(split.ids.len(), 680);
+    assert!(split.labels.iter().all(|&l| l == 0 || l == 1));
+    let train = Split::read(&repo(
+        "tests/fixtures/splits/charliehebdo/all_rnr_train_set_combined.csv",
+    ))
+    .unwrap();
+    assert_eq!(train.ids.len(), 4674);
+}
+
+#[test]
+fn shuffle_is_deterministic_and_a_permutation() {
+    let a = shuffled(1000, 7);
+    assert_eq!(a, shuffled(1000, 7));
+    assert_ne!(a, shuffled(1000, 8));
+    assert_ne!(a, (0..1000).collect::<Vec<_>>());
+    let mut s = a.clone();
+    s.sort();
+    assert_eq!(s, (0..1000).collect::<Vec<_>>());
+    // Fixed output for a fixed seed, whatever the machine or thread count.
+    assert_eq!(shuffled(5, 1), shuffled(5, 1));
+}
+
+#[test]
+fn batch_errors_are_typed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let loader = Loader::new(&cache, Selection::default());
+    let mut small = Batch::new(1, 10);
+    assert!(loader.fill(&[0, 1], &mut small).is_err());
+    assert!(loader.fill(&[cache.len()], &mut small).is_err());
+    assert!(loader.fill_ids(&[42], &mut small, &mut Vec::new()).is_err());
+}
