@@ -71,7 +71,7 @@ impl Progress for Bar {
         let total = self.reactions.get() + reactions;
         self.reactions.set(total);
         self.bar.inc(1);
-        if self.bar.position() % 64 == 0 {
+        if self.bar.position().is_multiple_of(64) {
             self.bar.set_message(format!("threads, {total} reactions"));
         }
     }
