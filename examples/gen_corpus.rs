@@ -19,7 +19,7 @@
 //! `\/`-escaped slashes and `\uXXXX` escapes (surrogate pairs for emoji) for
 //! all non-ASCII text, about half the files ending with a newline. The mix
 //! follows the measured PHEME rates: media (`extended_entities`) on about 9%
-//! of tweets, links on about 15%, non-ASCII text (German, French, Spanish,
+//! of tweets, links on about 12%, non-ASCII text (German, French, Spanish,
 //! Japanese, emoji) on about 12%, `\n` on about 5%, HTML entities on about 4%,
 //! user descriptions empty in about 15% and null in about 1 in 5,000, the 9
 //! PHEME events with their thread and rumour counts (scaled to `N`), and
@@ -30,13 +30,19 @@
 //!
 //! Every tweet is valid for the feature contract (`FEATURES.md`): building
 //! the corpus reports no bad inputs. `--threads 6425` gives a PHEME-sized
-//! corpus: about 6.4k threads, 99k replies and 300 MB.
+//! corpus: 6,425 threads, about 99k replies and 280 MB. File sizes follow the
+//! real files kind by kind (plain reply about 2.5 KB, with a photo about 4 KB,
+//! 2-6.5 KB overall; mean about 2.6 KB).
 //!
 //! The output is byte-identical for the same arguments on any machine and
 //! for any number of worker threads (`RAYON_NUM_THREADS`): each conversation
 //! thread is drawn from its own xoshiro256** stream seeded from (seed, thread
-//! index), and no platform math library is used. At the end one JSON line is
-//! printed: `{"threads": .., "replies": .., "retweets": .., "files": .., "bytes": ..}`.
+//! index), and no platform math library is used. Retweets use a stream of
+//! their own, so the replies are the same whatever `--retweets` is. `--threads`
+//! counts conversation threads, not workers. At the end one JSON line is
+//! printed: `{"threads": .., "replies": .., "retweets": .., "files": .., "bytes": ..}`;
+//! nothing else is shown unless there is an error (a message naming the path,
+//! exit status 1). A non-empty OUT_DIR is refused unless `--force`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -62,7 +68,7 @@ const PHEME_THREADS: u64 = 6425;
 /// status object with a full user object, like the real PHEME files. The 9
 /// PHEME events and their rumour/non-rumour mix are scaled to N; replies per
 /// thread are heavy-tailed with a mean of about 15. --threads 6425 gives a
-/// PHEME-sized corpus (about 99k replies, 300 MB).
+/// PHEME-sized corpus (about 99k replies, 280 MB).
 ///
 /// The output is byte-identical for the same arguments on any machine and any
 /// number of worker threads (set RAYON_NUM_THREADS to choose the workers). On
@@ -2427,8 +2433,8 @@ fn gen_thread(ctx: &Ctx, idx: u64, j: &mut J) -> Result<Stats, String> {
     let delays = (0..replies).map(|_| {
         src_ms
             + rng
-                .lognormal(19.6 * 60_000.0, 2.0)
-                .clamp(3_000.0, 10.0 * 86_400_000.0) as i64
+                .lognormal(19.6 * 60_000.0, 2.2)
+                .clamp(3_000.0, 15.0 * 86_400_000.0) as i64
     });
     let reply_ms = timeline(delays.collect(), src_ms, &[]);
 
