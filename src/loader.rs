@@ -35,7 +35,7 @@
 
 use std::time::Duration;
 
-use crate::cache::reader::{Cache, LazyCache, ThreadView};
+use crate::cache::reader::{Cache, LazyCache, NumView};
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
 use crate::features::NUM_FEATURES;
@@ -94,18 +94,18 @@ impl Selection {
     /// let sel = socialctx::loader::Selection::default();
     /// let picked: Vec<usize> = sel.indices(&thread).collect();
     /// ```
-    pub fn indices<'a>(&self, t: &ThreadView<'a>) -> impl Iterator<Item = usize> + 'a {
+    pub fn indices<'a>(&self, t: &NumView<'a>) -> impl Iterator<Item = usize> + 'a {
         let source = t.source_created_at();
         let window = self
             .window
             .map(|w| i64::try_from(w.as_secs()).unwrap_or(i64::MAX));
         let kinds = self.kinds;
-        t.reactions()
+        t.reaction_records()
             .enumerate()
             .filter(move |(_, r)| {
-                kinds.includes(r.kind())
+                kinds.includes(r.kind)
                     && window.is_none_or(|w| {
-                        let dt = r.created_at().saturating_sub(source);
+                        let dt = r.created_at.saturating_sub(source);
                         (0..=w).contains(&dt)
                     })
             })
@@ -164,12 +164,12 @@ impl Batch {
     }
 }
 
-/// Anything that yields threads by position: [`Cache`] or [`LazyCache`].
+/// Anything that yields threads' numbers by position: [`Cache`] or [`LazyCache`].
 pub trait ThreadSource {
     /// Number of threads.
     fn thread_count(&self) -> usize;
-    /// The thread at position `i`.
-    fn thread_at(&self, i: usize) -> Result<Option<ThreadView<'_>>>;
+    /// The numbers of the thread at position `i`.
+    fn thread_at(&self, i: usize) -> Result<Option<NumView<'_>>>;
     /// Position of a source id.
     fn position_of(&self, source_id: u64) -> Result<Option<usize>>;
 }
@@ -178,8 +178,8 @@ impl ThreadSource for Cache {
     fn thread_count(&self) -> usize {
         self.len()
     }
-    fn thread_at(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
-        Ok(self.thread(i))
+    fn thread_at(&self, i: usize) -> Result<Option<NumView<'_>>> {
+        Ok(self.thread(i).map(|t| t.numbers()))
     }
     fn position_of(&self, source_id: u64) -> Result<Option<usize>> {
         Ok(self.position(source_id))
@@ -190,8 +190,8 @@ impl ThreadSource for LazyCache {
     fn thread_count(&self) -> usize {
         self.len()
     }
-    fn thread_at(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
-        self.thread(i)
+    fn thread_at(&self, i: usize) -> Result<Option<NumView<'_>>> {
+        self.numbers(i)
     }
     fn position_of(&self, source_id: u64) -> Result<Option<usize>> {
         self.position(source_id)

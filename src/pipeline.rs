@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 
 use crate::cache::{
-    CacheWriter, Manifest, ReactionRecord, ThreadData, ThreadRecord, WriterOptions, label_code,
+    CacheWriter, Manifest, ReactionRecord, ReactionText, ThreadData, ThreadRecord, ThreadText,
+    WriterOptions, label_code,
 };
 use crate::discover::{REACTION_DIRS, SOURCE_DIRS, ThreadDir, discover};
 use crate::error::{Error, Result};
@@ -153,7 +154,7 @@ impl Worker {
             Ok(Err(r)) | Err(r) => return fail(format!("source tweet {source_rel}: {r}")),
         };
 
-        let mut rows: Vec<(ReactionRecord, FeatureVec)> = Vec::new();
+        let mut rows: Vec<(ReactionRecord, ReactionText, FeatureVec)> = Vec::new();
         for (dir_name, kind) in REACTION_DIRS {
             let dir = td.path.join(dir_name);
             if !dir.is_dir() {
@@ -182,10 +183,12 @@ impl Worker {
                         id: r.id,
                         kind: kind as u8,
                         created_at: r.created_at.unix_seconds(),
+                    };
+                    let text = ReactionText {
                         text: r.text.to_owned(),
                         user_description: r.user.description.map(str::to_owned),
                     };
-                    Ok((rec, f))
+                    Ok((rec, text, f))
                 });
                 match parsed {
                     Ok(Ok(row)) => rows.push(row),
@@ -193,25 +196,32 @@ impl Worker {
                 }
             }
         }
-        rows.sort_by_key(|(r, _)| (r.created_at, r.id));
-        let (reactions, features) = rows.into_iter().unzip();
-        let record = ThreadRecord {
-            source_id: td.source_id,
-            event: td.event.clone(),
-            label: td.label.clone(),
-            label_code: label_code(&td.label),
-            source_created_at: source.created_at.unix_seconds(),
-            source_user_id: source.user_id_str.to_owned(),
-            source_text: source.text.to_owned(),
-            first_reaction: 0,
-            reaction_count: 0,
+        rows.sort_by_key(|(r, _, _)| (r.created_at, r.id));
+        let mut data = ThreadData {
+            record: ThreadRecord {
+                source_id: td.source_id,
+                source_created_at: source.created_at.unix_seconds(),
+                first_reaction: 0,
+                reaction_count: 0,
+                label_code: label_code(&td.label),
+            },
+            text: ThreadText {
+                event: td.event.clone(),
+                label: td.label.clone(),
+                source_user_id: source.user_id_str.to_owned(),
+                source_text: source.text.to_owned(),
+            },
+            reactions: Vec::with_capacity(rows.len()),
+            reaction_texts: Vec::with_capacity(rows.len()),
+            features: Vec::with_capacity(rows.len()),
         };
+        for (rec, text, f) in rows {
+            data.reactions.push(rec);
+            data.reaction_texts.push(text);
+            data.features.push(f);
+        }
         Outcome {
-            data: Some(ThreadData {
-                record,
-                reactions,
-                features,
-            }),
+            data: Some(data),
             bad,
         }
     }

@@ -223,40 +223,46 @@ fn expect_corrupt(dir: &Path, file: &str) {
 fn flipped_bytes_anywhere_in_a_shard_are_detected() {
     let tmp = tempfile::tempdir().unwrap();
     let out = small_cache(tmp.path());
-    let shard = out.join("shard-00000.rkyv");
-    let pristine = fs::read(&shard).unwrap();
-    let n = pristine.len();
-    for pos in [
-        0,
-        1,
-        n / 3,
-        n / 2,
-        n - 40,
-        n - 33,
-        n - 32,
-        n - 20,
-        n - 9,
-        n - 1,
-    ] {
-        let mut bytes = pristine.clone();
-        bytes[pos] ^= 0x5a;
-        fs::write(&shard, &bytes).unwrap();
-        expect_corrupt(&out, "shard-00000.rkyv");
+    for name in ["shard-00000.rkyv", "text-00000.rkyv"] {
+        let shard = out.join(name);
+        let pristine = fs::read(&shard).unwrap();
+        let n = pristine.len();
+        for pos in [
+            0,
+            1,
+            n / 3,
+            n / 2,
+            n - 40,
+            n - 33,
+            n - 32,
+            n - 20,
+            n - 9,
+            n - 1,
+        ] {
+            let mut bytes = pristine.clone();
+            bytes[pos] ^= 0x5a;
+            fs::write(&shard, &bytes).unwrap();
+            expect_corrupt(&out, name);
+        }
+        fs::write(&shard, &pristine).unwrap();
+        assert!(Cache::open(&out).is_ok(), "restored {name} opens again");
     }
-    fs::write(&shard, &pristine).unwrap();
-    assert!(Cache::open(&out).is_ok(), "restored shard opens again");
 }
 
 #[test]
 fn truncated_or_missing_shards_are_detected() {
     let tmp = tempfile::tempdir().unwrap();
     let out = small_cache(tmp.path());
-    let shard = out.join("shard-00000.rkyv");
-    let pristine = fs::read(&shard).unwrap();
-    for len in [0, 10, 31, 32, pristine.len() / 2, pristine.len() - 1] {
-        fs::write(&shard, &pristine[..len]).unwrap();
-        expect_corrupt(&out, "shard-00000.rkyv");
+    for name in ["text-00000.rkyv", "shard-00000.rkyv"] {
+        let shard = out.join(name);
+        let pristine = fs::read(&shard).unwrap();
+        for len in [0, 10, 31, 32, pristine.len() / 2, pristine.len() - 1] {
+            fs::write(&shard, &pristine[..len]).unwrap();
+            expect_corrupt(&out, name);
+        }
+        fs::write(&shard, &pristine).unwrap();
     }
+    let shard = out.join("shard-00000.rkyv");
     fs::remove_file(&shard).unwrap();
     match Cache::open(&out) {
         Err(Error::Io { path, .. }) => assert!(path.ends_with("shard-00000.rkyv")),

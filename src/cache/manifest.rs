@@ -57,6 +57,8 @@ pub struct ShardInfo {
     pub bytes: u64,
     /// xxh3-64 of the archive (the file without its footer), 16 hex digits.
     pub xxh3: String,
+    /// The shard's text file.
+    pub text: FileInfo,
     /// Number of threads.
     pub threads: u64,
     /// Number of reactions.
@@ -74,7 +76,7 @@ pub struct FileInfo {
     pub file: String,
     /// Size in bytes.
     pub bytes: u64,
-    /// xxh3-64 of the content, 16 hex digits.
+    /// xxh3-64 of the content (for an archive: without its footer), 16 hex digits.
     pub xxh3: String,
 }
 

@@ -6,7 +6,8 @@
 //! CACHE_DIR/
 //!   manifest.json        format version, feature names, counts, build options,
 //!                        one entry per shard (size, xxh3, id range), report checksum
-//!   shard-00000.rkyv     rkyv archive of a [`Shard`] + a 32-byte footer
+//!   shard-00000.rkyv     rkyv archive of a [`Shard`] (numbers and features) + a 32-byte footer
+//!   text-00000.rkyv      rkyv archive of its [`TextShard`] (texts) + a 32-byte footer
 //!   shard-00001.rkyv     ...
 //!   report.jsonl         the bad-input report of the build
 //! ```
@@ -33,7 +34,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::features::FeatureVec;
 
 pub use manifest::{Manifest, ShardInfo};
-pub use reader::{Cache, LazyCache, ReactionView, ThreadView};
+pub use reader::{Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadView};
 pub use writer::{CacheWriter, WriterOptions};
 
 /// Version of the cache format this library writes and reads.
@@ -55,7 +56,7 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const REPORT_FILE: &str = "report.jsonl";
 
 /// Default cap on a shard's archive size.
-pub const DEFAULT_SHARD_BYTES: usize = 64 * 1024 * 1024;
+pub const DEFAULT_SHARD_BYTES: usize = 32 * 1024 * 1024;
 
 /// Label code of a thread in the `rumours` folder.
 pub const LABEL_RUMOUR: i8 = 1;
@@ -79,8 +80,9 @@ pub fn label_code(label: &str) -> i8 {
     }
 }
 
-/// One shard: consecutive threads and, in parallel arrays, their reactions
-/// and features.
+/// One shard's numbers: consecutive threads and, in parallel arrays, their
+/// reactions and features. Everything here is fixed-size, so validating it is
+/// little more than a checksum: this is all a training loop reads.
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
 pub struct Shard {
     /// Threads in strictly ascending source-id order.
@@ -99,38 +101,58 @@ pub struct Shard {
     pub thread_columns: Vec<Vec<f32>>,
 }
 
-/// Per-thread metadata.
+/// One shard's texts, aligned with its [`Shard`]: kept in a separate file so
+/// that training, which needs only numbers, never validates or pages them in.
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+pub struct TextShard {
+    /// `threads[i]` belongs to `Shard::threads[i]`.
+    pub threads: Vec<ThreadText>,
+    /// `reactions[i]` belongs to `Shard::reactions[i]`.
+    pub reactions: Vec<ReactionText>,
+}
+
+/// Per-thread numbers.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq)]
 pub struct ThreadRecord {
     /// Source tweet id (the thread directory's name).
     pub source_id: u64,
-    /// Event: the grandparent directory's name.
-    pub event: String,
-    /// Label folder: the parent directory's name.
-    pub label: String,
-    /// [`label_code`] of `label`.
-    pub label_code: i8,
     /// Source tweet `created_at`, seconds since the epoch.
     pub source_created_at: i64,
-    /// Source tweet `user.id_str`.
-    pub source_user_id: String,
-    /// Source tweet text (`text`, else `full_text`).
-    pub source_text: String,
     /// Index of the thread's first reaction in the shard.
     pub first_reaction: u32,
     /// Number of reactions (replies and retweets).
     pub reaction_count: u32,
+    /// [`label_code`] of the label folder.
+    pub label_code: i8,
 }
 
-/// Per-reaction data (its features live in [`Shard::features`]).
+/// Per-thread texts.
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+pub struct ThreadText {
+    /// Event: the grandparent directory's name.
+    pub event: String,
+    /// Label folder: the parent directory's name.
+    pub label: String,
+    /// Source tweet `user.id_str`.
+    pub source_user_id: String,
+    /// Source tweet text (`text`, else `full_text`).
+    pub source_text: String,
+}
+
+/// Per-reaction numbers (its features live in [`Shard::features`]).
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq)]
 pub struct ReactionRecord {
     /// Tweet id.
     pub id: u64,
-    /// [`ReactionKind`](crate::discover::ReactionKind) as a byte: 0 reply, 1 retweet.
-    pub kind: u8,
     /// `created_at`, seconds since the epoch (Python `int(dt.timestamp())`).
     pub created_at: i64,
+    /// [`ReactionKind`](crate::discover::ReactionKind) as a byte: 0 reply, 1 retweet.
+    pub kind: u8,
+}
+
+/// Per-reaction texts.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+pub struct ReactionText {
     /// Reaction text (`full_text`, else `text`).
     pub text: String,
     /// Author's description (None when null).
@@ -140,25 +162,29 @@ pub struct ReactionRecord {
 /// One thread as the pipeline hands it to the writer.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ThreadData {
-    /// Metadata; `first_reaction` and `reaction_count` are set by the writer.
+    /// Numbers; `first_reaction` and `reaction_count` are set by the writer.
     pub record: ThreadRecord,
+    /// Texts.
+    pub text: ThreadText,
     /// Reactions in `(created_at, id)` order.
     pub reactions: Vec<ReactionRecord>,
-    /// Features of each reaction, same order.
+    /// Their texts, same order.
+    pub reaction_texts: Vec<ReactionText>,
+    /// Their features, same order.
     pub features: Vec<FeatureVec>,
 }
 
 impl ThreadData {
-    /// A rough upper bound of the archived size, used to cap shards.
+    /// A rough upper bound of the archived size (both files), used to cap shards.
     pub fn estimated_bytes(&self) -> usize {
-        let r = &self.record;
+        let t = &self.text;
         let thread =
-            64 + r.event.len() + r.label.len() + r.source_user_id.len() + r.source_text.len();
-        let reactions: usize = self
-            .reactions
+            96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
+        let texts: usize = self
+            .reaction_texts
             .iter()
-            .map(|x| 48 + x.text.len() + x.user_description.as_ref().map_or(0, String::len))
+            .map(|x| 24 + x.text.len() + x.user_description.as_ref().map_or(0, String::len))
             .sum();
-        thread + reactions + self.features.len() * std::mem::size_of::<FeatureVec>()
+        thread + texts + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())
     }
 }

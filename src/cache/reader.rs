@@ -1,11 +1,16 @@
 //! Reading a cache: validate once, then zero-copy views into memory maps.
 //!
-//! [`Cache::open`] reads the manifest, memory-maps every shard and checks it
-//! (footer magic and version, length, xxh3 against the footer and the
-//! manifest, rkyv bytecheck, and the invariants the views rely on: ids in
-//! order, reaction ranges in bounds, one feature row per reaction). Any
-//! failure is a typed [`Error`] naming the file. After that, every access is
-//! a pointer into the map: no parsing, no copying.
+//! [`Cache::open`] reads the manifest, memory-maps every shard file and
+//! checks it (footer magic and version, length, xxh3 against the footer and
+//! the manifest, rkyv bytecheck, and the invariants the views rely on: ids in
+//! order, reaction ranges in bounds, one feature row per reaction, texts
+//! aligned with numbers). Any failure is a typed [`Error`] naming the file.
+//! After that, every access is a pointer into the map: no parsing, no copying.
+//!
+//! [`LazyCache`] does the same checks per file on first use, and keeps the
+//! numbers (`shard-*.rkyv`) apart from the texts (`text-*.rkyv`): a training
+//! loop that only reads features ([`NumView`]) never validates or pages in
+//! the texts.
 //!
 //! ```no_run
 //! use socialctx::cache::Cache;
@@ -28,10 +33,12 @@ use memmap2::Mmap;
 use xxhash_rust::xxh3::xxh3_64;
 use zerocopy::{FromBytes, IntoBytes};
 
+use super::manifest::FileInfo;
 use super::manifest::{Manifest, hex64};
 use super::{
-    ArchivedReactionRecord, ArchivedShard, ArchivedThreadRecord, FOOTER_LEN, FORMAT_NAME,
-    FORMAT_VERSION, MANIFEST_FILE, SHARD_MAGIC,
+    ArchivedReactionRecord, ArchivedReactionText, ArchivedShard, ArchivedTextShard,
+    ArchivedThreadRecord, ArchivedThreadText, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION,
+    MANIFEST_FILE, SHARD_MAGIC, ShardInfo,
 };
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
@@ -41,28 +48,26 @@ use crate::report::{BadInput, read_jsonl};
 #[cfg(not(target_endian = "little"))]
 compile_error!("socialctx caches store little-endian f32; big-endian targets are not supported");
 
-/// A memory-mapped shard whose footer, checksum and archive were checked.
+/// A checked, memory-mapped archive file.
 struct Mapped {
     map: Mmap,
     archive_len: usize,
 }
 
 impl Mapped {
-    fn archived(&self) -> &ArchivedShard {
-        // SAFETY: `map_shard` ran `rkyv::access` (bytecheck) and `check_shard`
-        // on exactly these bytes before constructing `self`, and the map is
-        // read-only. Cache files are immutable once published: builds write a
-        // new directory and swap it in, they never modify a published file.
-        unsafe { rkyv::access_unchecked::<ArchivedShard>(&self.map[..self.archive_len]) }
+    fn bytes(&self) -> &[u8] {
+        &self.map[..self.archive_len]
     }
 }
 
-/// A shard slot: mapped and validated on first use (or at open).
+/// Lazily mapped and validated files of one shard.
 struct ShardSlot {
-    path: PathBuf,
+    numbers_path: PathBuf,
+    text_path: PathBuf,
     /// Index of the shard's first thread in the whole cache.
     first_thread: usize,
-    state: OnceLock<std::result::Result<Mapped, String>>,
+    numbers: OnceLock<std::result::Result<Mapped, String>>,
+    text: OnceLock<std::result::Result<Mapped, String>>,
 }
 
 /// What [`Cache`] and [`LazyCache`] share: the manifest and the shard slots.
@@ -76,6 +81,10 @@ struct Core {
 /// Views a shard's feature block as native `f32` rows (zero-copy).
 fn feature_rows(shard: &ArchivedShard) -> Option<&[FeatureVec]> {
     <[FeatureVec]>::ref_from_bytes(shard.features.as_slice().as_bytes()).ok()
+}
+
+fn plain_name(name: &str) -> bool {
+    Path::new(name).file_name().is_some_and(|n| n == name)
 }
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
@@ -118,10 +127,8 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         if info.threads == 0
             || info.first_source_id > info.last_source_id
             || prev_last.is_some_and(|p| p >= info.first_source_id)
-            || Path::new(&info.file)
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                != Some(info.file.as_str().into())
+            || !plain_name(&info.file)
+            || !plain_name(&info.text.file)
         {
             return Err(Error::corrupt(
                 &path,
@@ -141,8 +148,8 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-/// Maps and fully checks one shard file.
-fn map_shard(path: &Path, info: &super::ShardInfo) -> Result<Mapped> {
+/// Maps `path` and checks its footer and checksum against `info`.
+fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
     let bad = |reason: String| Error::corrupt(path, reason);
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
@@ -153,14 +160,16 @@ fn map_shard(path: &Path, info: &super::ShardInfo) -> Result<Mapped> {
         )));
     }
     if file_len < FOOTER_LEN as u64 {
-        return Err(bad("file is too short to hold a shard footer".into()));
+        return Err(bad("file is too short to hold a footer".into()));
     }
     // SAFETY: the file is opened read-only and cache files are never modified
-    // after publication (see `Mapped::archived`).
+    // after publication: builds write a new directory and swap it in.
     let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     let footer = &map[map.len() - FOOTER_LEN..];
     if footer[..8] != SHARD_MAGIC {
-        return Err(bad("footer magic is missing (not a socialctx shard)".into()));
+        return Err(bad(
+            "footer magic is missing (not a socialctx cache file)".into()
+        ));
     }
     let version = u32::from_le_bytes(footer[8..12].try_into().unwrap_or_default());
     if version != FORMAT_VERSION {
@@ -181,9 +190,8 @@ fn map_shard(path: &Path, info: &super::ShardInfo) -> Result<Mapped> {
         )));
     }
     let archive_len = archive_len as usize;
-    let archive = &map[..archive_len];
     let stored = u64::from_le_bytes(footer[24..32].try_into().unwrap_or_default());
-    let actual = xxh3_64(archive);
+    let actual = xxh3_64(&map[..archive_len]);
     if actual != stored || hex64(actual) != info.xxh3 {
         return Err(bad(format!(
             "checksum mismatch: content {}, footer {}, manifest {}",
@@ -192,15 +200,43 @@ fn map_shard(path: &Path, info: &super::ShardInfo) -> Result<Mapped> {
             info.xxh3
         )));
     }
-    let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(archive)
-        .map_err(|e| bad(format!("archive does not validate: {e}")))?;
-    check_shard(shard, info).map_err(bad)?;
     Ok(Mapped { map, archive_len })
+}
+
+fn file_info(info: &ShardInfo) -> FileInfo {
+    FileInfo {
+        file: info.file.clone(),
+        bytes: info.bytes,
+        xxh3: info.xxh3.clone(),
+    }
+}
+
+/// Maps and fully checks a shard's numbers file.
+fn map_numbers(path: &Path, info: &ShardInfo) -> Result<Mapped> {
+    let mapped = map_archive(path, &file_info(info))?;
+    let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(mapped.bytes())
+        .map_err(|e| Error::corrupt(path, format!("archive does not validate: {e}")))?;
+    check_shard(shard, info).map_err(|r| Error::corrupt(path, r))?;
+    Ok(mapped)
+}
+
+/// Maps and fully checks a shard's text file.
+fn map_text(path: &Path, info: &ShardInfo) -> Result<Mapped> {
+    let mapped = map_archive(path, &info.text)?;
+    let text = rkyv::access::<ArchivedTextShard, rkyv::rancor::Error>(mapped.bytes())
+        .map_err(|e| Error::corrupt(path, format!("archive does not validate: {e}")))?;
+    if text.threads.len() as u64 != info.threads || text.reactions.len() as u64 != info.reactions {
+        return Err(Error::corrupt(
+            path,
+            "texts do not line up with the shard's threads and reactions",
+        ));
+    }
+    Ok(mapped)
 }
 
 /// The invariants the views rely on, so that a consistent-looking but wrong
 /// archive can never index out of bounds or return another thread's data.
-fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), String> {
+fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
     let (threads, reactions) = (shard.threads.len(), shard.reactions.len());
     if threads as u64 != info.threads || reactions as u64 != info.reactions {
         return Err(format!(
@@ -257,6 +293,38 @@ fn check_shard(shard: &ArchivedShard, info: &super::ShardInfo) -> Result<(), Str
     Ok(())
 }
 
+/// Runs `check` once per slot, remembering the outcome; the typed error is
+/// returned the first time, a [`Error::Corrupt`] with the same reason after.
+fn checked<'s>(
+    cell: &'s OnceLock<std::result::Result<Mapped, String>>,
+    path: &Path,
+    check: impl FnOnce() -> Result<Mapped>,
+) -> Result<&'s Mapped> {
+    if cell.get().is_none() {
+        let outcome = check();
+        let keep = match &outcome {
+            Ok(_) => None,
+            Err(Error::Corrupt { reason, .. }) => Some(reason.clone()),
+            Err(other) => Some(other.to_string()),
+        };
+        match (outcome, keep) {
+            (Ok(m), _) => {
+                let _ = cell.set(Ok(m));
+            }
+            (Err(e), Some(reason)) => {
+                let _ = cell.set(Err(reason));
+                return Err(e);
+            }
+            (Err(e), None) => return Err(e),
+        }
+    }
+    match cell.get() {
+        Some(Ok(m)) => Ok(m),
+        Some(Err(r)) => Err(Error::corrupt(path, r.clone())),
+        None => Err(Error::corrupt(path, "not validated")),
+    }
+}
+
 impl Core {
     fn open(dir: &Path) -> Result<Core> {
         let manifest = read_manifest(dir)?;
@@ -266,9 +334,11 @@ impl Core {
             .iter()
             .map(|info| {
                 let slot = ShardSlot {
-                    path: dir.join(&info.file),
+                    numbers_path: dir.join(&info.file),
+                    text_path: dir.join(&info.text.file),
                     first_thread,
-                    state: OnceLock::new(),
+                    numbers: OnceLock::new(),
+                    text: OnceLock::new(),
                 };
                 first_thread += info.threads as usize;
                 slot
@@ -282,54 +352,36 @@ impl Core {
         })
     }
 
-    /// Maps and validates shard `i` now (typed error), remembering the outcome.
-    fn validate(&self, i: usize) -> Result<()> {
+    /// Shard `i`'s numbers, validated on first use.
+    fn numbers(&self, i: usize) -> Result<&ArchivedShard> {
         let slot = &self.shards[i];
-        if let Some(state) = slot.state.get() {
-            return state
-                .as_ref()
-                .map(|_| ())
-                .map_err(|r| Error::corrupt(&slot.path, r.clone()));
-        }
-        let mapped = map_shard(&slot.path, &self.manifest.shards[i]);
-        let (keep, result) = match mapped {
-            Ok(m) => (Ok(m), Ok(())),
-            Err(e) => {
-                let reason = match &e {
-                    Error::Corrupt { reason, .. } => reason.clone(),
-                    other => other.to_string(),
-                };
-                (Err(reason), Err(e))
-            }
-        };
-        let _ = slot.state.set(keep);
-        result
+        let info = &self.manifest.shards[i];
+        let m = checked(&slot.numbers, &slot.numbers_path, || {
+            map_numbers(&slot.numbers_path, info)
+        })?;
+        // SAFETY: `map_numbers` ran `rkyv::access` (bytecheck) and
+        // `check_shard` on exactly these bytes, and the map is read-only over
+        // a file that is never modified after publication.
+        Ok(unsafe { rkyv::access_unchecked::<ArchivedShard>(m.bytes()) })
     }
 
-    /// Shard `i`, validating it on first use.
-    fn shard(&self, i: usize) -> Result<&ArchivedShard> {
-        self.validate(i)?;
-        match self.shards[i].state.get() {
-            Some(Ok(m)) => Ok(m.archived()),
-            Some(Err(r)) => Err(Error::corrupt(&self.shards[i].path, r.clone())),
-            None => Err(Error::corrupt(
-                &self.shards[i].path,
-                "shard was not validated",
-            )),
-        }
+    /// Shard `i`'s texts, validated on first use.
+    fn text(&self, i: usize) -> Result<&ArchivedTextShard> {
+        let slot = &self.shards[i];
+        let info = &self.manifest.shards[i];
+        let m = checked(&slot.text, &slot.text_path, || {
+            map_text(&slot.text_path, info)
+        })?;
+        // SAFETY: as in `numbers`, validated by `map_text`.
+        Ok(unsafe { rkyv::access_unchecked::<ArchivedTextShard>(m.bytes()) })
     }
 
-    fn view(&self, shard: usize, index: usize) -> Result<ThreadView<'_>> {
-        let s = self.shard(shard)?;
-        let rec = s
-            .threads
-            .get(index)
-            .ok_or_else(|| Error::corrupt(&self.shards[shard].path, "thread index out of range"))?;
-        Ok(ThreadView {
-            shard: s,
-            rec,
-            rows: feature_rows(s).unwrap_or_default(),
-        })
+    fn validate_all(&self) -> Result<()> {
+        for i in 0..self.shards.len() {
+            self.numbers(i)?;
+            self.text(i)?;
+        }
+        Ok(())
     }
 
     fn locate(&self, i: usize) -> Option<(usize, usize)> {
@@ -343,6 +395,38 @@ impl Core {
         Some((shard, i - self.shards[shard].first_thread))
     }
 
+    fn num_view(&self, shard: usize, index: usize) -> Result<NumView<'_>> {
+        let s = self.numbers(shard)?;
+        let rec = s.threads.get(index).ok_or_else(|| {
+            Error::corrupt(
+                &self.shards[shard].numbers_path,
+                "thread index out of range",
+            )
+        })?;
+        Ok(NumView {
+            shard: s,
+            rec,
+            rows: feature_rows(s).unwrap_or_default(),
+        })
+    }
+
+    fn view(&self, shard: usize, index: usize) -> Result<ThreadView<'_>> {
+        let num = self.num_view(shard, index)?;
+        let text = self.text(shard)?;
+        let thread_text = text.threads.get(index).ok_or_else(|| {
+            Error::corrupt(&self.shards[shard].text_path, "thread index out of range")
+        })?;
+        Ok(ThreadView {
+            num,
+            text,
+            thread_text,
+        })
+    }
+
+    fn numbers_at(&self, i: usize) -> Result<Option<NumView<'_>>> {
+        self.locate(i).map(|(s, j)| self.num_view(s, j)).transpose()
+    }
+
     fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
         self.locate(i).map(|(s, j)| self.view(s, j)).transpose()
     }
@@ -353,7 +437,7 @@ impl Core {
         if shard >= infos.len() || infos[shard].first_source_id > source_id {
             return Ok(None);
         }
-        let s = self.shard(shard)?;
+        let s = self.numbers(shard)?;
         Ok(s.threads
             .binary_search_by_key(&source_id, |t| t.source_id.to_native())
             .ok()
@@ -361,7 +445,7 @@ impl Core {
     }
 }
 
-/// An open cache whose every shard has been validated: the accessors cannot fail.
+/// An open cache whose every file has been validated: the accessors cannot fail.
 pub struct Cache {
     core: Core,
     report: Vec<BadInput>,
@@ -378,7 +462,7 @@ impl std::fmt::Debug for Cache {
 }
 
 impl Cache {
-    /// Opens the cache in `dir` and validates all of it (every shard and the report).
+    /// Opens the cache in `dir` and validates all of it (every shard file and the report).
     ///
     /// Errors: [`Error::CacheMissing`] when there is no manifest,
     /// [`Error::UnsupportedVersion`] for another format version,
@@ -416,7 +500,7 @@ impl Cache {
 
     /// The thread at position `i` (0-based, source-id order).
     pub fn thread(&self, i: usize) -> Option<ThreadView<'_>> {
-        // Every shard was validated at open, so errors cannot occur here.
+        // Every file was validated at open, so errors cannot occur here.
         self.core.thread(i).ok().flatten()
     }
 
@@ -439,12 +523,13 @@ impl Cache {
     }
 }
 
-/// An open cache that validates each shard on its first use.
+/// An open cache that validates each file on its first use.
 ///
 /// Opening reads only the manifest, so it takes the same few microseconds
-/// whatever the number of shards; the first access to a shard maps it and
-/// checks it completely (footer, checksum, bytecheck, invariants), and every
-/// accessor returns that check's error if it fails.
+/// whatever the number of shards; the first access to a shard maps its
+/// numbers file and checks it completely (footer, checksum, bytecheck,
+/// invariants), and the first access to a text does the same for the text
+/// file. Every accessor returns that check's error if it fails.
 pub struct LazyCache {
     core: Core,
 }
@@ -457,11 +542,9 @@ impl LazyCache {
         })
     }
 
-    /// Validates every shard and the report, giving a [`Cache`].
+    /// Validates every file and the report, giving a [`Cache`].
     pub fn validate_all(self) -> Result<Cache> {
-        for i in 0..self.core.shards.len() {
-            self.core.validate(i)?;
-        }
+        self.core.validate_all()?;
         let report = read_report(&self.core.dir, &self.core.manifest)?;
         Ok(Cache {
             core: self.core,
@@ -484,7 +567,12 @@ impl LazyCache {
         self.core.len == 0
     }
 
-    /// The thread at position `i`; validates its shard on first use.
+    /// The numbers of the thread at position `i` (validates only its shard's numbers file).
+    pub fn numbers(&self, i: usize) -> Result<Option<NumView<'_>>> {
+        self.core.numbers_at(i)
+    }
+
+    /// The thread at position `i`, texts included.
     pub fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
         self.core.thread(i)
     }
@@ -494,7 +582,7 @@ impl LazyCache {
         self.core.position(source_id)
     }
 
-    /// The thread with this source id.
+    /// The thread with this source id, texts included.
     pub fn get(&self, source_id: u64) -> Result<Option<ThreadView<'_>>> {
         match self.position(source_id)? {
             Some(i) => self.thread(i),
@@ -524,26 +612,18 @@ fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
     Ok(report)
 }
 
-/// A zero-copy view of one thread.
+/// A zero-copy view of one thread's numbers: ids, times, kinds, features.
 #[derive(Clone, Copy)]
-pub struct ThreadView<'a> {
+pub struct NumView<'a> {
     shard: &'a ArchivedShard,
     rec: &'a ArchivedThreadRecord,
     rows: &'a [FeatureVec],
 }
 
-impl<'a> ThreadView<'a> {
+impl<'a> NumView<'a> {
     /// Source tweet id.
     pub fn source_id(&self) -> u64 {
         self.rec.source_id.to_native()
-    }
-    /// Event (grandparent folder name).
-    pub fn event(&self) -> &'a str {
-        self.rec.event.as_str()
-    }
-    /// Label folder name (`rumours`, `non-rumours`, ...).
-    pub fn label(&self) -> &'a str {
-        self.rec.label.as_str()
     }
     /// 1 rumour, 0 non-rumour, -1 unknown.
     pub fn label_code(&self) -> i8 {
@@ -552,14 +632,6 @@ impl<'a> ThreadView<'a> {
     /// Source tweet `created_at`, seconds since the epoch.
     pub fn source_created_at(&self) -> i64 {
         self.rec.source_created_at.to_native()
-    }
-    /// Source author's `id_str`.
-    pub fn source_user_id(&self) -> &'a str {
-        self.rec.source_user_id.as_str()
-    }
-    /// Source tweet text.
-    pub fn source_text(&self) -> &'a str {
-        self.rec.source_text.as_str()
     }
     fn range(&self) -> std::ops::Range<usize> {
         let first = self.rec.first_reaction.to_native() as usize;
@@ -573,21 +645,89 @@ impl<'a> ThreadView<'a> {
     pub fn features(&self) -> &'a [[f32; NUM_FEATURES]] {
         &self.rows[self.range()]
     }
+    /// Reactions' numbers, in `(created_at, id)` order, aligned with [`features`](Self::features).
+    pub fn reaction_records(&self) -> impl ExactSizeIterator<Item = ReactionNum> + 'a {
+        self.shard.reactions[self.range()]
+            .iter()
+            .map(|r| ReactionNum {
+                id: r.id.to_native(),
+                created_at: r.created_at.to_native(),
+                // Validated at open.
+                kind: ReactionKind::from_u8(r.kind).unwrap_or(ReactionKind::Reply),
+            })
+    }
+}
+
+/// One reaction's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReactionNum {
+    /// Tweet id.
+    pub id: u64,
+    /// `created_at`, seconds since the epoch.
+    pub created_at: i64,
+    /// Reply or retweet.
+    pub kind: ReactionKind,
+}
+
+/// A zero-copy view of one thread: its numbers and texts.
+#[derive(Clone, Copy)]
+pub struct ThreadView<'a> {
+    num: NumView<'a>,
+    text: &'a ArchivedTextShard,
+    thread_text: &'a ArchivedThreadText,
+}
+
+impl<'a> std::ops::Deref for ThreadView<'a> {
+    type Target = NumView<'a>;
+    fn deref(&self) -> &NumView<'a> {
+        &self.num
+    }
+}
+
+impl<'a> ThreadView<'a> {
+    /// The numbers alone.
+    pub fn numbers(&self) -> NumView<'a> {
+        self.num
+    }
+    /// Event (grandparent folder name).
+    pub fn event(&self) -> &'a str {
+        self.thread_text.event.as_str()
+    }
+    /// Label folder name (`rumours`, `non-rumours`, ...).
+    pub fn label(&self) -> &'a str {
+        self.thread_text.label.as_str()
+    }
+    /// Source author's `id_str`.
+    pub fn source_user_id(&self) -> &'a str {
+        self.thread_text.source_user_id.as_str()
+    }
+    /// Source tweet text.
+    pub fn source_text(&self) -> &'a str {
+        self.thread_text.source_text.as_str()
+    }
     /// The reaction at `i` within this thread.
     pub fn reaction(&self, i: usize) -> Option<ReactionView<'a>> {
-        let r = self.range();
+        let r = self.num.range();
         (i < r.len()).then(|| ReactionView {
-            rec: &self.shard.reactions[r.start + i],
-            features: &self.rows[r.start + i],
+            rec: &self.num.shard.reactions[r.start + i],
+            text: &self.text.reactions[r.start + i],
+            features: &self.num.rows[r.start + i],
         })
     }
     /// Reactions in `(created_at, id)` order.
     pub fn reactions(&self) -> impl ExactSizeIterator<Item = ReactionView<'a>> + 'a {
-        let r = self.range();
-        let (recs, rows) = (&self.shard.reactions[r.clone()], &self.rows[r]);
+        let r = self.num.range();
+        let recs = &self.num.shard.reactions[r.clone()];
+        let texts = &self.text.reactions[r.clone()];
+        let rows = &self.num.rows[r];
         recs.iter()
+            .zip(texts)
             .zip(rows)
-            .map(|(rec, features)| ReactionView { rec, features })
+            .map(|((rec, text), features)| ReactionView {
+                rec,
+                text,
+                features,
+            })
     }
 }
 
@@ -595,6 +735,7 @@ impl<'a> ThreadView<'a> {
 #[derive(Clone, Copy)]
 pub struct ReactionView<'a> {
     rec: &'a ArchivedReactionRecord,
+    text: &'a ArchivedReactionText,
     features: &'a FeatureVec,
 }
 
@@ -614,11 +755,11 @@ impl<'a> ReactionView<'a> {
     }
     /// Reaction text.
     pub fn text(&self) -> &'a str {
-        self.rec.text.as_str()
+        self.text.text.as_str()
     }
     /// Author's description, if not null.
     pub fn user_description(&self) -> Option<&'a str> {
-        self.rec.user_description.as_ref().map(|s| s.as_str())
+        self.text.user_description.as_ref().map(|s| s.as_str())
     }
     /// The 28 features.
     pub fn features(&self) -> &'a FeatureVec {

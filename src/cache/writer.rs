@@ -23,7 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
 use super::{
     DEFAULT_SHARD_BYTES, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, REPORT_FILE,
-    SHARD_MAGIC, Shard, ThreadData,
+    SHARD_MAGIC, Shard, TextShard, ThreadData,
 };
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
@@ -62,6 +62,7 @@ pub struct CacheWriter {
     _lock: File,
     opts: WriterOptions,
     current: Shard,
+    current_text: TextShard,
     current_bytes: usize,
     shards: Vec<ShardInfo>,
     replies: u64,
@@ -165,6 +166,7 @@ impl CacheWriter {
             _lock: lock,
             opts,
             current: Shard::default(),
+            current_text: TextShard::default(),
             current_bytes: 0,
             shards: Vec::new(),
             replies: 0,
@@ -214,6 +216,8 @@ impl CacheWriter {
         self.current.threads.push(t.record);
         self.current.reactions.append(&mut t.reactions);
         self.current.features.append(&mut t.features);
+        self.current_text.threads.push(t.text);
+        self.current_text.reactions.append(&mut t.reaction_texts);
         self.current_bytes += bytes;
         Ok(())
     }
@@ -227,27 +231,46 @@ impl CacheWriter {
         io(&path, f.sync_all())
     }
 
-    /// Serializes and writes the current shard, then frees it.
-    fn flush(&mut self) -> Result<()> {
-        let shard = std::mem::take(&mut self.current);
-        self.current_bytes = 0;
-        let file = format!("shard-{:05}.rkyv", self.shards.len());
-        let archive =
-            rkyv::to_bytes::<rkyv::rancor::Error>(&shard).map_err(|e| Error::Internal {
-                path: file.clone(),
-                message: format!("serializing the shard failed: {e}"),
-            })?;
-        let sum = xxh3_64(&archive);
+    /// Writes `archive` + footer as `file` (synced) and describes it.
+    fn write_archive(&self, file: String, archive: &[u8]) -> Result<FileInfo> {
+        let sum = xxh3_64(archive);
         let mut footer = [0u8; FOOTER_LEN];
         footer[..8].copy_from_slice(&SHARD_MAGIC);
         footer[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         footer[16..24].copy_from_slice(&(archive.len() as u64).to_le_bytes());
         footer[24..32].copy_from_slice(&sum.to_le_bytes());
-        self.write_synced(&file, &[&archive, &footer])?;
-        self.shards.push(ShardInfo {
+        self.write_synced(&file, &[archive, &footer])?;
+        Ok(FileInfo {
             file,
             bytes: (archive.len() + FOOTER_LEN) as u64,
             xxh3: hex64(sum),
+        })
+    }
+
+    /// Serializes and writes the current shard (numbers and texts), then frees it.
+    fn flush(&mut self) -> Result<()> {
+        let shard = std::mem::take(&mut self.current);
+        let text = std::mem::take(&mut self.current_text);
+        self.current_bytes = 0;
+        let n = self.shards.len();
+        let serialize_error = |file: &str, e: rkyv::rancor::Error| Error::Internal {
+            path: file.to_string(),
+            message: format!("serializing the shard failed: {e}"),
+        };
+        let file = format!("shard-{n:05}.rkyv");
+        let archive =
+            rkyv::to_bytes::<rkyv::rancor::Error>(&shard).map_err(|e| serialize_error(&file, e))?;
+        let numbers = self.write_archive(file, &archive)?;
+        drop(archive);
+        let file = format!("text-{n:05}.rkyv");
+        let archive =
+            rkyv::to_bytes::<rkyv::rancor::Error>(&text).map_err(|e| serialize_error(&file, e))?;
+        let text_info = self.write_archive(file, &archive)?;
+        self.shards.push(ShardInfo {
+            file: numbers.file,
+            bytes: numbers.bytes,
+            xxh3: numbers.xxh3,
+            text: text_info,
             threads: shard.threads.len() as u64,
             reactions: shard.reactions.len() as u64,
             first_source_id: shard.threads.first().map_or(0, |t| t.source_id),
