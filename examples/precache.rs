@@ -139,7 +139,13 @@ fn main() -> ExitCode {
         m.skipped
     );
     println!("shards     {}", m.shards.len());
-    println!("seconds    {secs:.3}");
+    let p = &summary.phases;
+    println!(
+        "seconds    {secs:.3} (discover {:.3}, process {:.3}, publish {:.3})",
+        p.discover.as_secs_f64(),
+        p.process.as_secs_f64(),
+        p.publish.as_secs_f64()
+    );
     println!(
         "rate       {:.0} reactions/s",
         m.reactions as f64 / secs.max(1e-9)

@@ -71,6 +71,44 @@ pub struct ThreadDir {
     pub label: String,
     /// The grandparent directory's name (the event).
     pub event: String,
+    /// Which tweet folders exist: bit `i` for `SOURCE_DIRS[i]`, bit `2 + i`
+    /// for `REACTION_DIRS[i]` (from the walk's own listing, so workers need
+    /// not stat them).
+    pub subdirs: u8,
+}
+
+impl ThreadDir {
+    /// The name of the source folder (`source-tweets` preferred).
+    pub fn source_dir(&self) -> Option<&'static str> {
+        SOURCE_DIRS
+            .iter()
+            .enumerate()
+            .find(|(i, _)| self.subdirs & (1 << i) != 0)
+            .map(|(_, n)| *n)
+    }
+
+    /// The reaction folders that exist, with their kind.
+    pub fn reaction_dirs(&self) -> impl Iterator<Item = (&'static str, ReactionKind)> + '_ {
+        REACTION_DIRS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.subdirs & (1 << (2 + i)) != 0)
+            .map(|(_, d)| *d)
+    }
+}
+
+/// The `subdirs` bit of a tweet folder name, if it is one.
+fn subdir_bit(name: &OsStr) -> Option<u8> {
+    SOURCE_DIRS
+        .iter()
+        .position(|s| name == *s)
+        .or_else(|| {
+            REACTION_DIRS
+                .iter()
+                .position(|(s, _)| name == *s)
+                .map(|i| i + 2)
+        })
+        .map(|i| 1 << i)
 }
 
 /// What [`discover`] found.
@@ -110,7 +148,7 @@ fn name_of(path: Option<&Path>) -> String {
         .unwrap_or_default()
 }
 
-type Found = Arc<Mutex<Vec<PathBuf>>>;
+type Found = Arc<Mutex<Vec<(PathBuf, u8)>>>;
 
 /// Walks `root` with `threads` threads and returns its thread directories.
 ///
@@ -139,24 +177,26 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
             if !is_thread_name(dir.file_name().unwrap_or_default()) {
                 return;
             }
-            let is_thread = children.iter().flatten().any(|c| {
-                SOURCE_DIRS.iter().any(|s| c.file_name == *s)
+            let mut subdirs = 0u8;
+            for c in children.iter().flatten() {
+                if let Some(bit) = subdir_bit(&c.file_name)
                     && (c.file_type.is_dir() || (c.file_type.is_symlink() && c.path().is_dir()))
-            });
-            if !is_thread {
+                {
+                    subdirs |= bit;
+                }
+            }
+            if subdirs & 0b11 == 0 {
                 return;
             }
             // The workers list the tweet folders themselves: do not walk them twice.
             for c in children.iter_mut().flatten() {
-                let tweet_dir = SOURCE_DIRS.iter().any(|s| c.file_name == *s)
-                    || REACTION_DIRS.iter().any(|(s, _)| c.file_name == *s);
-                if tweet_dir {
+                if subdir_bit(&c.file_name).is_some() {
                     c.read_children = None;
                 }
             }
             sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(dir.to_path_buf());
+                .push((dir.to_path_buf(), subdirs));
         });
 
     let mut bad = Vec::new();
@@ -176,7 +216,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
 
     let paths = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
     let mut list = Vec::with_capacity(paths.len());
-    for path in paths {
+    for (path, subdirs) in paths {
         let rel = relative(root, &path);
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let Ok(source_id) = name.parse::<u64>() else {
@@ -193,6 +233,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
             event: name_of(parent.and_then(Path::parent)),
             path,
             rel,
+            subdirs,
         });
     }
     list.sort_by(|a, b| (a.source_id, &a.rel).cmp(&(b.source_id, &b.rel)));

@@ -19,7 +19,7 @@
 //! left untouched.
 
 use std::collections::BTreeMap;
-use std::fs;
+use std::fs::{self, File};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +31,7 @@ use crate::cache::{
     CacheWriter, Manifest, ReactionRecord, ReactionText, ThreadData, ThreadRecord, ThreadText,
     WriterOptions, label_code,
 };
-use crate::discover::{REACTION_DIRS, SOURCE_DIRS, ThreadDir, discover};
+use crate::discover::{ThreadDir, discover};
 use crate::error::{Error, Result};
 use crate::features::{self, FeatureVec};
 use crate::parse::{DEFAULT_MAX_FILE_BYTES, TweetReader, reaction_fields, source_fields};
@@ -82,6 +82,19 @@ pub struct BuildSummary {
     pub report: Vec<BadInput>,
     /// Wall time of the whole build, publication included.
     pub elapsed: Duration,
+    /// Wall time of each phase.
+    pub phases: Phases,
+}
+
+/// Wall time of each phase of a build.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Phases {
+    /// Finding the thread directories.
+    pub discover: Duration,
+    /// Reading, parsing, computing and writing shards.
+    pub process: Duration,
+    /// Writing the report and manifest, syncing and renaming into place.
+    pub publish: Duration,
 }
 
 /// One processed thread: its data (None if the thread was skipped) and the
@@ -114,22 +127,14 @@ fn list_dir(dir: &Path, names: &mut Vec<std::ffi::OsString>) -> std::io::Result<
 
 impl Worker {
     fn process(&mut self, td: &ThreadDir) -> Outcome {
-        let mut bad = Vec::new();
-        let Some((source_dir_name, source_dir)) = SOURCE_DIRS
-            .iter()
-            .map(|n| (*n, td.path.join(n)))
-            .find(|(_, p)| p.is_dir())
-        else {
-            bad.push(BadInput::new(
-                &td.rel,
-                "source-tweets/ is no longer a directory",
-            ));
-            return Outcome { data: None, bad };
-        };
         let fail = |reason: String| Outcome {
             data: None,
             bad: vec![BadInput::new(&td.rel, reason)],
         };
+        let Some(source_dir_name) = td.source_dir() else {
+            return fail("no source-tweets/ or source-tweet/ folder".into());
+        };
+        let source_dir = td.path.join(source_dir_name);
         if let Err(e) = list_dir(&source_dir, &mut self.names) {
             return fail(format!("cannot list {source_dir_name}/: {e}"));
         }
@@ -154,24 +159,26 @@ impl Worker {
             Ok(Err(r)) | Err(r) => return fail(format!("source tweet {source_rel}: {r}")),
         };
 
+        let mut bad = Vec::new();
         let mut rows: Vec<(ReactionRecord, ReactionText, FeatureVec)> = Vec::new();
-        for (dir_name, kind) in REACTION_DIRS {
+        for (dir_name, kind) in td.reaction_dirs() {
             let dir = td.path.join(dir_name);
-            if !dir.is_dir() {
-                continue;
-            }
-            if let Err(e) = list_dir(&dir, &mut self.names) {
-                bad.push(BadInput::new(
-                    format!("{}/{dir_name}", td.rel),
-                    format!("cannot list directory: {e}"),
-                ));
-                continue;
-            }
+            let listed = list_dir(&dir, &mut self.names).and_then(|()| File::open(&dir));
+            let dir_file = match listed {
+                Ok(f) => f,
+                Err(e) => {
+                    bad.push(BadInput::new(
+                        format!("{}/{dir_name}", td.rel),
+                        format!("cannot list directory: {e}"),
+                    ));
+                    continue;
+                }
+            };
             for name in &self.names {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
                 if let Err(r) = self
                     .reaction
-                    .read_file(&dir.join(name), self.max_file_bytes)
+                    .read_file_in(&dir_file, name, self.max_file_bytes)
                 {
                     bad.push(BadInput::new(file_rel(), r));
                     continue;
@@ -290,7 +297,10 @@ pub fn build(
         },
     )?;
 
+    let mut phases = Phases::default();
+    let t = Instant::now();
     let found = discover(corpus, threads)?;
+    phases.discover = t.elapsed();
     let mut report = found.bad;
     report.sort();
     if opts.strict
@@ -306,6 +316,7 @@ pub fn build(
     }
     progress.discovered(found.threads.len() as u64);
 
+    let t = Instant::now();
     run_workers(&found.threads, threads, opts, |td, outcome| {
         if opts.strict
             && let Some(first) = outcome.bad.first()
@@ -327,12 +338,16 @@ pub fn build(
         Ok(())
     })?;
 
+    phases.process = t.elapsed();
+    let t = Instant::now();
     report.sort();
     let manifest = writer.finish(&report)?;
+    phases.publish = t.elapsed();
     Ok(BuildSummary {
         manifest,
         report,
         elapsed: start.elapsed(),
+        phases,
     })
 }
 

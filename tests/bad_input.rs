@@ -283,7 +283,7 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
         );
     }
     for (name, word) in [
-        ("subdir.json", "regular file"),
+        ("subdir.json", "directory"),
         ("dangling.json", "open"),
         ("huge.json", "limit"),
     ] {
