@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use socialctx::Cache;
-use socialctx::dump::write_cache;
+use socialctx::dump::{DumpOptions, write_cache_with};
 
 /// Print a socialctx cache as JSON Lines, in the format of rpdnn_oracle.py:
 /// one line per thread in source-id order,
@@ -25,6 +25,11 @@ struct Args {
     /// Include retweets (the oracle's --retweets)
     #[arg(long)]
     retweets: bool,
+    /// Add the extended features as extra keys (per thread: event, veracity,
+    /// annotated_rumour; per reaction: depth, persistence, follows_source,
+    /// followed_by_source, reciprocal_follow, user_reliability; null = unknown)
+    #[arg(long)]
+    extended: bool,
 }
 
 fn main() -> ExitCode {
@@ -37,7 +42,11 @@ fn main() -> ExitCode {
         }
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    match write_cache(&mut out, &cache, args.retweets).and_then(|()| out.flush()) {
+    let opts = DumpOptions {
+        retweets: args.retweets,
+        extended: args.extended,
+    };
+    match write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         // `dump | head` is fine.
         Err(e) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,

@@ -51,6 +51,10 @@ struct Args {
     /// Cap on one shard file, in MiB
     #[arg(long, value_name = "MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
     shard_mib: u64,
+    /// Only the reference's 28 features: skip structure.json, annotation.json,
+    /// who-follows-whom.dat and retweets.json (the extended features)
+    #[arg(long)]
+    no_extended: bool,
     /// Do not show a progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         strict: args.strict,
         max_file_bytes: args.max_file_bytes,
         shard_bytes: (args.shard_mib * 1024 * 1024) as usize,
+        extended: !args.no_extended,
     };
 
     let bar = if args.quiet {

@@ -71,11 +71,29 @@ pub struct ThreadDir {
     pub label: String,
     /// The grandparent directory's name (the event).
     pub event: String,
-    /// Which tweet folders exist: bit `i` for `SOURCE_DIRS[i]`, bit `2 + i`
-    /// for `REACTION_DIRS[i]` (from the walk's own listing, so workers need
-    /// not stat them).
-    pub subdirs: u8,
+    /// Which tweet folders and thread files exist: bit `i` for
+    /// `SOURCE_DIRS[i]`, bit `2 + i` for `REACTION_DIRS[i]`, bit `5 + i` for
+    /// `THREAD_FILES[i]` (from the walk's own listing, so workers need not
+    /// stat them).
+    pub entries: u16,
 }
+
+/// Optional per-thread files read for the extended features.
+pub const THREAD_FILES: [&str; 4] = [
+    "structure.json",
+    "annotation.json",
+    "who-follows-whom.dat",
+    "retweets.json",
+];
+
+/// Index of `structure.json` in [`THREAD_FILES`].
+pub const STRUCTURE_FILE: usize = 0;
+/// Index of `annotation.json` in [`THREAD_FILES`].
+pub const ANNOTATION_FILE: usize = 1;
+/// Index of `who-follows-whom.dat` in [`THREAD_FILES`].
+pub const FOLLOWS_FILE: usize = 2;
+/// Index of `retweets.json` (retweets as JSON Lines) in [`THREAD_FILES`].
+pub const RETWEETS_FILE: usize = 3;
 
 impl ThreadDir {
     /// The name of the source folder (`source-tweets` preferred).
@@ -83,7 +101,7 @@ impl ThreadDir {
         SOURCE_DIRS
             .iter()
             .enumerate()
-            .find(|(i, _)| self.subdirs & (1 << i) != 0)
+            .find(|(i, _)| self.entries & (1 << i) != 0)
             .map(|(_, n)| *n)
     }
 
@@ -92,13 +110,26 @@ impl ThreadDir {
         REACTION_DIRS
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.subdirs & (1 << (2 + i)) != 0)
+            .filter(|(i, _)| self.entries & (1 << (2 + i)) != 0)
             .map(|(_, d)| *d)
+    }
+
+    /// Whether the thread has `THREAD_FILES[i]`.
+    pub fn has_file(&self, i: usize) -> bool {
+        self.entries & (1 << (5 + i)) != 0
     }
 }
 
-/// The `subdirs` bit of a tweet folder name, if it is one.
-fn subdir_bit(name: &OsStr) -> Option<u8> {
+/// The `entries` bit of a thread file name, if it is one.
+fn file_bit(name: &OsStr) -> Option<u16> {
+    THREAD_FILES
+        .iter()
+        .position(|s| name == *s)
+        .map(|i| 1 << (5 + i))
+}
+
+/// The `entries` bit of a tweet folder name, if it is one.
+fn subdir_bit(name: &OsStr) -> Option<u16> {
     SOURCE_DIRS
         .iter()
         .position(|s| name == *s)
@@ -148,7 +179,7 @@ fn name_of(path: Option<&Path>) -> String {
         .unwrap_or_default()
 }
 
-type Found = Arc<Mutex<Vec<(PathBuf, u8)>>>;
+type Found = Arc<Mutex<Vec<(PathBuf, u16)>>>;
 
 /// Walks `root` with `threads` threads and returns its thread directories.
 ///
@@ -177,15 +208,21 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
             if !is_thread_name(dir.file_name().unwrap_or_default()) {
                 return;
             }
-            let mut subdirs = 0u8;
+            let mut entries = 0u16;
             for c in children.iter().flatten() {
+                let is_dir =
+                    || c.file_type.is_dir() || (c.file_type.is_symlink() && c.path().is_dir());
                 if let Some(bit) = subdir_bit(&c.file_name)
-                    && (c.file_type.is_dir() || (c.file_type.is_symlink() && c.path().is_dir()))
+                    && is_dir()
                 {
-                    subdirs |= bit;
+                    entries |= bit;
+                } else if let Some(bit) = file_bit(&c.file_name)
+                    && !c.file_type.is_dir()
+                {
+                    entries |= bit;
                 }
             }
-            if subdirs & 0b11 == 0 {
+            if entries & 0b11 == 0 {
                 return;
             }
             // The workers list the tweet folders themselves: do not walk them twice.
@@ -196,7 +233,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
             }
             sink.lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push((dir.to_path_buf(), subdirs));
+                .push((dir.to_path_buf(), entries));
         });
 
     let mut bad = Vec::new();
@@ -216,7 +253,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
 
     let paths = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
     let mut list = Vec::with_capacity(paths.len());
-    for (path, subdirs) in paths {
+    for (path, entries) in paths {
         let rel = relative(root, &path);
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let Ok(source_id) = name.parse::<u64>() else {
@@ -233,7 +270,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
             event: name_of(parent.and_then(Path::parent)),
             path,
             rel,
-            subdirs,
+            entries,
         });
     }
     list.sort_by(|a, b| (a.source_id, &a.rel).cmp(&(b.source_id, &b.rel)));

@@ -12,6 +12,7 @@ use std::io::{self, Write};
 
 use crate::cache::{Cache, ThreadView};
 use crate::discover::ReactionKind;
+use crate::features::REACTION_COLUMNS;
 
 /// Writes `x` so that parsing the text as f64 and rounding to f32 gives `x`
 /// back, in Python's style (`1.0`, `0.25`, `1e-07`).
@@ -46,14 +47,82 @@ fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     serde_json::to_writer(&mut *w, s).map_err(io::Error::other)
 }
 
-/// Writes one thread as an oracle line; retweets only if `retweets`.
-pub fn write_thread<W: Write>(w: &mut W, t: &ThreadView<'_>, retweets: bool) -> io::Result<()> {
+/// What [`write_thread`] prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// Include retweets (the oracle's `--retweets`).
+    pub retweets: bool,
+    /// Add the extended features as extra keys: per thread `event`,
+    /// `veracity` and `annotated_rumour`; per reaction `depth`,
+    /// `persistence`, `follows_source`, `followed_by_source`,
+    /// `reciprocal_follow` and `user_reliability` (null where unknown).
+    pub extended: bool,
+}
+
+fn write_code<W: Write>(w: &mut W, v: Option<f32>, names: &[(f32, &str)]) -> io::Result<()> {
+    match v.and_then(|v| names.iter().find(|(c, _)| *c == v)) {
+        Some((_, name)) => write!(w, "\"{name}\""),
+        None => w.write_all(b"null"),
+    }
+}
+
+/// Writes one thread as an oracle line.
+pub fn write_thread<W: Write>(
+    w: &mut W,
+    cache: &Cache,
+    t: &ThreadView<'_>,
+    opts: DumpOptions,
+) -> io::Result<()> {
+    use crate::features::labels::*;
     write!(w, "{{\"source_id\": \"{}\", \"label\": ", t.source_id())?;
     write_str(w, t.label())?;
+    if opts.extended {
+        w.write_all(b", \"event\": ")?;
+        write_str(w, t.event())?;
+        w.write_all(b", \"veracity\": ")?;
+        let veracity = cache
+            .thread_column("veracity")
+            .and_then(|c| t.thread_value(c));
+        write_code(
+            w,
+            veracity,
+            &[
+                (VERACITY_FALSE, "false"),
+                (VERACITY_TRUE, "true"),
+                (VERACITY_UNVERIFIED, "unverified"),
+            ],
+        )?;
+        w.write_all(b", \"annotated_rumour\": ")?;
+        let annotated = cache
+            .thread_column("annotated_rumour")
+            .and_then(|c| t.thread_value(c));
+        write_code(
+            w,
+            annotated,
+            &[
+                (ANNOTATED_RUMOUR, "rumour"),
+                (ANNOTATED_NON_RUMOUR, "nonrumour"),
+                (ANNOTATED_UNCLEAR, "unclear"),
+            ],
+        )?;
+    }
     w.write_all(b", \"reactions\": [")?;
+    let columns: Vec<(&str, &[f32])> = if opts.extended {
+        REACTION_COLUMNS
+            .iter()
+            .map(|name| {
+                (
+                    *name,
+                    cache.reaction_column(name).map_or(&[][..], |c| t.column(c)),
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut first = true;
-    for r in t.reactions() {
-        if r.kind() == ReactionKind::Retweet && !retweets {
+    for (i, r) in t.reactions().enumerate() {
+        if r.kind() == ReactionKind::Retweet && !opts.retweets {
             continue;
         }
         if !first {
@@ -73,15 +142,35 @@ pub fn write_thread<W: Write>(w: &mut W, t: &ThreadView<'_>, retweets: bool) -> 
             }
             write_f32(w, *x)?;
         }
-        w.write_all(b"]}")?;
+        w.write_all(b"]")?;
+        for (name, values) in &columns {
+            write!(w, ", \"{name}\": ")?;
+            match values.get(i) {
+                Some(v) if !v.is_nan() => write!(w, "{v}")?,
+                _ => w.write_all(b"null")?,
+            }
+        }
+        w.write_all(b"}")?;
     }
     w.write_all(b"]}\n")
 }
 
-/// Writes every thread of `cache` as oracle lines.
+/// Writes every thread of `cache` as oracle lines; retweets only if `retweets`.
 pub fn write_cache<W: Write>(w: &mut W, cache: &Cache, retweets: bool) -> io::Result<()> {
+    write_cache_with(
+        w,
+        cache,
+        DumpOptions {
+            retweets,
+            extended: false,
+        },
+    )
+}
+
+/// Writes every thread of `cache` as oracle lines, with `opts`.
+pub fn write_cache_with<W: Write>(w: &mut W, cache: &Cache, opts: DumpOptions) -> io::Result<()> {
     for t in cache.iter() {
-        write_thread(w, &t, retweets)?;
+        write_thread(w, cache, &t, opts)?;
     }
     w.flush()
 }

@@ -130,6 +130,11 @@ impl TweetReader {
         Ok(())
     }
 
+    /// The bytes loaded by the last read (before parsing, which unescapes in place).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
     /// Copies `bytes` into the buffer (for tests, fuzzing and benches).
     pub fn load_bytes(&mut self, bytes: &[u8]) {
         self.buf.clear();
@@ -311,6 +316,13 @@ pub fn truthy(v: Value<'_, '_>) -> bool {
 
 fn flag(v: Option<Value<'_, '_>>, path: &str) -> Result<bool, Reason> {
     Ok(truthy(req(v, path)?))
+}
+
+/// A numeric key for a user id string: the id itself when it is decimal
+/// (so that it matches the ids in `who-follows-whom.dat`), else a hash with
+/// the top bit set (never equal to a real id, which is below 2^63).
+pub fn user_key(id_str: &str) -> u64 {
+    parse_id(id_str).unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(id_str.as_bytes()) | (1 << 63))
 }
 
 /// Parses a decimal tweet id (`id_str`).

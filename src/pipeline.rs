@@ -18,7 +18,7 @@
 //! stops the build with [`Error::StrictBadInput`] and any existing cache is
 //! left untouched.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -26,15 +26,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use rayon::prelude::*;
 
 use crate::cache::{
-    CacheWriter, Manifest, ReactionRecord, ReactionText, ThreadData, ThreadRecord, ThreadText,
-    WriterOptions, label_code,
+    CacheWriter, LABEL_RUMOUR, LABEL_UNKNOWN, Manifest, REACTION_EXTRA, ReactionRecord,
+    ReactionText, THREAD_EXTRA, ThreadData, ThreadRecord, ThreadText, WriterOptions, label_code,
 };
-use crate::discover::{ThreadDir, discover};
+use crate::discover::{
+    ANNOTATION_FILE, FOLLOWS_FILE, RETWEETS_FILE, ReactionKind, STRUCTURE_FILE, THREAD_FILES,
+    ThreadDir, discover,
+};
 use crate::error::{Error, Result};
+use crate::features::labels::{ANNOTATED_RUMOUR, Annotation, annotation};
+use crate::features::propagation::{author_counts, depths};
+use crate::features::relations::FollowGraph;
+use crate::features::reliability::RumourIndex;
 use crate::features::{self, FeatureVec};
-use crate::parse::{DEFAULT_MAX_FILE_BYTES, TweetReader, reaction_fields, source_fields};
+use crate::parse::{
+    DEFAULT_MAX_FILE_BYTES, Reason, SourceFields, TweetReader, reaction_fields, source_fields,
+    user_key,
+};
 use crate::report::BadInput;
 
 /// Options of a build.
@@ -48,6 +59,10 @@ pub struct BuildOptions {
     pub max_file_bytes: u64,
     /// Cap on one shard's archive size.
     pub shard_bytes: usize,
+    /// Also compute the extended features (structure, relations, reliability,
+    /// annotations) and read `retweets.json`; off gives exactly the
+    /// reference's 28 features over `reactions/`, `replies/` and `retweets/`.
+    pub extended: bool,
 }
 
 impl Default for BuildOptions {
@@ -57,6 +72,7 @@ impl Default for BuildOptions {
             strict: false,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             shard_bytes: crate::cache::DEFAULT_SHARD_BYTES,
+            extended: true,
         }
     }
 }
@@ -105,11 +121,15 @@ struct Outcome {
 }
 
 /// Per-worker reusable state.
-struct Worker {
+struct Worker<'i> {
     source: TweetReader,
     reaction: TweetReader,
+    /// For thread files (structure, annotation, follows, retweets.json).
+    extra: TweetReader,
     names: Vec<std::ffi::OsString>,
     max_file_bytes: u64,
+    /// Corpus-wide rumour index; `Some` when extended features are built.
+    index: Option<&'i RumourIndex>,
 }
 
 /// Sorted visible file names of `dir` (hidden names skipped).
@@ -125,42 +145,83 @@ fn list_dir(dir: &Path, names: &mut Vec<std::ffi::OsString>) -> std::io::Result<
     Ok(())
 }
 
-impl Worker {
+/// One reaction, ready for the cache, with its author's key.
+struct Row {
+    rec: ReactionRecord,
+    text: ReactionText,
+    features: FeatureVec,
+    author: u64,
+}
+
+/// Parses the reaction loaded in `reader` and computes its features.
+fn reaction_row(
+    reader: &mut TweetReader,
+    source: &SourceFields<'_>,
+    kind: ReactionKind,
+) -> Result<Row, Reason> {
+    reader.parse(|v| {
+        let r = reaction_fields(v)?;
+        let features = features::compute(&r, source, kind)?;
+        Ok(Row {
+            rec: ReactionRecord {
+                id: r.id,
+                kind: kind as u8,
+                created_at: r.created_at.unix_seconds(),
+            },
+            text: ReactionText {
+                text: r.text.to_owned(),
+                user_description: r.user.description.map(str::to_owned),
+            },
+            features,
+            author: user_key(r.user.id_str),
+        })
+    })?
+}
+
+/// Reads the source tweet file of a thread into `reader`; returns its path
+/// relative to the thread, or the reason it is unusable.
+fn read_source(
+    td: &ThreadDir,
+    reader: &mut TweetReader,
+    names: &mut Vec<std::ffi::OsString>,
+    max: u64,
+) -> Result<String, String> {
+    let dir_name = td
+        .source_dir()
+        .ok_or_else(|| "no source-tweets/ or source-tweet/ folder".to_string())?;
+    let dir = td.path.join(dir_name);
+    list_dir(&dir, names).map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
+    // The reference takes the last name in sorted order, ignoring *.csv.
+    let name = names
+        .iter()
+        .rev()
+        .find(|n| !n.as_encoded_bytes().ends_with(b".csv"))
+        .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
+    let rel = format!("{dir_name}/{}", name.to_string_lossy());
+    reader
+        .read_file(&dir.join(name), max)
+        .map_err(|r| format!("source tweet {rel}: {r}"))?;
+    Ok(rel)
+}
+
+impl Worker<'_> {
     fn process(&mut self, td: &ThreadDir) -> Outcome {
         let fail = |reason: String| Outcome {
             data: None,
             bad: vec![BadInput::new(&td.rel, reason)],
         };
-        let Some(source_dir_name) = td.source_dir() else {
-            return fail("no source-tweets/ or source-tweet/ folder".into());
-        };
-        let source_dir = td.path.join(source_dir_name);
-        if let Err(e) = list_dir(&source_dir, &mut self.names) {
-            return fail(format!("cannot list {source_dir_name}/: {e}"));
-        }
-        // The reference takes the last name in sorted order, ignoring *.csv.
-        let Some(name) = self
-            .names
-            .iter()
-            .rev()
-            .find(|n| !n.as_encoded_bytes().ends_with(b".csv"))
-        else {
-            return fail(format!("no source tweet file in {source_dir_name}/"));
-        };
-        let source_rel = format!("{source_dir_name}/{}", name.to_string_lossy());
-        if let Err(r) = self
-            .source
-            .read_file(&source_dir.join(name), self.max_file_bytes)
-        {
-            return fail(format!("source tweet {source_rel}: {r}"));
-        }
+        let source_rel =
+            match read_source(td, &mut self.source, &mut self.names, self.max_file_bytes) {
+                Ok(rel) => rel,
+                Err(reason) => return fail(reason),
+            };
         let source = match self.source.parse(source_fields) {
             Ok(Ok(s)) => s,
             Ok(Err(r)) | Err(r) => return fail(format!("source tweet {source_rel}: {r}")),
         };
 
         let mut bad = Vec::new();
-        let mut rows: Vec<(ReactionRecord, ReactionText, FeatureVec)> = Vec::new();
+        let mut rows: Vec<Row> = Vec::new();
         for (dir_name, kind) in td.reaction_dirs() {
             let dir = td.path.join(dir_name);
             let listed = list_dir(&dir, &mut self.names).and_then(|()| File::open(&dir));
@@ -176,34 +237,32 @@ impl Worker {
             };
             for name in &self.names {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
-                if let Err(r) = self
+                let row = self
                     .reaction
                     .read_file_in(&dir_file, name, self.max_file_bytes)
-                {
-                    bad.push(BadInput::new(file_rel(), r));
-                    continue;
-                }
-                let parsed = self.reaction.parse(|v| {
-                    let r = reaction_fields(v)?;
-                    let f = features::compute(&r, &source, kind)?;
-                    let rec = ReactionRecord {
-                        id: r.id,
-                        kind: kind as u8,
-                        created_at: r.created_at.unix_seconds(),
-                    };
-                    let text = ReactionText {
-                        text: r.text.to_owned(),
-                        user_description: r.user.description.map(str::to_owned),
-                    };
-                    Ok((rec, text, f))
-                });
-                match parsed {
-                    Ok(Ok(row)) => rows.push(row),
-                    Ok(Err(r)) | Err(r) => bad.push(BadInput::new(file_rel(), r)),
+                    .and_then(|()| reaction_row(&mut self.reaction, &source, kind));
+                match row {
+                    Ok(row) => rows.push(row),
+                    Err(r) => bad.push(BadInput::new(file_rel(), r)),
                 }
             }
         }
-        rows.sort_by_key(|(r, _, _)| (r.created_at, r.id));
+
+        let extended = self.index.map(|index| {
+            let readers = (&mut self.extra, &mut self.reaction);
+            let ext = read_thread_files(
+                readers,
+                self.max_file_bytes,
+                td,
+                &source,
+                &mut rows,
+                &mut bad,
+            );
+            (index, ext)
+        });
+
+        rows.sort_by_key(|r| (r.rec.created_at, r.rec.id));
+        let source_author = user_key(source.user_id_str);
         let mut data = ThreadData {
             record: ThreadRecord {
                 source_id: td.source_id,
@@ -221,17 +280,187 @@ impl Worker {
             reactions: Vec::with_capacity(rows.len()),
             reaction_texts: Vec::with_capacity(rows.len()),
             features: Vec::with_capacity(rows.len()),
+            reaction_extra: Vec::new(),
+            thread_extra: [f32::NAN; THREAD_EXTRA],
         };
-        for (rec, text, f) in rows {
-            data.reactions.push(rec);
-            data.reaction_texts.push(text);
-            data.features.push(f);
+        if let Some((index, ext)) = extended {
+            let counts =
+                author_counts(std::iter::once(source_author).chain(rows.iter().map(|r| r.author)));
+            data.reaction_extra = rows
+                .iter()
+                .map(|r| ext.reaction_values(r, source_author, &counts, index))
+                .collect();
+            data.thread_extra = [ext.annotation.veracity, ext.annotation.annotated_rumour];
+        }
+        for row in rows {
+            data.reactions.push(row.rec);
+            data.reaction_texts.push(row.text);
+            data.features.push(row.features);
         }
         Outcome {
             data: Some(data),
             bad,
         }
     }
+}
+
+/// Reads `structure.json`, `annotation.json`, `who-follows-whom.dat` and
+/// `retweets.json` (retweets as JSON Lines) when the thread has them.
+fn read_thread_files(
+    (extra, reaction): (&mut TweetReader, &mut TweetReader),
+    max: u64,
+    td: &ThreadDir,
+    source: &SourceFields<'_>,
+    rows: &mut Vec<Row>,
+    bad: &mut Vec<BadInput>,
+) -> Extended {
+    let mut ext = Extended::default();
+    let rel = |i: usize| format!("{}/{}", td.rel, THREAD_FILES[i]);
+    if td.has_file(STRUCTURE_FILE) {
+        let r = extra.read_file(&td.path.join(THREAD_FILES[STRUCTURE_FILE]), max);
+        match r.and_then(|()| extra.parse(depths)?) {
+            Ok(d) => ext.depths = Some(d),
+            Err(reason) => bad.push(BadInput::new(rel(STRUCTURE_FILE), reason)),
+        }
+    }
+    if td.has_file(ANNOTATION_FILE) {
+        let r = extra.read_file(&td.path.join(THREAD_FILES[ANNOTATION_FILE]), max);
+        match r.and_then(|()| extra.parse(annotation)?) {
+            Ok(a) => ext.annotation = a,
+            Err(reason) => bad.push(BadInput::new(rel(ANNOTATION_FILE), reason)),
+        }
+    }
+    if td.has_file(FOLLOWS_FILE) {
+        match extra.read_file(&td.path.join(THREAD_FILES[FOLLOWS_FILE]), max) {
+            Ok(()) => {
+                let (graph, bad_lines) = FollowGraph::parse(extra.bytes());
+                for line in bad_lines {
+                    bad.push(BadInput::new(
+                        rel(FOLLOWS_FILE),
+                        format!("line {line}: expected two user ids separated by a tab"),
+                    ));
+                }
+                ext.follows = Some(graph);
+            }
+            Err(reason) => bad.push(BadInput::new(rel(FOLLOWS_FILE), reason)),
+        }
+    }
+    if td.has_file(RETWEETS_FILE) {
+        // One status per line; a whole thread's retweets, so a larger cap.
+        let path = td.path.join(THREAD_FILES[RETWEETS_FILE]);
+        if let Err(reason) = extra.read_file(&path, max.saturating_mul(64)) {
+            bad.push(BadInput::new(rel(RETWEETS_FILE), reason));
+            return ext;
+        }
+        for (i, line) in extra.bytes().split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            reaction.load_bytes(line);
+            match reaction_row(reaction, source, ReactionKind::Retweet) {
+                Ok(row) => rows.push(row),
+                Err(reason) => bad.push(BadInput::new(
+                    rel(RETWEETS_FILE),
+                    format!("line {}: {reason}", i + 1),
+                )),
+            }
+        }
+    }
+    ext
+}
+
+/// What the thread files of one thread gave.
+#[derive(Default)]
+struct Extended {
+    depths: Option<HashMap<u64, u32>>,
+    follows: Option<FollowGraph>,
+    annotation: Annotation,
+}
+
+impl Extended {
+    /// The extended values of one reaction, in `REACTION_COLUMNS` order.
+    fn reaction_values(
+        &self,
+        r: &Row,
+        source_author: u64,
+        counts: &HashMap<u64, u32>,
+        index: &RumourIndex,
+    ) -> [f32; REACTION_EXTRA] {
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let depth = self
+            .depths
+            .as_ref()
+            .and_then(|d| d.get(&r.rec.id))
+            .map_or(f32::NAN, |&d| d as f32);
+        let (follows, followed) = match &self.follows {
+            Some(g) => (
+                flag(g.follows(r.author, source_author)),
+                flag(g.follows(source_author, r.author)),
+            ),
+            None => (f32::NAN, f32::NAN),
+        };
+        let reciprocal = if follows.is_nan() {
+            f32::NAN
+        } else {
+            flag(follows == 1.0 && followed == 1.0)
+        };
+        [
+            depth,
+            counts.get(&r.author).copied().unwrap_or(1) as f32,
+            follows,
+            followed,
+            reciprocal,
+            index.reliability(r.author, r.rec.created_at),
+        ]
+    }
+}
+
+/// Builds the corpus-wide rumour index from the source tweets of the
+/// threads labelled rumour: in a `rumours` folder, or in a folder that is
+/// neither `rumours` nor `non-rumours` with an `annotation.json` that says
+/// `"is_rumour": "rumour"` (the PHEME journalism layout). A thread whose
+/// source cannot be read is skipped here and reported by the main pass.
+fn rumour_index(threads: &[ThreadDir], workers: usize, max_file_bytes: u64) -> RumourIndex {
+    let is_rumour = |td: &ThreadDir, reader: &mut TweetReader| match label_code(&td.label) {
+        LABEL_RUMOUR => true,
+        LABEL_UNKNOWN if td.has_file(ANNOTATION_FILE) => {
+            let path = td.path.join(THREAD_FILES[ANNOTATION_FILE]);
+            reader.read_file(&path, max_file_bytes).is_ok()
+                && matches!(reader.parse(annotation), Ok(Ok(a)) if a.annotated_rumour == ANNOTATED_RUMOUR)
+        }
+        _ => false,
+    };
+    let collect = || {
+        threads
+            .par_iter()
+            .map_init(
+                || (TweetReader::new(), Vec::new()),
+                |(reader, names), td| {
+                    if !is_rumour(td, reader) {
+                        return None;
+                    }
+                    read_source(td, reader, names, max_file_bytes).ok()?;
+                    reader
+                        .parse(|v| {
+                            source_fields(v)
+                                .map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds()))
+                        })
+                        .ok()?
+                        .ok()
+                },
+            )
+            .flatten()
+            .collect::<Vec<_>>()
+    };
+    let found = match rayon::ThreadPoolBuilder::new().num_threads(workers).build() {
+        Ok(pool) => pool.install(collect),
+        Err(_) => collect(),
+    };
+    let mut index = RumourIndex::default();
+    for (author, at) in found {
+        index.add(author, at);
+    }
+    index
 }
 
 /// Canonical form of a path that may not exist yet (its nearest existing
@@ -294,6 +523,7 @@ pub fn build(
             shard_bytes: opts.shard_bytes,
             strict: opts.strict,
             max_file_bytes: opts.max_file_bytes,
+            extended: opts.extended,
         },
     )?;
 
@@ -314,29 +544,39 @@ pub fn build(
     if found.threads.is_empty() && report.is_empty() {
         return Err(Error::EmptyCorpus(corpus.to_path_buf()));
     }
+    let index = opts
+        .extended
+        .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes));
+    phases.discover = t.elapsed();
     progress.discovered(found.threads.len() as u64);
 
     let t = Instant::now();
-    run_workers(&found.threads, threads, opts, |td, outcome| {
-        if opts.strict
-            && let Some(first) = outcome.bad.first()
-        {
-            return Err(Error::StrictBadInput {
-                path: first.path.clone(),
-                reason: first.reason.clone(),
-            });
-        }
-        report.extend(outcome.bad);
-        let n = outcome
-            .data
-            .as_ref()
-            .map_or(0, |d| d.reactions.len() as u64);
-        if let Some(data) = outcome.data {
-            writer.push(data, &td.rel)?;
-        }
-        progress.thread_done(n);
-        Ok(())
-    })?;
+    run_workers(
+        &found.threads,
+        threads,
+        opts,
+        index.as_ref(),
+        |td, outcome| {
+            if opts.strict
+                && let Some(first) = outcome.bad.first()
+            {
+                return Err(Error::StrictBadInput {
+                    path: first.path.clone(),
+                    reason: first.reason.clone(),
+                });
+            }
+            report.extend(outcome.bad);
+            let n = outcome
+                .data
+                .as_ref()
+                .map_or(0, |d| d.reactions.len() as u64);
+            if let Some(data) = outcome.data {
+                writer.push(data, &td.rel)?;
+            }
+            progress.thread_done(n);
+            Ok(())
+        },
+    )?;
 
     phases.process = t.elapsed();
     let t = Instant::now();
@@ -359,6 +599,7 @@ fn run_workers(
     list: &[ThreadDir],
     threads: usize,
     opts: &BuildOptions,
+    index: Option<&RumourIndex>,
     mut sink: impl FnMut(&ThreadDir, Outcome) -> Result<()>,
 ) -> Result<()> {
     let window = (threads * 16).max(64);
@@ -380,8 +621,10 @@ fn run_workers(
                 let mut w = Worker {
                     source: TweetReader::new(),
                     reaction: TweetReader::new(),
+                    extra: TweetReader::new(),
                     names: Vec::new(),
                     max_file_bytes,
+                    index,
                 };
                 for i in job_rx {
                     if stop.load(Ordering::Relaxed) {

@@ -93,11 +93,11 @@ pub struct Shard {
     /// `features[i]` belongs to `reactions[i]`, so one thread's features are
     /// one contiguous slice.
     pub features: Vec<FeatureVec>,
-    /// Extra per-reaction columns (aligned with `reactions`), named in the
-    /// manifest. Empty in format version 1; room for structural features.
+    /// Extra per-reaction columns (each aligned with `reactions`), named in
+    /// the manifest's `reaction_columns`: the extended features, or none.
     pub reaction_columns: Vec<Vec<f32>>,
-    /// Extra per-thread columns (aligned with `threads`), named in the
-    /// manifest. Empty in format version 1; room for veracity labels.
+    /// Extra per-thread columns (each aligned with `threads`), named in the
+    /// manifest's `thread_columns`: the extended labels, or none.
     pub thread_columns: Vec<Vec<f32>>,
 }
 
@@ -160,7 +160,7 @@ pub struct ReactionText {
 }
 
 /// One thread as the pipeline hands it to the writer.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ThreadData {
     /// Numbers; `first_reaction` and `reaction_count` are set by the writer.
     pub record: ThreadRecord,
@@ -172,7 +172,18 @@ pub struct ThreadData {
     pub reaction_texts: Vec<ReactionText>,
     /// Their features, same order.
     pub features: Vec<FeatureVec>,
+    /// Extended per-reaction values, same order, in
+    /// [`REACTION_COLUMNS`](crate::features::REACTION_COLUMNS) order (NaN =
+    /// unknown); empty when the build has no extended features.
+    pub reaction_extra: Vec<[f32; REACTION_EXTRA]>,
+    /// Extended per-thread values in [`THREAD_COLUMNS`](crate::features::THREAD_COLUMNS) order.
+    pub thread_extra: [f32; THREAD_EXTRA],
 }
+
+/// Number of extended per-reaction columns.
+pub const REACTION_EXTRA: usize = crate::features::REACTION_COLUMNS.len();
+/// Number of extended per-thread columns.
+pub const THREAD_EXTRA: usize = crate::features::THREAD_COLUMNS.len();
 
 impl ThreadData {
     /// A rough upper bound of the archived size (both files), used to cap shards.
@@ -185,6 +196,9 @@ impl ThreadData {
             .iter()
             .map(|x| 24 + x.text.len() + x.user_description.as_ref().map_or(0, String::len))
             .sum();
-        thread + texts + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())
+        thread
+            + texts
+            + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())
+            + self.reaction_extra.len() * REACTION_EXTRA * 4
     }
 }

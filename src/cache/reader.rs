@@ -212,11 +212,17 @@ fn file_info(info: &ShardInfo) -> FileInfo {
 }
 
 /// Maps and fully checks a shard's numbers file.
-fn map_numbers(path: &Path, info: &ShardInfo) -> Result<Mapped> {
+fn map_numbers(path: &Path, info: &ShardInfo, columns: (usize, usize)) -> Result<Mapped> {
     let mapped = map_archive(path, &file_info(info))?;
     let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(mapped.bytes())
         .map_err(|e| Error::corrupt(path, format!("archive does not validate: {e}")))?;
     check_shard(shard, info).map_err(|r| Error::corrupt(path, r))?;
+    if (shard.reaction_columns.len(), shard.thread_columns.len()) != columns {
+        return Err(Error::corrupt(
+            path,
+            "number of extra columns differs from the manifest",
+        ));
+    }
     Ok(mapped)
 }
 
@@ -357,7 +363,11 @@ impl Core {
         let slot = &self.shards[i];
         let info = &self.manifest.shards[i];
         let m = checked(&slot.numbers, &slot.numbers_path, || {
-            map_numbers(&slot.numbers_path, info)
+            let columns = (
+                self.manifest.reaction_columns.len(),
+                self.manifest.thread_columns.len(),
+            );
+            map_numbers(&slot.numbers_path, info, columns)
         })?;
         // SAFETY: `map_numbers` ran `rkyv::access` (bytecheck) and
         // `check_shard` on exactly these bytes, and the map is read-only over
@@ -406,6 +416,7 @@ impl Core {
         Ok(NumView {
             shard: s,
             rec,
+            index,
             rows: feature_rows(s).unwrap_or_default(),
         })
     }
@@ -486,6 +497,26 @@ impl Cache {
     /// The bad-input report of the build that wrote this cache.
     pub fn report(&self) -> &[BadInput] {
         &self.report
+    }
+
+    /// Index of the extra per-reaction column `name` (e.g. `"depth"`), for
+    /// [`NumView::column`].
+    pub fn reaction_column(&self, name: &str) -> Option<usize> {
+        self.core
+            .manifest
+            .reaction_columns
+            .iter()
+            .position(|n| n == name)
+    }
+
+    /// Index of the extra per-thread column `name` (e.g. `"veracity"`), for
+    /// [`NumView::thread_value`].
+    pub fn thread_column(&self, name: &str) -> Option<usize> {
+        self.core
+            .manifest
+            .thread_columns
+            .iter()
+            .position(|n| n == name)
     }
 
     /// Number of threads.
@@ -617,6 +648,8 @@ fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
 pub struct NumView<'a> {
     shard: &'a ArchivedShard,
     rec: &'a ArchivedThreadRecord,
+    /// Position of the thread within its shard.
+    index: usize,
     rows: &'a [FeatureVec],
 }
 
@@ -645,6 +678,27 @@ impl<'a> NumView<'a> {
     pub fn features(&self) -> &'a [[f32; NUM_FEATURES]] {
         &self.rows[self.range()]
     }
+    /// Values of extra per-reaction column `c` (see the manifest's
+    /// `reaction_columns`; [`Cache::reaction_column`] finds it by name) for
+    /// this thread's reactions, aligned with [`features`](Self::features).
+    /// Empty if the column does not exist.
+    pub fn column(&self, c: usize) -> &'a [f32] {
+        self.shard
+            .reaction_columns
+            .get(c)
+            .and_then(|col| <[f32]>::ref_from_bytes(col.as_slice().as_bytes()).ok())
+            .and_then(|col| col.get(self.range()))
+            .unwrap_or_default()
+    }
+
+    /// Value of extra per-thread column `c` (see the manifest's
+    /// `thread_columns`), or None if the column does not exist.
+    pub fn thread_value(&self, c: usize) -> Option<f32> {
+        let col = self.shard.thread_columns.get(c)?;
+        let i = self.index;
+        col.get(i).map(|v| v.to_native())
+    }
+
     /// Reactions' numbers, in `(created_at, id)` order, aligned with [`features`](Self::features).
     pub fn reaction_records(&self) -> impl ExactSizeIterator<Item = ReactionNum> + 'a {
         self.shard.reactions[self.range()]

@@ -22,12 +22,12 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
 use super::{
-    DEFAULT_SHARD_BYTES, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, REPORT_FILE,
-    SHARD_MAGIC, Shard, TextShard, ThreadData,
+    DEFAULT_SHARD_BYTES, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, REACTION_EXTRA,
+    REPORT_FILE, SHARD_MAGIC, Shard, THREAD_EXTRA, TextShard, ThreadData,
 };
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
-use crate::features::FEATURE_NAMES;
+use crate::features::{FEATURE_NAMES, REACTION_COLUMNS, THREAD_COLUMNS};
 use crate::report::{BadInput, write_jsonl};
 
 /// Largest archive a shard may hold: rkyv 0.8 uses 32-bit relative pointers.
@@ -42,6 +42,8 @@ pub struct WriterOptions {
     pub strict: bool,
     /// Recorded in the manifest.
     pub max_file_bytes: u64,
+    /// Store the extended columns (`ThreadData::reaction_extra`, `thread_extra`).
+    pub extended: bool,
 }
 
 impl Default for WriterOptions {
@@ -50,6 +52,7 @@ impl Default for WriterOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             strict: false,
             max_file_bytes: crate::parse::DEFAULT_MAX_FILE_BYTES,
+            extended: true,
         }
     }
 }
@@ -213,6 +216,25 @@ impl CacheWriter {
                 self.replies += 1;
             }
         }
+        if self.opts.extended {
+            if t.reaction_extra.len() != t.reactions.len() {
+                return Err(Error::Internal {
+                    path: rel_path.to_string(),
+                    message: "extended columns do not match the reactions".into(),
+                });
+            }
+            let shard = &mut self.current;
+            shard.reaction_columns.resize_with(REACTION_EXTRA, Vec::new);
+            shard.thread_columns.resize_with(THREAD_EXTRA, Vec::new);
+            for row in &t.reaction_extra {
+                for (col, v) in shard.reaction_columns.iter_mut().zip(row) {
+                    col.push(*v);
+                }
+            }
+            for (col, v) in shard.thread_columns.iter_mut().zip(&t.thread_extra) {
+                col.push(*v);
+            }
+        }
         self.current.threads.push(t.record);
         self.current.reactions.append(&mut t.reactions);
         self.current.features.append(&mut t.features);
@@ -310,8 +332,16 @@ impl CacheWriter {
                 bytes: report_bytes.len() as u64,
                 xxh3: hex64(xxh3_64(&report_bytes)),
             },
-            reaction_columns: Vec::new(),
-            thread_columns: Vec::new(),
+            reaction_columns: if self.opts.extended {
+                REACTION_COLUMNS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
+            thread_columns: if self.opts.extended {
+                THREAD_COLUMNS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
         };
         let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal {
             path: MANIFEST_FILE.into(),

@@ -6,8 +6,18 @@
 //! author's description). `FEATURES.md` defines each value; every value is
 //! computed in `f64` exactly as the Python reference does and stored as the
 //! nearest `f32`.
+//!
+//! The extended features (beyond the reference's 28, optional and stored as
+//! named columns) live in [`propagation`] (`depth`, `persistence`),
+//! [`relations`] (`follows_source`, `followed_by_source`,
+//! `reciprocal_follow`), [`reliability`] (`user_reliability`) and
+//! [`labels`] (per thread: `veracity`, `annotated_rumour`).
 
 pub mod context;
+pub mod labels;
+pub mod propagation;
+pub mod relations;
+pub mod reliability;
 pub mod tweet;
 pub mod user;
 
@@ -83,3 +93,16 @@ pub fn compute(
     // `as` rounds to the nearest f32, ties to even: the contract's rounding.
     Ok(f.map(|x| x as f32))
 }
+
+/// Names of the extended per-reaction columns, in storage order.
+pub const REACTION_COLUMNS: [&str; 6] = [
+    "depth",
+    "persistence",
+    "follows_source",
+    "followed_by_source",
+    "reciprocal_follow",
+    "user_reliability",
+];
+
+/// Names of the extended per-thread columns, in storage order.
+pub const THREAD_COLUMNS: [&str; 2] = ["veracity", "annotated_rumour"];
