@@ -77,7 +77,7 @@ fn depth_and_labels_on_pheme_veracity() {
     let depth = cache.reaction_column("depth").unwrap();
     let with_depth = cache
         .iter()
-        .filter(|t| t.column(depth).iter().any(|d| *d == 1.0))
+        .filter(|t| t.column(depth).contains(&1.0))
         .count();
     assert!(with_depth > 100, "{with_depth}");
 }
