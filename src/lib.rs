@@ -48,3 +48,8 @@ pub use error::{Error, Result};
 pub use features::{FEATURE_NAMES, FeatureVec, NUM_FEATURES};
 pub use pipeline::{BuildOptions, BuildSummary, NoProgress, Progress, build};
 pub use report::BadInput;
+
+/// The README's Rust examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
