@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Reproduce the performance figures of issue 5 in one run on this machine and
+# print them as a markdown table (progress goes to stderr, the table to stdout).
+#
+#   bash benches/measure.sh [--big] [--rounds N] [CORPUS_DIR]
+#
+# CORPUS_DIR defaults to /tmp/socialctx-bench/pheme, generated if absent with
+# `gen_corpus --threads 6425` (PHEME-sized: ~99k replies, ~280 MB).
+# --big also measures peak RSS on a 10x corpus (gen_corpus --threads 64250,
+# ~3 GB of files; needs 10 GB free). --rounds N: repetitions of each timed
+# run (default 3; the table shows medians). SOCIALCTX_ORACLE overrides the
+# path of the Python oracle (default ../shared/oracle/rpdnn_oracle.py).
+#
+# Times are the programs' own: floor's total_ms (walk + open + read of every
+# file) and precache's "seconds" (the whole build, publication included).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=/tmp/socialctx-bench
+EX=$ROOT/target/release/examples
+ORACLE=${SOCIALCTX_ORACLE:-$ROOT/../shared/oracle/rpdnn_oracle.py}
+THREADS=2
+ROUNDS=3
+BIG=0
+CORPUS=
+
+log() { printf '>> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+while (($#)); do
+    case $1 in
+        --big) BIG=1 ;;
+        --rounds) ROUNDS=${2:?--rounds needs a number}; shift ;;
+        -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) die "unknown option $1 (see --help)" ;;
+        *) CORPUS=$1 ;;
+    esac
+    shift
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time is needed for peak RSS (apt-get install time)"
+mkdir -p "$WORK"
+
+# --- helpers -----------------------------------------------------------------
+
+# json_num KEY LINE: the number after "KEY": in a one-line JSON object.
+json_num() { sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" <<<"$2"; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) exit 1; if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
+fmt() { awk -v x="$1" -v d="${2:-1}" 'BEGIN {printf "%.*f", d, x}'; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# gen DIR N: generate a corpus of N threads into DIR (atomically) unless it exists.
+gen() {
+    local dir=$1 n=$2
+    [[ -d $dir ]] && return 0
+    log "generating $dir (gen_corpus --threads $n)"
+    rm -rf "$dir.tmp"
+    "$EX/gen_corpus" "$dir.tmp" --threads "$n" >&2 || die "gen_corpus failed"
+    mv "$dir.tmp" "$dir"
+}
+
+# floor_ms [--cold]: floor's total_ms with $THREADS threads.
+floor_ms() {
+    local out
+    out=$("$EX/floor" "$CORPUS" --threads "$THREADS" "$@") || die "floor failed"
+    json_num total_ms "$out"
+}
+
+# precache_ms THREADS [CORPUS CACHE]: precache's own build time in ms; sets REACTIONS.
+REACTIONS=0
+precache_ms() {
+    local out
+    out=$("$EX/precache" "${2:-$CORPUS}" "${3:-$CACHE}" --threads "$1" --quiet) || die "precache failed"
+    REACTIONS=$(sed -n 's/^reactions *\([0-9]*\).*/\1/p' <<<"$out")
+    sed -n 's/^seconds *\([0-9.]*\).*/\1/p' <<<"$out" | awk '{printf "%.1f", $1 * 1000}'
+}
+
+# rss_mib CORPUS CACHE: peak RSS of a precache run, in MiB.
+rss_mib() {
+    local f=$WORK/time.out
+    /usr/bin/time -f %M -o "$f" "$EX/precache" "$1" "$2" --threads "$THREADS" --quiet >/dev/null \
+        || die "precache failed under /usr/bin/time"
+    awk '{printf "%.0f", $1 / 1024}' "$f"
+}
+
+# --- setup -------------------------------------------------------------------
+
+started=$(date +%s)
+log "building the examples (cargo build --release --examples)"
+(cd "$ROOT" && cargo build --release --examples --quiet) || die "build failed"
+for b in gen_corpus floor precache loadbench; do
+    [[ -x $EX/$b ]] || die "$EX/$b is missing after the build"
+done
+
+if [[ -z $CORPUS ]]; then
+    CORPUS=$WORK/pheme
+    gen "$CORPUS" 6425
+fi
+[[ -d $CORPUS ]] || die "corpus directory $CORPUS does not exist"
+CORPUS=$(cd "$CORPUS" && pwd)
+CACHE=$WORK/cache-$(basename "$CORPUS")
+
+# --- warm: floor vs precache, alternately ---------------------------------------
+
+log "warm-up (fills the page cache)"
+corpus_line=$("$EX/floor" "$CORPUS" --threads "$THREADS")
+precache_ms "$THREADS" >/dev/null # not in a subshell: sets REACTIONS
+reactions=$REACTIONS
+files=$(json_num files "$corpus_line")
+mbytes=$(awk -v b="$(json_num bytes "$corpus_line")" 'BEGIN {printf "%.0f", b / 1e6}')
+
+floor_w=() pre_w=() pre_1=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    log "warm round $i/$ROUNDS: floor, precache --threads $THREADS, precache --threads 1"
+    floor_w+=("$(floor_ms)")
+    pre_w+=("$(precache_ms "$THREADS")")
+    pre_1+=("$(precache_ms 1)")
+done
+m_floor_w=$(printf '%s\n' "${floor_w[@]}" | median)
+m_pre_w=$(printf '%s\n' "${pre_w[@]}" | median)
+m_pre_1=$(printf '%s\n' "${pre_1[@]}" | median)
+
+# --- cold: evict before each run -------------------------------------------------
+
+floor_c=() pre_c=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    log "cold round $i/$ROUNDS: evict, floor --cold; evict, precache"
+    "$EX/floor" "$CORPUS" --evict-only
+    floor_c+=("$(floor_ms --cold)")
+    "$EX/floor" "$CORPUS" --evict-only
+    pre_c+=("$(precache_ms "$THREADS")")
+done
+m_floor_c=$(printf '%s\n' "${floor_c[@]}" | median)
+m_pre_c=$(printf '%s\n' "${pre_c[@]}" | median)
+
+# --- peak RSS ----------------------------------------------------------------------
+
+log "peak RSS of precache on $CORPUS"
+rss=$(rss_mib "$CORPUS" "$CACHE")
+rss_big="not measured (run with --big)"
+if ((BIG)); then
+    free_kb=$(df -Pk "$WORK" | awk 'NR == 2 {print $4}')
+    if ((free_kb < 10 * 1024 * 1024)); then
+        rss_big="skipped: only $((free_kb / 1024 / 1024)) GB free in $WORK (10 GB needed)"
+        log "$rss_big"
+    else
+        big=$WORK/pheme10x
+        gen "$big" 64250
+        log "peak RSS of precache on $big"
+        rss_big="$(rss_mib "$big" "$WORK/cache-pheme10x") MiB"
+    fi
+fi
+
+# --- loadbench -----------------------------------------------------------------------
+
+open_us=() first_us=() epoch_ms=() fillfloor_ms=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    log "loadbench run $i/$ROUNDS"
+    out=$("$EX/loadbench" "$CACHE" --normalize) || die "loadbench failed"
+    open_us+=("$(json_num open_us "$out")")
+    first_us+=("$(json_num first_batch_us "$out")")
+    epoch_ms+=("$(json_num epoch_ms "$out")")
+    fillfloor_ms+=("$(json_num fill_floor_ms "$out")")
+done
+m_open=$(printf '%s\n' "${open_us[@]}" | median)
+m_first=$(printf '%s\n' "${first_us[@]}" | median)
+m_epoch=$(printf '%s\n' "${epoch_ms[@]}" | median)
+m_fillfloor=$(printf '%s\n' "${fillfloor_ms[@]}" | median)
+
+# --- Python oracle -------------------------------------------------------------------
+
+oracle_ms=
+if [[ -f $ORACLE ]]; then
+    log "Python oracle, one run (this is the slow one)"
+    t0=$(now_ms)
+    python3 "$ORACLE" "$CORPUS" --quiet >/dev/null 2>"$WORK/oracle.stderr" \
+        || die "the oracle failed; see $WORK/oracle.stderr"
+    oracle_ms=$(($(now_ms) - t0))
+else
+    log "no oracle at $ORACLE; skipping the Python comparison"
+fi
+
+# --- table ---------------------------------------------------------------------------
+
+ms() { echo "$(fmt "$1" 1) ms"; }
+x() { echo "$(ratio "$1" "$2")x"; }
+rate() { awk -v n="$1" -v t="$2" 'BEGIN {printf "%.0f", n / (t / 1000)}'; }
+
+echo
+echo "Corpus \`$CORPUS\`: $files files, $mbytes MB, $reactions reactions;" \
+    "$(nproc) cores, $THREADS threads, medians of $ROUNDS; $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u +%Y-%m-%dT%H:%MZ)."
+echo
+echo "| figure | value | target |"
+echo "|---|---|---|"
+echo "| floor, warm | $(ms "$m_floor_w") | |"
+echo "| precache, warm | $(ms "$m_pre_w") | |"
+echo "| **precache / floor, warm** | **$(x "$m_pre_w" "$m_floor_w")** | ≤ 1.3x |"
+echo "| floor, cold | $(ms "$m_floor_c") | |"
+echo "| precache, cold | $(ms "$m_pre_c") | |"
+echo "| **precache / floor, cold** | **$(x "$m_pre_c" "$m_floor_c")** | ≤ 1.3x |"
+echo "| precache, warm, 1 thread | $(ms "$m_pre_1") | |"
+echo "| **throughput 2 threads / 1 thread** | **$(x "$m_pre_1" "$m_pre_w")** | ≥ 1.8x |"
+echo "| reactions/s, warm, 1 / 2 threads | $(rate "$reactions" "$m_pre_1") / $(rate "$reactions" "$m_pre_w") | |"
+echo "| peak RSS of precache, this corpus | $rss MiB | |"
+echo "| peak RSS of precache, 10x corpus | $rss_big | ≤ 256 MiB |"
+echo "| loadbench open (LazyCache::open) | $(fmt "$m_open" 1) µs | |"
+echo "| loadbench open + first batch | $(fmt "$m_first" 1) µs | |"
+echo "| loadbench epoch (128 x 200 x 28, normalised) | $(fmt "$m_epoch" 2) ms | |"
+echo "| loadbench zero-fill floor | $(fmt "$m_fillfloor" 2) ms | |"
+echo "| **epoch / fill floor** | **$(x "$m_epoch" "$m_fillfloor")** | |"
+if [[ -n $oracle_ms ]]; then
+    echo "| Python oracle, one run | $(ms "$oracle_ms") | |"
+    echo "| **oracle / precache (warm)** | **$(x "$oracle_ms" "$m_pre_w")** | |"
+    echo "| **oracle / loadbench epoch** | **$(x "$oracle_ms" "$m_epoch")** | |"
+else
+    echo "| Python oracle | not found at \`$ORACLE\` | |"
+fi
+echo
+echo "measure.sh took $(($(date +%s) - started)) s."
