@@ -361,3 +361,61 @@ fn lazy_open_validates_each_shard_on_first_use() {
     assert!(lazy.validate_all().is_err());
     assert!(matches!(Cache::open(&out), Err(Error::Corrupt { .. })));
 }
+
+/// Copies `src` to `dst`, creating entries in sorted or reverse-sorted order
+/// (on file systems that list in creation order, the listings differ).
+fn copy_tree(src: &Path, dst: &Path, reverse: bool) {
+    fs::create_dir_all(dst).unwrap();
+    let mut entries: Vec<_> = fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    if reverse {
+        entries.reverse();
+    }
+    for p in entries {
+        let to = dst.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &to, reverse);
+        } else {
+            fs::copy(&p, &to).unwrap();
+        }
+    }
+}
+
+#[test]
+fn directory_listing_order_does_not_change_the_cache() {
+    // tmpfs lists entries newest first, so two copies made in opposite
+    // orders list differently there; ext4 lists by name hash, the same for both.
+    let shm = Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .unwrap();
+    let (fwd, rev) = (tmp.path().join("fwd"), tmp.path().join("rev"));
+    copy_tree(&golden(), &fwd, false);
+    copy_tree(&golden(), &rev, true);
+    let listing = |p: &Path| -> Vec<_> {
+        fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect()
+    };
+    let sub = "sydneysiege-all-rnr-threads/rumours";
+    let differ = listing(&fwd.join(sub)) != listing(&rev.join(sub));
+    if shm.is_dir() {
+        assert!(
+            differ,
+            "on tmpfs the two copies must list in different orders"
+        );
+    } else {
+        eprintln!("note: no /dev/shm; listing orders differ: {differ}");
+    }
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    build_cache(&fwd, &a, 2);
+    build_cache(&rev, &b, 2);
+    assert_eq!(files(&a), files(&b));
+}
