@@ -29,8 +29,8 @@ use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use rayon::prelude::*;
 
 use crate::cache::{
-    CacheWriter, LABEL_RUMOUR, LABEL_UNKNOWN, Manifest, REACTION_EXTRA, ReactionRecord,
-    ReactionText, THREAD_EXTRA, ThreadData, ThreadRecord, ThreadText, WriterOptions, label_code,
+    CacheWriter, LABEL_RUMOUR, LABEL_UNKNOWN, Manifest, REACTION_EXTRA, ReactionRecord, Span,
+    THREAD_EXTRA, ThreadData, ThreadRecord, ThreadText, WriterOptions, label_code,
 };
 use crate::discover::{
     ANNOTATION_FILE, FOLLOWS_FILE, RETWEETS_FILE, ReactionKind, STRUCTURE_FILE, THREAD_FILES,
@@ -148,30 +148,36 @@ fn list_dir(dir: &Path, names: &mut Vec<std::ffi::OsString>) -> std::io::Result<
 /// One reaction, ready for the cache, with its author's key.
 struct Row {
     rec: ReactionRecord,
-    text: ReactionText,
+    /// Text and description in the thread's text arena.
+    text: [Span; 2],
     features: FeatureVec,
     author: u64,
 }
 
-/// Parses the reaction loaded in `reader` and computes its features.
+/// Parses the reaction loaded in `reader`, computes its features and
+/// appends its texts to `arena` (no allocation per reaction).
 fn reaction_row(
     reader: &mut TweetReader,
     source: &SourceFields<'_>,
     kind: ReactionKind,
+    arena: &mut String,
 ) -> Result<Row, Reason> {
     reader.parse(|v| {
         let r = reaction_fields(v)?;
         let features = features::compute(&r, source, kind)?;
+        let text = [
+            Span::push(arena, r.text),
+            r.user
+                .description
+                .map_or(Span::NONE, |d| Span::push(arena, d)),
+        ];
         Ok(Row {
             rec: ReactionRecord {
                 id: r.id,
                 kind: kind as u8,
                 created_at: r.created_at.unix_seconds(),
             },
-            text: ReactionText {
-                text: r.text.to_owned(),
-                user_description: r.user.description.map(str::to_owned),
-            },
+            text,
             features,
             author: user_key(r.user.id_str),
         })
@@ -222,6 +228,7 @@ impl Worker<'_> {
 
         let mut bad = Vec::new();
         let mut rows: Vec<Row> = Vec::new();
+        let mut arena = String::new();
         for (dir_name, kind) in td.reaction_dirs() {
             let dir = td.path.join(dir_name);
             let listed = list_dir(&dir, &mut self.names).and_then(|()| File::open(&dir));
@@ -240,7 +247,7 @@ impl Worker<'_> {
                 let row = self
                     .reaction
                     .read_file_in(&dir_file, name, self.max_file_bytes)
-                    .and_then(|()| reaction_row(&mut self.reaction, &source, kind));
+                    .and_then(|()| reaction_row(&mut self.reaction, &source, kind, &mut arena));
                 match row {
                     Ok(row) => rows.push(row),
                     Err(r) => bad.push(BadInput::new(file_rel(), r)),
@@ -255,7 +262,7 @@ impl Worker<'_> {
                 self.max_file_bytes,
                 td,
                 &source,
-                &mut rows,
+                (&mut rows, &mut arena),
                 &mut bad,
             );
             (index, ext)
@@ -278,6 +285,7 @@ impl Worker<'_> {
                 source_text: source.text.to_owned(),
             },
             reactions: Vec::with_capacity(rows.len()),
+            text_arena: arena,
             reaction_texts: Vec::with_capacity(rows.len()),
             features: Vec::with_capacity(rows.len()),
             reaction_extra: Vec::new(),
@@ -311,7 +319,7 @@ fn read_thread_files(
     max: u64,
     td: &ThreadDir,
     source: &SourceFields<'_>,
-    rows: &mut Vec<Row>,
+    (rows, arena): (&mut Vec<Row>, &mut String),
     bad: &mut Vec<BadInput>,
 ) -> Extended {
     let mut ext = Extended::default();
@@ -357,7 +365,7 @@ fn read_thread_files(
                 continue;
             }
             reaction.load_bytes(line);
-            match reaction_row(reaction, source, ReactionKind::Retweet) {
+            match reaction_row(reaction, source, ReactionKind::Retweet, arena) {
                 Ok(row) => rows.push(row),
                 Err(reason) => bad.push(BadInput::new(
                     rel(RETWEETS_FILE),

@@ -103,12 +103,60 @@ pub struct Shard {
 
 /// One shard's texts, aligned with its [`Shard`]: kept in a separate file so
 /// that training, which needs only numbers, never validates or pages them in.
+///
+/// All texts live back to back in one `arena` string and are addressed by
+/// [`Span`]s, so a shard holds three objects instead of two strings per
+/// reaction: nothing is allocated per reaction to build it, and validating
+/// it is one UTF-8 check plus bounds checks.
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
 pub struct TextShard {
-    /// `threads[i]` belongs to `Shard::threads[i]`.
-    pub threads: Vec<ThreadText>,
-    /// `reactions[i]` belongs to `Shard::reactions[i]`.
-    pub reactions: Vec<ReactionText>,
+    /// Every text of the shard, back to back.
+    pub arena: String,
+    /// Per thread (aligned with `Shard::threads`): event, label, source user
+    /// id and source text.
+    pub threads: Vec<[Span; 4]>,
+    /// Per reaction (aligned with `Shard::reactions`): text and the author's
+    /// description ([`Span::NONE`] when null).
+    pub reactions: Vec<[Span; 2]>,
+}
+
+/// A byte range of [`TextShard::arena`].
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+impl Span {
+    /// Marks a missing (null) text.
+    pub const NONE: Span = Span {
+        start: u32::MAX,
+        len: 0,
+    };
+
+    /// Appends `text` to `arena` and returns its span.
+    pub fn push(arena: &mut String, text: &str) -> Span {
+        let start = arena.len() as u32;
+        arena.push_str(text);
+        Span {
+            start,
+            len: text.len() as u32,
+        }
+    }
+
+    /// This span moved `by` bytes later (NONE stays NONE).
+    pub fn shifted(self, by: u32) -> Span {
+        if self == Span::NONE {
+            self
+        } else {
+            Span {
+                start: self.start + by,
+                len: self.len,
+            }
+        }
+    }
 }
 
 /// Per-thread numbers.
@@ -126,8 +174,8 @@ pub struct ThreadRecord {
     pub label_code: i8,
 }
 
-/// Per-thread texts.
-#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+/// Per-thread texts, as the pipeline hands them to the writer.
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct ThreadText {
     /// Event: the grandparent directory's name.
     pub event: String,
@@ -150,15 +198,6 @@ pub struct ReactionRecord {
     pub kind: u8,
 }
 
-/// Per-reaction texts.
-#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
-pub struct ReactionText {
-    /// Reaction text (`full_text`, else `text`).
-    pub text: String,
-    /// Author's description (None when null).
-    pub user_description: Option<String>,
-}
-
 /// One thread as the pipeline hands it to the writer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadData {
@@ -168,8 +207,10 @@ pub struct ThreadData {
     pub text: ThreadText,
     /// Reactions in `(created_at, id)` order.
     pub reactions: Vec<ReactionRecord>,
-    /// Their texts, same order.
-    pub reaction_texts: Vec<ReactionText>,
+    /// The reactions' texts and descriptions, back to back.
+    pub text_arena: String,
+    /// Per reaction, same order: text and description spans in `text_arena`.
+    pub reaction_texts: Vec<[Span; 2]>,
     /// Their features, same order.
     pub features: Vec<FeatureVec>,
     /// Extended per-reaction values, same order, in
@@ -191,11 +232,7 @@ impl ThreadData {
         let t = &self.text;
         let thread =
             96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
-        let texts: usize = self
-            .reaction_texts
-            .iter()
-            .map(|x| 24 + x.text.len() + x.user_description.as_ref().map_or(0, String::len))
-            .sum();
+        let texts = self.text_arena.len() + self.reaction_texts.len() * 16;
         thread
             + texts
             + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())

@@ -36,9 +36,8 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::manifest::FileInfo;
 use super::manifest::{Manifest, hex64};
 use super::{
-    ArchivedReactionRecord, ArchivedReactionText, ArchivedShard, ArchivedTextShard,
-    ArchivedThreadRecord, ArchivedThreadText, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION,
-    MANIFEST_FILE, SHARD_MAGIC, ShardInfo,
+    ArchivedReactionRecord, ArchivedShard, ArchivedSpan, ArchivedTextShard, ArchivedThreadRecord,
+    FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, SHARD_MAGIC, ShardInfo,
 };
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
@@ -140,9 +139,17 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         }
         prev_last = Some(info.last_source_id);
     }
-    let threads: u64 = manifest.shards.iter().map(|s| s.threads).sum();
-    let reactions: u64 = manifest.shards.iter().map(|s| s.reactions).sum();
-    if threads != manifest.threads || reactions != manifest.reactions {
+    // Checked sums: huge per-shard counts must not wrap around to the totals.
+    let total = |count: fn(&ShardInfo) -> u64| {
+        manifest
+            .shards
+            .iter()
+            .try_fold(0u64, |sum, s| sum.checked_add(count(s)))
+    };
+    if total(|s| s.threads) != Some(manifest.threads)
+        || total(|s| s.reactions) != Some(manifest.reactions)
+        || usize::try_from(manifest.threads).is_err()
+    {
         return Err(Error::corrupt(&path, "totals do not match the shards"));
     }
     Ok(manifest)
@@ -236,6 +243,25 @@ fn map_text(path: &Path, info: &ShardInfo) -> Result<Mapped> {
             path,
             "texts do not line up with the shard's threads and reactions",
         ));
+    }
+    // Every span must address whole characters of the arena, so that the
+    // views can slice it without checks.
+    let arena = text.arena.as_str();
+    let ok = |s: &ArchivedSpan, nullable: bool| {
+        let (start, len) = (s.start.to_native(), s.len.to_native());
+        if nullable && start == u32::MAX && len == 0 {
+            return true;
+        }
+        let (start, end) = (start as usize, start as usize + len as usize);
+        end <= arena.len() && arena.is_char_boundary(start) && arena.is_char_boundary(end)
+    };
+    let threads_ok = text.threads.iter().all(|t| t.iter().all(|s| ok(s, false)));
+    let reactions_ok = text
+        .reactions
+        .iter()
+        .all(|[t, d]| ok(t, false) && ok(d, true));
+    if !threads_ok || !reactions_ok {
+        return Err(Error::corrupt(path, "a text span is out of bounds"));
     }
     Ok(mapped)
 }
@@ -728,7 +754,17 @@ pub struct ReactionNum {
 pub struct ThreadView<'a> {
     num: NumView<'a>,
     text: &'a ArchivedTextShard,
-    thread_text: &'a ArchivedThreadText,
+    thread_text: &'a [ArchivedSpan; 4],
+}
+
+/// The text a validated span addresses ("" if it is null).
+fn span_text<'a>(arena: &'a str, s: &ArchivedSpan) -> &'a str {
+    let start = s.start.to_native() as usize;
+    // Spans were checked against the arena at validation; `get` keeps even a
+    // broken invariant from panicking.
+    arena
+        .get(start..start + s.len.to_native() as usize)
+        .unwrap_or("")
 }
 
 impl<'a> std::ops::Deref for ThreadView<'a> {
@@ -743,28 +779,32 @@ impl<'a> ThreadView<'a> {
     pub fn numbers(&self) -> NumView<'a> {
         self.num
     }
+    fn thread_text(&self, i: usize) -> &'a str {
+        span_text(self.text.arena.as_str(), &self.thread_text[i])
+    }
     /// Event (grandparent folder name).
     pub fn event(&self) -> &'a str {
-        self.thread_text.event.as_str()
+        self.thread_text(0)
     }
     /// Label folder name (`rumours`, `non-rumours`, ...).
     pub fn label(&self) -> &'a str {
-        self.thread_text.label.as_str()
+        self.thread_text(1)
     }
     /// Source author's `id_str`.
     pub fn source_user_id(&self) -> &'a str {
-        self.thread_text.source_user_id.as_str()
+        self.thread_text(2)
     }
     /// Source tweet text.
     pub fn source_text(&self) -> &'a str {
-        self.thread_text.source_text.as_str()
+        self.thread_text(3)
     }
     /// The reaction at `i` within this thread.
     pub fn reaction(&self, i: usize) -> Option<ReactionView<'a>> {
         let r = self.num.range();
         (i < r.len()).then(|| ReactionView {
             rec: &self.num.shard.reactions[r.start + i],
-            text: &self.text.reactions[r.start + i],
+            arena: self.text.arena.as_str(),
+            spans: &self.text.reactions[r.start + i],
             features: &self.num.rows[r.start + i],
         })
     }
@@ -774,12 +814,14 @@ impl<'a> ThreadView<'a> {
         let recs = &self.num.shard.reactions[r.clone()];
         let texts = &self.text.reactions[r.clone()];
         let rows = &self.num.rows[r];
+        let arena = self.text.arena.as_str();
         recs.iter()
             .zip(texts)
             .zip(rows)
-            .map(|((rec, text), features)| ReactionView {
+            .map(move |((rec, spans), features)| ReactionView {
                 rec,
-                text,
+                arena,
+                spans,
                 features,
             })
     }
@@ -789,7 +831,8 @@ impl<'a> ThreadView<'a> {
 #[derive(Clone, Copy)]
 pub struct ReactionView<'a> {
     rec: &'a ArchivedReactionRecord,
-    text: &'a ArchivedReactionText,
+    arena: &'a str,
+    spans: &'a [ArchivedSpan; 2],
     features: &'a FeatureVec,
 }
 
@@ -809,11 +852,13 @@ impl<'a> ReactionView<'a> {
     }
     /// Reaction text.
     pub fn text(&self) -> &'a str {
-        self.text.text.as_str()
+        span_text(self.arena, &self.spans[0])
     }
     /// Author's description, if not null.
     pub fn user_description(&self) -> Option<&'a str> {
-        self.text.user_description.as_ref().map(|s| s.as_str())
+        let d = &self.spans[1];
+        let null = d.start.to_native() == u32::MAX && d.len.to_native() == 0;
+        (!null).then(|| span_text(self.arena, d))
     }
     /// The 28 features.
     pub fn features(&self) -> &'a FeatureVec {

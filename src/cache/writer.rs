@@ -23,7 +23,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
 use super::{
     DEFAULT_SHARD_BYTES, FOOTER_LEN, FORMAT_NAME, FORMAT_VERSION, MANIFEST_FILE, REACTION_EXTRA,
-    REPORT_FILE, SHARD_MAGIC, Shard, THREAD_EXTRA, TextShard, ThreadData,
+    REPORT_FILE, SHARD_MAGIC, Shard, Span, THREAD_EXTRA, TextShard, ThreadData,
 };
 use crate::discover::ReactionKind;
 use crate::error::{Error, Result};
@@ -202,7 +202,7 @@ impl CacheWriter {
             debug_assert!(t.record.source_id > last, "threads out of order");
         }
         if !self.current.threads.is_empty()
-            && (self.current_bytes + bytes > self.opts.shard_bytes
+            && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
                 || self.current.reactions.len() + t.reactions.len() > u32::MAX as usize)
         {
             self.flush()?;
@@ -238,8 +238,22 @@ impl CacheWriter {
         self.current.threads.push(t.record);
         self.current.reactions.append(&mut t.reactions);
         self.current.features.append(&mut t.features);
-        self.current_text.threads.push(t.text);
-        self.current_text.reactions.append(&mut t.reaction_texts);
+        let text = &mut self.current_text;
+        let thread_spans = [
+            &t.text.event,
+            &t.text.label,
+            &t.text.source_user_id,
+            &t.text.source_text,
+        ]
+        .map(|s| Span::push(&mut text.arena, s));
+        text.threads.push(thread_spans);
+        let base = text.arena.len() as u32;
+        text.arena.push_str(&t.text_arena);
+        text.reactions.extend(
+            t.reaction_texts
+                .iter()
+                .map(|spans| spans.map(|s| s.shifted(base))),
+        );
         self.current_bytes += bytes;
         Ok(())
     }
