@@ -126,23 +126,47 @@ struct Worker<'i> {
     reaction: TweetReader,
     /// For thread files (structure, annotation, follows, retweets.json).
     extra: TweetReader,
-    names: Vec<std::ffi::OsString>,
+    names: Names,
     max_file_bytes: u64,
     /// Corpus-wide rumour index; `Some` when extended features are built.
     index: Option<&'i RumourIndex>,
 }
 
-/// Sorted visible file names of `dir` (hidden names skipped).
-fn list_dir(dir: &Path, names: &mut Vec<std::ffi::OsString>) -> std::io::Result<()> {
-    names.clear();
-    for entry in fs::read_dir(dir)? {
-        let name = entry?.file_name();
-        if !name.as_encoded_bytes().starts_with(b".") {
-            names.push(name);
+/// The visible file names of one directory, sorted, in one reused buffer
+/// (no allocation per file once it has grown).
+#[derive(Default)]
+struct Names {
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Names {
+    /// Lists `dir` (hidden names skipped) in byte order.
+    fn list(&mut self, dir: &Path) -> std::io::Result<()> {
+        self.bytes.clear();
+        self.spans.clear();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str());
+            if !name.starts_with(b".") {
+                self.spans.push((self.bytes.len(), name.len()));
+                self.bytes.extend_from_slice(name);
+            }
         }
+        let bytes = &self.bytes;
+        self.spans
+            .sort_unstable_by(|a, b| bytes[a.0..a.0 + a.1].cmp(&bytes[b.0..b.0 + b.1]));
+        Ok(())
     }
-    names.sort_unstable_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    Ok(())
+
+    /// The names, in order.
+    fn iter(&self) -> impl DoubleEndedIterator<Item = &std::ffi::OsStr> + '_ {
+        use std::os::unix::ffi::OsStrExt;
+        self.spans
+            .iter()
+            .map(|&(start, len)| std::ffi::OsStr::from_bytes(&self.bytes[start..start + len]))
+    }
 }
 
 /// One reaction, ready for the cache, with its author's key.
@@ -189,14 +213,16 @@ fn reaction_row(
 fn read_source(
     td: &ThreadDir,
     reader: &mut TweetReader,
-    names: &mut Vec<std::ffi::OsString>,
+    names: &mut Names,
     max: u64,
 ) -> Result<String, String> {
     let dir_name = td
         .source_dir()
         .ok_or_else(|| "no source-tweets/ or source-tweet/ folder".to_string())?;
     let dir = td.path.join(dir_name);
-    list_dir(&dir, names).map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
+    names
+        .list(&dir)
+        .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
     // The reference takes the last name in sorted order, ignoring *.csv.
     let name = names
         .iter()
@@ -231,7 +257,7 @@ impl Worker<'_> {
         let mut arena = String::new();
         for (dir_name, kind) in td.reaction_dirs() {
             let dir = td.path.join(dir_name);
-            let listed = list_dir(&dir, &mut self.names).and_then(|()| File::open(&dir));
+            let listed = self.names.list(&dir).and_then(|()| File::open(&dir));
             let dir_file = match listed {
                 Ok(f) => f,
                 Err(e) => {
@@ -242,7 +268,7 @@ impl Worker<'_> {
                     continue;
                 }
             };
-            for name in &self.names {
+            for name in self.names.iter() {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
                 let row = self
                     .reaction
@@ -442,7 +468,7 @@ fn rumour_index(threads: &[ThreadDir], workers: usize, max_file_bytes: u64) -> R
         threads
             .par_iter()
             .map_init(
-                || (TweetReader::new(), Vec::new()),
+                || (TweetReader::new(), Names::default()),
                 |(reader, names), td| {
                     if !is_rumour(td, reader) {
                         return None;
@@ -630,7 +656,7 @@ fn run_workers(
                     source: TweetReader::new(),
                     reaction: TweetReader::new(),
                     extra: TweetReader::new(),
-                    names: Vec::new(),
+                    names: Names::default(),
                     max_file_bytes,
                     index,
                 };
