@@ -419,3 +419,26 @@ fn directory_listing_order_does_not_change_the_cache() {
     build_cache(&rev, &b, 2);
     assert_eq!(files(&a), files(&b));
 }
+
+#[test]
+fn a_cache_parked_by_an_interrupted_fallback_publish_is_restored() {
+    // Where there is no atomic exchange, publishing renames the old cache to
+    // `.<name>.tmp-old-<pid>` before renaming the new one into place; a kill
+    // in between leaves no target. The next build puts the old cache back
+    // before it cleans up.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = small_cache(tmp.path());
+    let before = files(&out);
+    let parked = tmp.path().join(".cache.tmp-old-4242");
+    fs::rename(&out, &parked).unwrap();
+    fs::create_dir(tmp.path().join(".cache.tmp-4242")).unwrap();
+    let writer = CacheWriter::create(&out, WriterOptions::default()).unwrap();
+    assert_eq!(files(&out), before, "old cache restored byte for byte");
+    assert!(!parked.exists());
+    assert!(
+        !tmp.path().join(".cache.tmp-4242").exists(),
+        "dead build's leftovers removed"
+    );
+    drop(writer);
+    assert!(Cache::open(&out).is_ok());
+}

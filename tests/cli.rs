@@ -3,23 +3,9 @@
 mod common;
 
 use std::fs;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::*;
-
-/// An example binary built by `cargo test` next to this test binary.
-fn example(name: &str) -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let path: PathBuf = profile_dir.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "example binary {} (cargo test builds it)",
-        path.display()
-    );
-    Command::new(path)
-}
 
 fn text(o: &Output) -> (String, String) {
     (

@@ -61,6 +61,7 @@ impl Default for WriterOptions {
 pub struct CacheWriter {
     target: PathBuf,
     parent: PathBuf,
+    name: String,
     tmp: PathBuf,
     _lock: File,
     opts: WriterOptions,
@@ -137,8 +138,21 @@ impl CacheWriter {
             Err(TryLockError::Error(e)) => return Err(Error::io(&lock_file, e)),
         }
 
-        // We hold the lock, so any temporary directory is a dead build's.
+        // We hold the lock, so any temporary directory is a dead build's. A
+        // build killed between the two renames of the fallback publish (no
+        // atomic exchange) left no target and the old cache parked as
+        // `<prefix>old-<pid>`: put it back first.
         let prefix = format!(".{name}.tmp-");
+        let parked = format!("{prefix}old-");
+        for entry in io(&parent, fs::read_dir(&parent))?.flatten() {
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            if file_name.starts_with(&parked)
+                && !target.exists()
+                && entry.path().join(MANIFEST_FILE).is_file()
+            {
+                io(target, fs::rename(entry.path(), target))?;
+            }
+        }
         for entry in io(&parent, fs::read_dir(&parent))?.flatten() {
             if entry.file_name().to_string_lossy().starts_with(&prefix) {
                 let p = entry.path();
@@ -165,6 +179,7 @@ impl CacheWriter {
         Ok(CacheWriter {
             target: target.to_path_buf(),
             parent,
+            name,
             tmp,
             _lock: lock,
             opts,
@@ -373,7 +388,9 @@ impl CacheWriter {
             if !exchange(&self.tmp, &self.target)? {
                 // No atomic exchange on this system or file system: two renames,
                 // with the old cache parked beside the target in between.
-                let old = self.tmp.with_extension("old");
+                let old =
+                    self.parent
+                        .join(format!(".{}.tmp-old-{}", self.name, std::process::id()));
                 io(&self.target, fs::rename(&self.target, &old))?;
                 io(&self.target, fs::rename(&self.tmp, &self.target))?;
                 io(&old, fs::remove_dir_all(&old))?;

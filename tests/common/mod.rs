@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use serde_json::Value;
 use socialctx::pipeline::{BuildOptions, BuildSummary, NoProgress, build};
@@ -88,4 +89,17 @@ pub fn assert_same_features(ours: &[Value], expected: &[Value], what: &str) {
                 .iter()
                 .all(|e| e["reactions"].as_array().unwrap().is_empty())
     );
+}
+
+/// An example binary built by `cargo test` next to this test binary.
+pub fn example(name: &str) -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path: PathBuf = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "example binary {} (cargo test builds it)",
+        path.display()
+    );
+    Command::new(path)
 }
