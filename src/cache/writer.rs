@@ -15,10 +15,11 @@
 //! temporary directory and leaves any existing cache untouched.
 
 use std::fs::{self, File, TryLockError};
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use xxhash_rust::xxh3::xxh3_64;
+use rkyv::ser::writer::IoWriter;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use super::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
 use super::{
@@ -282,51 +283,85 @@ impl CacheWriter {
         io(&path, f.sync_all())
     }
 
-    /// Writes `archive` + footer as `file` (synced) and describes it.
-    fn write_archive(&self, file: String, archive: &[u8]) -> Result<FileInfo> {
-        let sum = xxh3_64(archive);
+    /// Serializes `value` straight into `file` (hashing on the way, so no
+    /// copy of the archive is held in memory), appends the footer, syncs,
+    /// and describes the file.
+    fn write_archive<T>(&self, file: String, value: &T) -> Result<FileInfo>
+    where
+        T: for<'a> rkyv::Serialize<
+                rkyv::api::high::HighSerializer<
+                    IoWriter<HashingWriter>,
+                    rkyv::ser::allocator::ArenaHandle<'a>,
+                    rkyv::rancor::Error,
+                >,
+            >,
+    {
+        let path = self.tmp.join(&file);
+        let out = io(&path, File::create(&path))?;
+        let sink = HashingWriter {
+            out: BufWriter::with_capacity(1 << 20, out),
+            hasher: Xxh3Default::new(),
+            len: 0,
+        };
+        let written =
+            rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(value, IoWriter::new(sink))
+                .map_err(|e| match io_cause(&e) {
+                    Some(kind_msg) => Error::io(&path, std::io::Error::other(kind_msg)),
+                    None => Error::Internal {
+                        path: file.clone(),
+                        message: format!("serializing the shard failed: {e}"),
+                    },
+                })?;
+        let HashingWriter {
+            mut out,
+            hasher,
+            len,
+        } = written.into_inner();
+        let sum = hasher.digest();
         let mut footer = [0u8; FOOTER_LEN];
         footer[..8].copy_from_slice(&SHARD_MAGIC);
         footer[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-        footer[16..24].copy_from_slice(&(archive.len() as u64).to_le_bytes());
+        footer[16..24].copy_from_slice(&len.to_le_bytes());
         footer[24..32].copy_from_slice(&sum.to_le_bytes());
-        self.write_synced(&file, &[archive, &footer])?;
+        io(&path, out.write_all(&footer))?;
+        let out = out
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        io(&path, out.sync_all())?;
         Ok(FileInfo {
             file,
-            bytes: (archive.len() + FOOTER_LEN) as u64,
+            bytes: len + FOOTER_LEN as u64,
             xxh3: hex64(sum),
         })
     }
 
-    /// Serializes and writes the current shard (numbers and texts), then frees it.
+    /// Serializes and writes the current shard (numbers and texts), then
+    /// clears it, keeping its buffers for the next shard (no allocation churn).
     fn flush(&mut self) -> Result<()> {
-        let shard = std::mem::take(&mut self.current);
-        let text = std::mem::take(&mut self.current_text);
-        self.current_bytes = 0;
         let n = self.shards.len();
-        let serialize_error = |file: &str, e: rkyv::rancor::Error| Error::Internal {
-            path: file.to_string(),
-            message: format!("serializing the shard failed: {e}"),
-        };
-        let file = format!("shard-{n:05}.rkyv");
-        let archive =
-            rkyv::to_bytes::<rkyv::rancor::Error>(&shard).map_err(|e| serialize_error(&file, e))?;
-        let numbers = self.write_archive(file, &archive)?;
-        drop(archive);
-        let file = format!("text-{n:05}.rkyv");
-        let archive =
-            rkyv::to_bytes::<rkyv::rancor::Error>(&text).map_err(|e| serialize_error(&file, e))?;
-        let text_info = self.write_archive(file, &archive)?;
+        let numbers = self.write_archive(format!("shard-{n:05}.rkyv"), &self.current)?;
+        let text = self.write_archive(format!("text-{n:05}.rkyv"), &self.current_text)?;
+        let shard = &mut self.current;
         self.shards.push(ShardInfo {
             file: numbers.file,
             bytes: numbers.bytes,
             xxh3: numbers.xxh3,
-            text: text_info,
+            text,
             threads: shard.threads.len() as u64,
             reactions: shard.reactions.len() as u64,
             first_source_id: shard.threads.first().map_or(0, |t| t.source_id),
             last_source_id: shard.threads.last().map_or(0, |t| t.source_id),
         });
+        shard.threads.clear();
+        shard.reactions.clear();
+        shard.features.clear();
+        shard.reaction_columns.iter_mut().for_each(Vec::clear);
+        shard.thread_columns.iter_mut().for_each(Vec::clear);
+        let text = &mut self.current_text;
+        text.arena.clear();
+        text.threads.clear();
+        text.reactions.clear();
+        self.current_bytes = 0;
         Ok(())
     }
 
@@ -406,6 +441,38 @@ impl CacheWriter {
         }
         sync_dir(&self.parent)
     }
+}
+
+/// An `io::Write` that hashes and counts what it passes on.
+struct HashingWriter {
+    out: BufWriter<File>,
+    hasher: Xxh3Default,
+    len: u64,
+}
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The I/O error message inside a serialization error, if that is its cause
+/// (rkyv wraps the writer's error in its own type).
+fn io_cause(e: &rkyv::rancor::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.to_string());
+        }
+        source = err.source();
+    }
+    None
 }
 
 impl Drop for CacheWriter {
