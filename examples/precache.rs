@@ -49,7 +49,7 @@ struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = socialctx::parse::DEFAULT_MAX_FILE_BYTES)]
     max_file_bytes: u64,
     /// Cap on one shard file, in MiB
-    #[arg(long, value_name = "MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
     shard_mib: u64,
     /// Only the reference's 28 features: skip structure.json, annotation.json,
     /// who-follows-whom.dat and retweets.json (the extended features)

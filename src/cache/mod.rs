@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Shards hold consecutive threads in source-id order and are capped in size
-//! (64 MiB by default, far below rkyv's 2 GiB relative-pointer limit), so a
+//! (16 MiB by default, far below rkyv's 2 GiB relative-pointer limit), so a
 //! build writes each shard as soon as it is full and never holds the whole
 //! cache in memory. Each shard file is the archive followed by a footer
 //! (magic, format version, archive length, xxh3-64 of the archive), in the
@@ -56,7 +56,7 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const REPORT_FILE: &str = "report.jsonl";
 
 /// Default cap on a shard's archive size.
-pub const DEFAULT_SHARD_BYTES: usize = 32 * 1024 * 1024;
+pub const DEFAULT_SHARD_BYTES: usize = 16 * 1024 * 1024;
 
 /// Label code of a thread in the `rumours` folder.
 pub const LABEL_RUMOUR: i8 = 1;

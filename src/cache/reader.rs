@@ -171,7 +171,10 @@ fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
     }
     // SAFETY: the file is opened read-only and cache files are never modified
     // after publication: builds write a new directory and swap it in.
-    let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    // Populate: one pass of read-ahead faults instead of one fault per page
+    // during the checksum.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+        .map_err(|e| Error::io(path, e))?;
     let footer = &map[map.len() - FOOTER_LEN..];
     if footer[..8] != SHARD_MAGIC {
         return Err(bad(
