@@ -15,6 +15,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rayon::prelude::*;
 use socialctx::discover::ReactionKind;
 use socialctx::features;
 use socialctx::parse::{SourceFields, TweetReader, reaction_fields, source_fields};
@@ -193,6 +194,39 @@ fn bench_reactions(c: &mut Criterion) {
             }
         });
     });
+    g.finish();
+
+    // The CPU-bound part of a build (parse + features, no I/O) on 1 and 2
+    // threads: the ratio of the two throughputs is the scaling figure.
+    let mut g = c.benchmark_group("reaction_threads");
+    g.throughput(Throughput::Bytes(bytes as u64 * 8));
+    for threads in [1usize, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        g.bench_function(format!("parse_fields_features/{threads}"), |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    // Eight copies of the sample so that each thread has enough work.
+                    (0..8 * samples.len()).into_par_iter().for_each_init(
+                        TweetReader::new,
+                        |reader, i| {
+                            let s = &samples[i % samples.len()];
+                            let source = s.source.fields();
+                            for r in &s.reactions {
+                                let out = reader.parse_bytes(r, |v| {
+                                    let f = reaction_fields(v)?;
+                                    features::compute(&f, &source, ReactionKind::Reply)
+                                });
+                                black_box(out.ok());
+                            }
+                        },
+                    )
+                })
+            });
+        });
+    }
     g.finish();
 }
 
