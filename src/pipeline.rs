@@ -169,6 +169,15 @@ impl Names {
     }
 }
 
+/// Whether a tweet file name ends in `.json`; anything else in a tweet folder
+/// (`123.json~`, `#123.json#`, `notes.txt`) is a stray file, reported and skipped.
+fn is_json_name(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().ends_with(b".json")
+}
+
+/// The report reason for a stray file in a tweet folder.
+const STRAY: &str = "not a .json file (an editor backup or stray file?); skipped";
+
 /// One reaction, ready for the cache, with its author's key.
 struct Row {
     rec: ReactionRecord,
@@ -223,11 +232,12 @@ fn read_source(
     names
         .list(&dir)
         .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
-    // The reference takes the last name in sorted order, ignoring *.csv.
+    // The reference takes the last name in sorted order, ignoring *.csv; we
+    // also pass over stray files (editor backups...), which `process` reports.
     let name = names
         .iter()
         .rev()
-        .find(|n| !n.as_encoded_bytes().ends_with(b".csv"))
+        .find(|n| is_json_name(n))
         .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
     let rel = format!("{dir_name}/{}", name.to_string_lossy());
     reader
@@ -253,6 +263,14 @@ impl Worker<'_> {
         };
 
         let mut bad = Vec::new();
+        // `self.names` still lists the source folder; *.csv there is ignored.
+        let source_dir = td.source_dir().unwrap_or_default();
+        for name in self.names.iter() {
+            if !is_json_name(name) && !name.as_encoded_bytes().ends_with(b".csv") {
+                let path = format!("{}/{source_dir}/{}", td.rel, name.to_string_lossy());
+                bad.push(BadInput::new(path, STRAY));
+            }
+        }
         let mut rows: Vec<Row> = Vec::new();
         let mut arena = String::new();
         for (dir_name, kind) in td.reaction_dirs() {
@@ -270,6 +288,10 @@ impl Worker<'_> {
             };
             for name in self.names.iter() {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
+                if !is_json_name(name) {
+                    bad.push(BadInput::new(file_rel(), STRAY));
+                    continue;
+                }
                 let row = self
                     .reaction
                     .read_file_in(&dir_file, name, self.max_file_bytes)

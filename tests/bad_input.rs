@@ -482,3 +482,70 @@ fn symlink_loops_do_not_hang_the_walk() {
     assert_eq!(cache.get(100).unwrap().reaction_count(), 2);
     assert!(summary.report.is_empty(), "{:?}", summary.report);
 }
+
+#[test]
+fn stray_files_non_utf8_names_and_deep_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let c = Corpus::new();
+    let good = real_tweet();
+    c.reaction("1.json", &good);
+    let reactions = c.thread(100).join("reactions");
+    // Editors' backups and other strays: reported, never read as tweets.
+    c.raw(
+        &reactions.join("1.json~"),
+        &serde_json::to_vec(&good).unwrap(),
+    );
+    c.raw(&reactions.join("#2.json#"), b"{}");
+    c.raw(&reactions.join("notes.txt"), b"hello");
+    // A backup of the source that sorts after it must not replace it.
+    c.raw(&c.thread(100).join("source-tweets/100.json.bak"), b"{}");
+    // A non-UTF-8 file name: read like any other, reported lossily when bad.
+    let odd = std::ffi::OsStr::from_bytes(b"bad-\xff.json");
+    c.raw(&reactions.join(odd), b"{\"truncated");
+    let odd_good = std::ffi::OsStr::from_bytes(b"good-\xfe.json");
+    c.raw(
+        &reactions.join(odd_good),
+        &serde_json::to_vec(&with(good.clone(), |v| v["id_str"] = "9".into())).unwrap(),
+    );
+    // Deeply nested JSON: rejected without a stack overflow.
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    c.raw(&reactions.join("deep.json"), deep.as_bytes());
+    let deep_obj = format!("{}1{}", "{\"a\":".repeat(100_000), "}".repeat(100_000));
+    c.raw(&reactions.join("deep-object.json"), deep_obj.as_bytes());
+
+    let summary = c.build();
+    let cache = Cache::open(&c.out()).unwrap();
+    let t = cache.get(100).unwrap();
+    assert_eq!(
+        t.reaction_count(),
+        2,
+        "1.json and the non-UTF-8-named good file"
+    );
+    assert!(t.reactions().any(|r| r.id() == 9));
+    assert_eq!(
+        t.source_text(),
+        real_source()["text"].as_str().unwrap(),
+        "the real source was used"
+    );
+    let reason = |suffix: &str| {
+        summary
+            .report
+            .iter()
+            .find(|b| b.path.ends_with(suffix))
+            .unwrap_or_else(|| panic!("{suffix} reported: {:#?}", summary.report))
+            .reason
+            .clone()
+    };
+    for stray in [
+        "reactions/1.json~",
+        "reactions/#2.json#",
+        "reactions/notes.txt",
+        "source-tweets/100.json.bak",
+    ] {
+        assert!(reason(stray).contains("not a .json file"), "{stray}");
+    }
+    assert!(reason("reactions/bad-\u{fffd}.json").contains("JSON"));
+    assert!(!reason("reactions/deep.json").is_empty());
+    assert!(!reason("reactions/deep-object.json").is_empty());
+    assert_eq!(summary.report.len(), 7, "{:#?}", summary.report);
+}
