@@ -160,7 +160,7 @@ fn main() -> ExitCode {
                 )
             };
             out += &format!(
-                "{:<28} {:<12} {:>7} | {} | {}\n",
+                "{:<ew$} {:<lw$} {:>7} | {} | {}\n",
                 r.event,
                 r.label,
                 r.threads,
