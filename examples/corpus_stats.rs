@@ -132,8 +132,20 @@ fn main() -> ExitCode {
             }
         }
     } else {
+        let ew = rows
+            .iter()
+            .map(|r| r.event.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        let lw = rows
+            .iter()
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(5);
         out += &format!(
-            "{:<28} {:<12} {:>7} | {:>8} {:>5} {:>5} {:>8} {:>8} {:>7} {:>5} | {:>8} {:>5} {:>5} {:>8} {:>8} {:>7} {:>5}\n",
+            "{:<ew$} {:<lw$} {:>7} | {:>8} {:>5} {:>5} {:>8} {:>8} {:>7} {:>5} | {:>8} {:>5} {:>5} {:>8} {:>8} {:>7} {:>5}\n",
             "event",
             "label",
             "threads",
