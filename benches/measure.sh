@@ -9,7 +9,7 @@
 # --big also measures peak RSS on a 10x corpus (gen_corpus --threads 64250,
 # ~3 GB of files; needs 10 GB free). --rounds N: repetitions of each timed
 # run (default 3; the table shows medians). SOCIALCTX_ORACLE overrides the
-# path of the Python oracle (default ../shared/oracle/rpdnn_oracle.py).
+# path of the Python oracle (default tests/fixtures/oracle/rpdnn_oracle.py).
 #
 # Times are the programs' own: floor's total_ms (walk + open + read of every
 # file) and precache's "seconds" (the whole build, publication included).
@@ -18,7 +18,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/tmp/socialctx-bench
 EX=$ROOT/target/release/examples
-ORACLE=${SOCIALCTX_ORACLE:-$ROOT/../shared/oracle/rpdnn_oracle.py}
+ORACLE=${SOCIALCTX_ORACLE:-$ROOT/tests/fixtures/oracle/rpdnn_oracle.py}
 THREADS=2
 ROUNDS=3
 BIG=0
