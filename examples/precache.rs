@@ -70,6 +70,12 @@ impl Progress for Bar {
     fn discovered(&self, threads: u64) {
         self.bar.set_length(threads);
         self.bar.set_message("threads");
+        self.bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {elapsed_precise} {wide_bar} {pos}/{len} {msg}, eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
     }
     fn thread_done(&self, reactions: u64) {
         let total = self.reactions.get() + reactions;
@@ -101,11 +107,10 @@ fn main() -> ExitCode {
         // indicatif draws nothing when stderr is not a terminal.
         ProgressBar::new_spinner().with_message("discovering threads")
     };
+    // A spinner while the corpus is walked; `discovered` switches to a bar.
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg} ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     bar.enable_steady_tick(Duration::from_millis(120));
     let progress = Bar {
