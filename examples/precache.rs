@@ -28,13 +28,18 @@ const DEFAULT_CACHE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/socialc
 /// and retweet, and writes a memory-mappable cache to CACHE_DIR, replacing
 /// any cache there atomically. Files that cannot be used are skipped and
 /// listed in the report (stored in the cache as report.jsonl); the build
-/// still succeeds. Exit status: 0 on success, 1 on error, 2 on bad usage.
+/// still succeeds. Unless --no-extended, the extended features are computed
+/// too (structure.json depth, persistence, follow relations, user
+/// reliability, annotation labels, retweets.json). Exit status: 0 on
+/// success, 1 on error, 2 on bad usage.
 #[derive(Parser, Debug)]
 #[command(version, about, long_about)]
 struct Args {
     /// Corpus root [default: the sample corpus in data-samples/corpus]
+    #[arg(value_name = "CORPUS_DIR")]
     corpus: Option<PathBuf>,
     /// Cache directory to write [default: target/socialctx-cache]
+    #[arg(value_name = "CACHE_DIR")]
     cache: Option<PathBuf>,
     /// Worker threads [default: available cores]
     #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
