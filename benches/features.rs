@@ -153,6 +153,18 @@ fn load_samples() -> Vec<Sample> {
     samples
 }
 
+/// Parses every reply of `s` and computes its features (the per-reaction work of a build).
+fn parse_and_compute(reader: &mut TweetReader, s: &Sample) {
+    let source = s.source.fields();
+    for r in &s.reactions {
+        let out = reader.parse_bytes(r, |v| {
+            let f = reaction_fields(v)?;
+            features::compute(&f, &source, ReactionKind::Reply)
+        });
+        black_box(out.ok());
+    }
+}
+
 fn bench_reactions(c: &mut Criterion) {
     let samples = load_samples();
     let count: usize = samples.iter().map(|s| s.reactions.len()).sum();
@@ -183,14 +195,7 @@ fn bench_reactions(c: &mut Criterion) {
         let mut reader = TweetReader::new();
         b.iter(|| {
             for s in &samples {
-                let source = s.source.fields();
-                for r in &s.reactions {
-                    let out = reader.parse_bytes(r, |v| {
-                        let f = reaction_fields(v)?;
-                        features::compute(&f, &source, ReactionKind::Reply)
-                    });
-                    black_box(out.ok());
-                }
+                parse_and_compute(&mut reader, s);
             }
         });
     });
@@ -209,20 +214,11 @@ fn bench_reactions(c: &mut Criterion) {
             b.iter(|| {
                 pool.install(|| {
                     // Eight copies of the sample so that each thread has enough work.
-                    (0..8 * samples.len()).into_par_iter().for_each_init(
-                        TweetReader::new,
-                        |reader, i| {
-                            let s = &samples[i % samples.len()];
-                            let source = s.source.fields();
-                            for r in &s.reactions {
-                                let out = reader.parse_bytes(r, |v| {
-                                    let f = reaction_fields(v)?;
-                                    features::compute(&f, &source, ReactionKind::Reply)
-                                });
-                                black_box(out.ok());
-                            }
-                        },
-                    )
+                    (0..8 * samples.len())
+                        .into_par_iter()
+                        .for_each_init(TweetReader::new, |reader, i| {
+                            parse_and_compute(reader, &samples[i % samples.len()])
+                        })
                 })
             });
         });

@@ -79,32 +79,29 @@ pub fn write_thread<W: Write>(
     if opts.extended {
         w.write_all(b", \"event\": ")?;
         write_str(w, t.event())?;
-        w.write_all(b", \"veracity\": ")?;
-        let veracity = cache
-            .thread_column("veracity")
-            .and_then(|c| t.thread_value(c));
-        write_code(
-            w,
-            veracity,
-            &[
-                (VERACITY_FALSE, "false"),
-                (VERACITY_TRUE, "true"),
-                (VERACITY_UNVERIFIED, "unverified"),
-            ],
-        )?;
-        w.write_all(b", \"annotated_rumour\": ")?;
-        let annotated = cache
-            .thread_column("annotated_rumour")
-            .and_then(|c| t.thread_value(c));
-        write_code(
-            w,
-            annotated,
-            &[
-                (ANNOTATED_RUMOUR, "rumour"),
-                (ANNOTATED_NON_RUMOUR, "nonrumour"),
-                (ANNOTATED_UNCLEAR, "unclear"),
-            ],
-        )?;
+        let codes: [(&str, &[(f32, &str)]); 2] = [
+            (
+                "veracity",
+                &[
+                    (VERACITY_FALSE, "false"),
+                    (VERACITY_TRUE, "true"),
+                    (VERACITY_UNVERIFIED, "unverified"),
+                ],
+            ),
+            (
+                "annotated_rumour",
+                &[
+                    (ANNOTATED_RUMOUR, "rumour"),
+                    (ANNOTATED_NON_RUMOUR, "nonrumour"),
+                    (ANNOTATED_UNCLEAR, "unclear"),
+                ],
+            ),
+        ];
+        for (column, names) in codes {
+            write!(w, ", \"{column}\": ")?;
+            let value = cache.thread_column(column).and_then(|c| t.thread_value(c));
+            write_code(w, value, names)?;
+        }
     }
     w.write_all(b", \"reactions\": [")?;
     let columns: Vec<(&str, &[f32])> = if opts.extended {
