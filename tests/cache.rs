@@ -362,6 +362,37 @@ fn lazy_open_validates_each_shard_on_first_use() {
     assert!(matches!(Cache::open(&out), Err(Error::Corrupt { .. })));
 }
 
+#[test]
+fn lazy_validation_does_not_memoise_transient_io_errors() {
+    use socialctx::cache::LazyCache;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&golden(), &out, 2);
+    let eager = Cache::open(&out).unwrap();
+    let shard = out.join(&eager.manifest().shards[0].file);
+    let first_id = eager.thread(0).unwrap().source_id();
+    drop(eager);
+
+    let lazy = LazyCache::open(&out).unwrap();
+    // The file is briefly not there (an I/O error, not a verdict on the file):
+    let aside = tmp.path().join("aside");
+    fs::rename(&shard, &aside).unwrap();
+    match lazy.get(first_id) {
+        Err(Error::Io { path, .. }) => assert_eq!(path, shard),
+        other => panic!(
+            "missing file is an I/O error, got {:?}",
+            other.map(|o| o.is_some())
+        ),
+    }
+    // Once it is back, the next access validates it and succeeds.
+    fs::rename(&aside, &shard).unwrap();
+    let t = lazy
+        .get(first_id)
+        .expect("an I/O error is retried, not remembered as corruption")
+        .expect("thread present");
+    assert_eq!(t.source_id(), first_id);
+}
+
 /// Copies `src` to `dst`, creating entries in sorted or reverse-sorted order
 /// (on file systems that list in creation order, the listings differ).
 fn copy_tree(src: &Path, dst: &Path, reverse: bool) {

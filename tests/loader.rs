@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use socialctx::Cache;
 use socialctx::loader::{Batch, EmptyThreads, Kinds, Loader, Selection, shuffled};
 use socialctx::splits::Split;
 use socialctx::stats::FeatureStats;
+use socialctx::{Cache, Error};
 
 /// The oracle's reactions per source id: (kind, t_diff seconds, features as f32).
 type Oracle = HashMap<u64, Vec<(String, i64, [f32; 28])>>;
@@ -311,7 +311,9 @@ fn shuffle_is_deterministic_and_a_permutation() {
     s.sort();
     assert_eq!(s, (0..1000).collect::<Vec<_>>());
     // Fixed output for a fixed seed, whatever the machine or thread count.
-    assert_eq!(shuffled(5, 1), shuffled(5, 1));
+    // (computed independently by a Python port of splitmix64 + Fisher-Yates)
+    assert_eq!(shuffled(5, 1), vec![1, 0, 3, 4, 2]);
+    assert_eq!(shuffled(10, 42), vec![8, 3, 6, 5, 4, 0, 9, 2, 1, 7]);
 }
 
 #[test]
@@ -322,7 +324,20 @@ fn batch_errors_are_typed() {
     let cache = Cache::open(&out).unwrap();
     let loader = Loader::new(&cache, Selection::default());
     let mut small = Batch::new(1, 10);
-    assert!(loader.fill(&[0, 1], &mut small).is_err());
-    assert!(loader.fill(&[cache.len()], &mut small).is_err());
-    assert!(loader.fill_ids(&[42], &mut small, &mut Vec::new()).is_err());
+    assert!(matches!(
+        loader.fill(&[0, 1], &mut small),
+        Err(Error::BatchTooSmall {
+            needed: 2,
+            capacity: 1
+        })
+    ));
+    let past = cache.len();
+    assert!(matches!(
+        loader.fill(&[past], &mut small),
+        Err(Error::NoSuchThread { position }) if position == past
+    ));
+    assert!(matches!(
+        loader.fill_ids(&[42], &mut small, &mut Vec::new()),
+        Err(Error::NoSuchSource { source_id: 42 })
+    ));
 }

@@ -328,8 +328,11 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `check` once per slot, remembering the outcome; the typed error is
-/// returned the first time, a [`Error::Corrupt`] with the same reason after.
+/// Runs `check` until it succeeds or finds the file invalid, remembering that
+/// outcome; the typed error is returned the first time, a [`Error::Corrupt`]
+/// with the same reason after. I/O errors (EMFILE, EIO, a file not there
+/// yet) are transient, not verdicts on the file: they are returned and the
+/// next access tries again.
 fn checked<'s>(
     cell: &'s OnceLock<std::result::Result<Mapped, String>>,
     path: &Path,
@@ -338,7 +341,7 @@ fn checked<'s>(
     if cell.get().is_none() {
         let outcome = check();
         let keep = match &outcome {
-            Ok(_) => None,
+            Ok(_) | Err(Error::Io { .. }) => None,
             Err(Error::Corrupt { reason, .. }) => Some(reason.clone()),
             Err(other) => Some(other.to_string()),
         };
