@@ -144,7 +144,11 @@ fn main() -> ExitCode {
     let secs = summary.elapsed.as_secs_f64();
     println!("cache      {}", cache.display());
     println!("corpus     {}", corpus.display());
-    println!("threads    {}", m.threads);
+    println!(
+        "threads    {} (source tweets with their context)",
+        m.threads
+    );
+    println!("workers    {}", summary.workers);
     println!(
         "reactions  {} ({} replies, {} retweets)",
         m.reactions, m.replies, m.retweets

@@ -142,6 +142,16 @@ pub enum Error {
         reason: String,
     },
 
+    /// The operating system would not start even one worker thread (memory
+    /// or process limits such as `ulimit -v` or `ulimit -u`).
+    #[error("cannot start worker threads ({wanted} wanted): {source}; try fewer with --threads")]
+    ThreadSpawn {
+        /// How many were asked for.
+        wanted: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+
     /// A bug: a worker thread panicked. The build is abandoned.
     #[error("internal error while processing {path}: {message}")]
     Internal {

@@ -100,6 +100,10 @@ pub struct BuildSummary {
     pub elapsed: Duration,
     /// Wall time of each phase.
     pub phases: Phases,
+    /// Worker threads that parsed and computed features: the requested
+    /// number, or fewer where an address-space limit (`ulimit -v`) or the
+    /// OS would not allow that many.
+    pub workers: usize,
 }
 
 /// Wall time of each phase of a build.
@@ -486,31 +490,43 @@ fn rumour_index(threads: &[ThreadDir], workers: usize, max_file_bytes: u64) -> R
         }
         _ => false,
     };
+    let one = |td: &ThreadDir, reader: &mut TweetReader, names: &mut Names| {
+        if !is_rumour(td, reader) {
+            return None;
+        }
+        read_source(td, reader, names, max_file_bytes).ok()?;
+        reader
+            .parse(|v| {
+                source_fields(v).map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds()))
+            })
+            .ok()?
+            .ok()
+    };
     let collect = || {
         threads
             .par_iter()
             .map_init(
                 || (TweetReader::new(), Names::default()),
-                |(reader, names), td| {
-                    if !is_rumour(td, reader) {
-                        return None;
-                    }
-                    read_source(td, reader, names, max_file_bytes).ok()?;
-                    reader
-                        .parse(|v| {
-                            source_fields(v)
-                                .map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds()))
-                        })
-                        .ok()?
-                        .ok()
-                },
+                |(reader, names), td| one(td, reader, names),
             )
             .flatten()
             .collect::<Vec<_>>()
     };
-    let found = match rayon::ThreadPoolBuilder::new().num_threads(workers).build() {
-        Ok(pool) => pool.install(collect),
-        Err(_) => collect(),
+    // A pool that cannot start (memory or process limits) must not fall
+    // back to rayon's global pool, which panics when it cannot start either:
+    // try fewer threads, then none.
+    let pool = [workers, 1]
+        .into_iter()
+        .find_map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok());
+    let found = match pool {
+        Some(pool) => pool.install(collect),
+        None => {
+            let (mut reader, mut names) = (TweetReader::new(), Names::default());
+            threads
+                .iter()
+                .filter_map(|td| one(td, &mut reader, &mut names))
+                .collect()
+        }
     };
     let mut index = RumourIndex::default();
     for (author, at) in found {
@@ -572,7 +588,7 @@ pub fn build(
             cache: cache.to_path_buf(),
         });
     }
-    let threads = opts.threads.max(1);
+    let threads = threads_that_fit(opts.threads.max(1));
     let mut writer = CacheWriter::create(
         cache,
         WriterOptions {
@@ -607,7 +623,7 @@ pub fn build(
     progress.discovered(found.threads.len() as u64);
 
     let t = Instant::now();
-    run_workers(
+    let workers = run_workers(
         &found.threads,
         threads,
         opts,
@@ -644,7 +660,45 @@ pub fn build(
         report,
         elapsed: start.elapsed(),
         phases,
+        workers,
     })
+}
+
+/// Address space set aside per worker thread under a finite `RLIMIT_AS`:
+/// its stack (2 MiB), its reusable buffers and a share of the allocator's
+/// per-thread arenas.
+const ADDRESS_SPACE_PER_THREAD: u64 = 24 << 20;
+/// Address space kept free under a finite `RLIMIT_AS` for everything that
+/// is not per thread: the shard being written, the thread list, maps.
+const ADDRESS_SPACE_RESERVE: u64 = 192 << 20;
+
+/// How many of `wanted` threads fit under the process's address-space limit.
+///
+/// Without this, `ulimit -v` with many cores ends in an allocation failure
+/// (abort) or a panic inside a freshly started thread that cannot be caught.
+fn threads_that_fit(wanted: usize) -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only into `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return wanted;
+    }
+    // VmSize: the address space in use now, in kB.
+    let used = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    let free = lim.rlim_cur.saturating_sub(used + ADDRESS_SPACE_RESERVE);
+    let fit = usize::try_from(free / ADDRESS_SPACE_PER_THREAD).unwrap_or(usize::MAX);
+    fit.clamp(1, wanted.max(1))
 }
 
 type Job = usize;
@@ -657,7 +711,7 @@ fn run_workers(
     opts: &BuildOptions,
     index: Option<&RumourIndex>,
     mut sink: impl FnMut(&ThreadDir, Outcome) -> Result<()>,
-) -> Result<()> {
+) -> Result<usize> {
     let window = (threads * 16).max(64);
     let (job_tx, job_rx) = bounded::<Job>(threads * 4);
     let (done_tx, done_rx) = unbounded::<Done>();
@@ -669,44 +723,73 @@ fn run_workers(
 
     std::thread::scope(|scope| {
         let stop = &stop;
-        scope.spawn(move || feed(list.len(), job_tx, credit_rx, stop));
-        for _ in 0..threads {
+        // Threads are started with `Builder` so that an OS refusal (memory or
+        // process limits) is an error, not a panic: the build goes on with the
+        // workers that did start, and fails clearly if none did.
+        let mut started = 0;
+        let mut refused = None;
+        for w in 0..threads {
             let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
             let max_file_bytes = opts.max_file_bytes;
-            scope.spawn(move || {
-                let mut w = Worker {
-                    source: TweetReader::new(),
-                    reaction: TweetReader::new(),
-                    extra: TweetReader::new(),
-                    names: Names::default(),
-                    max_file_bytes,
-                    index,
-                };
-                for i in job_rx {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
+            let spawned = std::thread::Builder::new()
+                .name(format!("socialctx-worker-{w}"))
+                .spawn_scoped(scope, move || {
+                    let mut w = Worker {
+                        source: TweetReader::new(),
+                        reaction: TweetReader::new(),
+                        extra: TweetReader::new(),
+                        names: Names::default(),
+                        max_file_bytes,
+                        index,
+                    };
+                    for i in job_rx {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let out =
+                            catch_unwind(AssertUnwindSafe(|| w.process(&list[i]))).map_err(|p| {
+                                p.downcast_ref::<&str>()
+                                    .map(|s| s.to_string())
+                                    .or_else(|| p.downcast_ref::<String>().cloned())
+                                    .unwrap_or_else(|| "panic".into())
+                            });
+                        if done_tx.send((i, out)).is_err() {
+                            break;
+                        }
                     }
-                    let out = catch_unwind(AssertUnwindSafe(|| w.process(&list[i]))).map_err(|p| {
-                        p.downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| p.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "panic".into())
-                    });
-                    if done_tx.send((i, out)).is_err() {
-                        break;
-                    }
+                });
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => {
+                    refused = Some(e);
+                    break;
                 }
-            });
+            }
         }
         drop(done_tx);
         drop(job_rx);
+        let fed = std::thread::Builder::new()
+            .name("socialctx-feeder".into())
+            .spawn_scoped(scope, move || feed(list.len(), job_tx, credit_rx, stop));
+        if started == 0 || fed.is_err() {
+            // Every closure that did not start was dropped with its channel
+            // ends, so whatever did start winds down on its own.
+            let source = fed
+                .err()
+                .or(refused)
+                .unwrap_or_else(|| std::io::Error::other("no worker thread started"));
+            return Err(Error::ThreadSpawn {
+                wanted: threads + 1,
+                source,
+            });
+        }
 
         let result = write_in_order(list, &done_rx, &credit_tx, &mut sink);
         // On error, make the feeder and the workers wind down quickly.
         stop.store(true, Ordering::Relaxed);
         drop(credit_tx);
         drop(done_rx);
-        result
+        result.map(|()| started)
     })
 }
 

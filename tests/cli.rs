@@ -147,3 +147,64 @@ fn help_explains_itself() {
         }
     }
 }
+
+/// Under an address-space limit (`ulimit -v`), asking for many threads must
+/// not abort or panic (it did: exit 134 or 101): the build uses as many
+/// workers as fit, says how many, and writes the same cache.
+#[test]
+fn precache_under_an_address_space_limit_uses_fewer_workers_and_the_same_cache() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let free = tmp.path().join("free");
+    let o = example("precache")
+        .arg(repo("data-samples/corpus"))
+        .arg(&free)
+        .args(["--threads", "2", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    for threads in ["16", "64", "256"] {
+        let limited = tmp.path().join(format!("limited-{threads}"));
+        let mut cmd = example("precache");
+        cmd.arg(repo("data-samples/corpus"))
+            .arg(&limited)
+            .args(["--threads", threads, "--quiet"]);
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 512 << 20,
+                    rlim_max: 512 << 20,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let o = cmd.output().unwrap();
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "--threads {threads}: {err}");
+        let workers: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("workers"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no workers line: {out}"));
+        assert!(
+            (1..=threads.parse().unwrap()).contains(&workers),
+            "{workers} workers for --threads {threads}"
+        );
+        for name in [
+            "manifest.json",
+            "shard-00000.rkyv",
+            "text-00000.rkyv",
+            "report.jsonl",
+        ] {
+            assert_eq!(
+                fs::read(free.join(name)).unwrap(),
+                fs::read(limited.join(name)).unwrap(),
+                "{name} differs with --threads {threads} under the limit"
+            );
+        }
+    }
+}
