@@ -30,8 +30,8 @@ struct Args {
     /// Corpus root
     corpus: PathBuf,
     /// Threads for the walk and the reads [default: available cores]
-    #[arg(long, short = 'j')]
-    threads: Option<usize>,
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Evict the corpus from the page cache before measuring
     #[arg(long)]
     cold: bool,
@@ -67,8 +67,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let threads = args
         .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .max(1);
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     if !args.corpus.is_dir() {
         eprintln!(
             "error: corpus directory {} does not exist",

@@ -35,7 +35,7 @@ struct Args {
     #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..))]
     batch: u32,
     /// Reactions per thread (the earliest)
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = parse_max_cxt)]
     max_cxt: usize,
     /// Only the threads of this RPDNN split CSV, in its order
     #[arg(long, value_name = "CSV")]
@@ -131,6 +131,15 @@ fn run(args: &Args) -> socialctx::Result<String> {
         floor.as_secs_f64() * 1e3,
         positions.len()
     ))
+}
+
+/// At least one row per thread: 0 would give empty tensors.
+fn parse_max_cxt(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn main() -> ExitCode {

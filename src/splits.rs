@@ -53,7 +53,17 @@ impl Split {
             headers
                 .iter()
                 .position(|h| h.trim_start_matches('\u{feff}') == name)
-                .ok_or_else(|| bad(format!("no {name:?} column in the header {headers:?}")))
+                .ok_or_else(|| {
+                    let found: Vec<&str> = headers.iter().collect();
+                    bad(format!(
+                        "not an RPDNN split file: no {name:?} column (the header has {})",
+                        if found.is_empty() {
+                            "no columns".to_string()
+                        } else {
+                            found.join(", ")
+                        }
+                    ))
+                })
         };
         let (id_col, label_col) = (column("tweet_id")?, column("label")?);
         let mut split = Split::default();
@@ -68,7 +78,10 @@ impl Split {
             let label = match row.get(label_col).map(str::trim) {
                 Some("1") => 1,
                 Some("0") => 0,
-                other => return Err(bad(format!("line {line}: label {other:?} is not 0 or 1"))),
+                Some(other) => {
+                    return Err(bad(format!("line {line}: label {other:?} is not 0 or 1")));
+                }
+                None => return Err(bad(format!("line {line}: no label field"))),
             };
             split.ids.push(id);
             split.labels.push(label);

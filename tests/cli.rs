@@ -208,3 +208,39 @@ fn precache_under_an_address_space_limit_uses_fewer_workers_and_the_same_cache()
         }
     }
 }
+
+/// Settings that cannot mean anything are refused as bad usage (exit 2)
+/// with the option named; a file that is not a split says so in words.
+#[test]
+fn nonsense_options_are_refused_with_clear_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("c");
+    build_cache(&repo("data-samples/corpus"), &cache, 2);
+    let o = example("floor")
+        .arg(repo("data-samples/corpus"))
+        .args(["--threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--threads"), "{}", text(&o).1);
+    let o = example("loadbench")
+        .arg(&cache)
+        .args(["--max-cxt", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--max-cxt"), "{}", text(&o).1);
+    let o = example("stats")
+        .arg(&cache)
+        .arg("--split")
+        .arg(repo("README.md"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o).1;
+    assert!(
+        err.contains("README.md") && err.contains("not an RPDNN split file"),
+        "{err}"
+    );
+    assert!(!err.contains("StringRecord"), "{err}");
+}
