@@ -172,6 +172,14 @@ impl TweetReader {
     }
 }
 
+/// Opens `path` as [`TweetReader::read_file`] does (read-only, non-blocking),
+/// for callers that stream a file instead of reading it whole.
+pub(crate) fn open_file(path: &Path) -> Result<File, Reason> {
+    open_options()
+        .open(path)
+        .map_err(|e| format!("cannot open: {e}"))
+}
+
 /// Read-only, and non-blocking so that a FIFO in the corpus cannot hang a worker.
 fn open_options() -> OpenOptions {
     let mut o = OpenOptions::new();

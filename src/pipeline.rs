@@ -43,8 +43,8 @@ use crate::features::relations::FollowGraph;
 use crate::features::reliability::RumourIndex;
 use crate::features::{self, FeatureVec};
 use crate::parse::{
-    DEFAULT_MAX_FILE_BYTES, Reason, SourceFields, TweetReader, reaction_fields, source_fields,
-    user_key,
+    DEFAULT_MAX_FILE_BYTES, Reason, SourceFields, TweetReader, open_file, reaction_fields,
+    source_fields, user_key,
 };
 use crate::report::BadInput;
 
@@ -406,27 +406,85 @@ fn read_thread_files(
         }
     }
     if td.has_file(RETWEETS_FILE) {
-        // One status per line; a whole thread's retweets, so a larger cap.
         let path = td.path.join(THREAD_FILES[RETWEETS_FILE]);
-        if let Err(reason) = extra.read_file(&path, max.saturating_mul(64)) {
-            bad.push(BadInput::new(rel(RETWEETS_FILE), reason));
-            return ext;
-        }
-        for (i, line) in extra.bytes().split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            reaction.load_bytes(line);
-            match reaction_row(reaction, source, ReactionKind::Retweet, arena) {
+        let mut on_line = |n: usize, line: Result<&[u8], Reason>| {
+            let row = line.and_then(|line| {
+                reaction.load_bytes(line);
+                reaction_row(reaction, source, ReactionKind::Retweet, arena)
+            });
+            match row {
                 Ok(row) => rows.push(row),
                 Err(reason) => bad.push(BadInput::new(
                     rel(RETWEETS_FILE),
-                    format!("line {}: {reason}", i + 1),
+                    format!("line {n}: {reason}"),
                 )),
             }
+        };
+        if let Err(reason) = for_each_line(&path, max, &mut on_line) {
+            bad.push(BadInput::new(rel(RETWEETS_FILE), reason));
         }
     }
     ext
+}
+
+/// Streams the non-blank lines of a JSON Lines file to `f` with their line
+/// numbers (from 1), in bounded memory: one status per line, each capped at
+/// `max` bytes like a tweet file (a longer line is reported to `f` and
+/// skipped), however large the file. A `retweets.json` holds a whole thread's
+/// retweets, so reading it whole would make memory grow with the file.
+fn for_each_line(
+    path: &Path,
+    max: u64,
+    f: &mut impl FnMut(usize, Result<&[u8], Reason>),
+) -> Result<(), Reason> {
+    use std::io::{BufRead, Read};
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, open_file(path)?);
+    let mut line = Vec::new();
+    let read_error = |n: usize, e: std::io::Error| match e.raw_os_error() {
+        Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
+        _ => format!("cannot read (line {n}): {e}"),
+    };
+    for n in 1.. {
+        line.clear();
+        let got = (&mut reader)
+            .take(max.saturating_add(1))
+            .read_until(b'\n', &mut line)
+            .map_err(|e| read_error(n, e))?;
+        if got == 0 {
+            return Ok(());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        } else if line.len() as u64 > max {
+            // Skip the rest of the over-long line without keeping it.
+            loop {
+                let buf = reader.fill_buf().map_err(|e| read_error(n, e))?;
+                if buf.is_empty() {
+                    break;
+                }
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(p) => {
+                        reader.consume(p + 1);
+                        break;
+                    }
+                    None => {
+                        let len = buf.len();
+                        reader.consume(len);
+                    }
+                }
+            }
+            f(
+                n,
+                Err(format!("line is over the {max}-byte limit for one tweet")),
+            );
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        f(n, Ok(&line));
+    }
+    Ok(())
 }
 
 /// What the thread files of one thread gave.

@@ -394,3 +394,53 @@ fn malformed_thread_files_are_reported_and_the_thread_kept() {
     assert!(cache.manifest().reaction_columns.is_empty());
     assert!(cache.reaction_column("depth").is_none());
 }
+
+/// `retweets.json` is streamed: a file far larger than any one-file cap
+/// (it used to be read whole, capped at 64 × `max_file_bytes`) is read to
+/// the end; one over-long line is reported with its number and skipped.
+#[test]
+fn retweets_json_is_streamed_line_by_line_whatever_its_size() {
+    let m = Mini::new();
+    m.source("rumours", 100, "5", "Wed Jan 07 12:00:00 +0000 2015");
+    let t = m.thread("rumours", 100);
+    let mut status = m.reply.clone();
+    let one = serde_json::to_vec(&status).unwrap().len();
+    let max = (one as u64) * 2; // each status fits, the whole file does not
+    let mut lines = Vec::new();
+    let n = 300u64;
+    for i in 0..n {
+        status["id_str"] = (1000 + i).to_string().into();
+        status["created_at"] = "Wed Jan 07 12:05:00 +0000 2015".into();
+        if i == 7 {
+            // Line 8: one status padded past the cap.
+            status["text"] = "x".repeat(max as usize).into();
+        } else {
+            status["text"] = format!("retweet {i}").into();
+        }
+        lines.extend(serde_json::to_vec(&status).unwrap());
+        lines.push(b'\n');
+    }
+    assert!(
+        lines.len() as u64 > 64 * max,
+        "bigger than the old whole-file cap"
+    );
+    m.write(&t.join("retweets.json"), &lines);
+    let out = m.tmp.path().join("cache");
+    let opts = BuildOptions {
+        max_file_bytes: max,
+        ..BuildOptions::default()
+    };
+    let s = build(&m.tmp.path().join("corpus"), &out, &opts, &NoProgress).unwrap();
+    let cache = Cache::open(&out).unwrap();
+    assert_eq!(s.report.len(), 1, "{:?}", s.report);
+    assert!(s.report[0].path.ends_with("retweets.json"));
+    assert!(
+        s.report[0].reason.starts_with("line 8: ") && s.report[0].reason.contains("limit"),
+        "{}",
+        s.report[0].reason
+    );
+    let thread = cache.get(100).unwrap();
+    assert_eq!(thread.reaction_count() as u64, n - 1);
+    let ids: Vec<u64> = thread.reactions().map(|r| r.id()).collect();
+    assert!(!ids.contains(&1007) && ids.contains(&1008) && ids.contains(&(1000 + n - 1)));
+}
