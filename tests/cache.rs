@@ -473,3 +473,70 @@ fn a_cache_parked_by_an_interrupted_fallback_publish_is_restored() {
     drop(writer);
     assert!(Cache::open(&out).is_ok());
 }
+
+/// A FIFO or a directory where a cache file should be is a clear error, and
+/// `open` returns instead of blocking on it; the manifest's report name must
+/// be a plain name inside the cache (not `/dev/zero`).
+#[test]
+fn only_regular_files_inside_the_cache_are_opened() {
+    use socialctx::cache::LazyCache;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&golden(), &out, 2);
+    let original = Cache::open(&out).unwrap();
+    let shard = original.manifest().shards[0].file.clone();
+    let first_id = original.thread(0).unwrap().source_id();
+    drop(original);
+
+    let mkfifo = |p: &Path| {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let work = tmp.path().to_path_buf();
+    let (out2, shard2) = (out.clone(), shard.clone());
+    std::thread::spawn(move || {
+        let mut outcomes = Vec::new();
+        for name in [shard2.as_str(), "report.jsonl", MANIFEST_FILE] {
+            let copy = work.join(format!("fifo-{name}"));
+            copy_tree(&out2, &copy, false);
+            fs::remove_file(copy.join(name)).unwrap();
+            mkfifo(&copy.join(name));
+            let eager = Cache::open(&copy).map(|_| ());
+            let lazy = LazyCache::open(&copy)
+                .and_then(|c| c.get(first_id).map(|t| t.is_some()))
+                .map(|_| ());
+            outcomes.push((name.to_string(), copy.join(name), eager, lazy));
+        }
+        tx.send(outcomes).unwrap();
+    });
+    let outcomes = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("opening a cache with a FIFO in it must not block");
+    for (name, path, eager, lazy) in outcomes {
+        match eager {
+            Err(Error::Corrupt { path: p, reason }) => {
+                assert_eq!(p, path);
+                assert!(reason.contains("not a regular file"), "{name}: {reason}");
+            }
+            other => panic!("{name}: expected Corrupt, got {other:?}"),
+        }
+        if name != "report.jsonl" {
+            assert!(lazy.is_err(), "{name}: lazy use of a FIFO must fail");
+        }
+    }
+
+    // A report name that leaves the cache directory is refused.
+    let m = out.join(MANIFEST_FILE);
+    let text = fs::read_to_string(&m).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["report"]["file"] = "/dev/zero".into();
+    fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
+    match Cache::open(&out) {
+        Err(Error::Corrupt { reason, .. }) => {
+            assert!(reason.contains("not a plain file name"), "{reason}")
+        }
+        other => panic!("expected Corrupt, got {:?}", other.map(|_| ())),
+    }
+}

@@ -86,15 +86,34 @@ fn plain_name(name: &str) -> bool {
     Path::new(name).file_name().is_some_and(|n| n == name)
 }
 
+/// Opens a cache file read-only without blocking (a FIFO put in place of a
+/// shard must not hang `open`) and only if it is a regular file.
+fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::corrupt(path, "not a regular file"));
+    }
+    Ok(file)
+}
+
 fn read_manifest(dir: &Path) -> Result<Manifest> {
     let path = dir.join(MANIFEST_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let mut bytes = Vec::new();
+    match open_regular(&path) {
+        Ok(mut f) => {
+            std::io::Read::read_to_end(&mut f, &mut bytes).map_err(|e| Error::io(&path, e))?;
+        }
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Err(Error::CacheMissing(dir.to_path_buf()));
         }
-        Err(e) => return Err(Error::io(&path, e)),
-    };
+        Err(e) => return Err(e),
+    }
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .map_err(|e| Error::corrupt(&path, format!("manifest is not valid: {e}")))?;
     if manifest.format != FORMAT_NAME {
@@ -119,6 +138,15 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
         return Err(Error::corrupt(
             &path,
             "feature names differ from this library's",
+        ));
+    }
+    if !plain_name(&manifest.report.file) {
+        return Err(Error::corrupt(
+            &path,
+            format!(
+                "report {:?} is not a plain file name inside the cache",
+                manifest.report.file
+            ),
         ));
     }
     let mut prev_last: Option<u64> = None;
@@ -158,7 +186,7 @@ fn read_manifest(dir: &Path) -> Result<Manifest> {
 /// Maps `path` and checks its footer and checksum against `info`.
 fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
     let bad = |reason: String| Error::corrupt(path, reason);
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = open_regular(path)?;
     let file_len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if file_len != info.bytes {
         return Err(bad(format!(
@@ -657,7 +685,9 @@ impl LazyCache {
 /// Reads and checks the bad-input report of a cache.
 fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
     let path = dir.join(&manifest.report.file);
-    let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut open_regular(&path)?, &mut bytes)
+        .map_err(|e| Error::io(&path, e))?;
     if bytes.len() as u64 != manifest.report.bytes || hex64(xxh3_64(&bytes)) != manifest.report.xxh3
     {
         return Err(Error::corrupt(
