@@ -540,3 +540,109 @@ fn only_regular_files_inside_the_cache_are_opened() {
         other => panic!("expected Corrupt, got {:?}", other.map(|_| ())),
     }
 }
+
+/// Re-serialises shard 0's numbers after `edit`, with a valid footer and
+/// manifest entry: a crafted cache whose checksums all agree.
+fn rewrite_numbers(out: &Path, edit: impl FnOnce(&mut socialctx::cache::Shard)) {
+    use socialctx::cache::{FOOTER_LEN, FORMAT_VERSION, SHARD_MAGIC, Shard};
+    let m_path = out.join(MANIFEST_FILE);
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&m_path).unwrap()).unwrap();
+    let file = out.join(m["shards"][0]["file"].as_str().unwrap());
+    let bytes = fs::read(&file).unwrap();
+    let mut archive = rkyv::util::AlignedVec::<16>::new();
+    archive.extend_from_slice(&bytes[..bytes.len() - FOOTER_LEN]);
+    let mut shard: Shard = rkyv::from_bytes::<Shard, rkyv::rancor::Error>(&archive).unwrap();
+    edit(&mut shard);
+    let mut new = rkyv::to_bytes::<rkyv::rancor::Error>(&shard)
+        .unwrap()
+        .to_vec();
+    let sum = xxhash_rust::xxh3::xxh3_64(&new);
+    let mut footer = [0u8; FOOTER_LEN];
+    footer[..8].copy_from_slice(&SHARD_MAGIC);
+    footer[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    footer[16..24].copy_from_slice(&(new.len() as u64).to_le_bytes());
+    footer[24..32].copy_from_slice(&sum.to_le_bytes());
+    new.extend_from_slice(&footer);
+    m["shards"][0]["bytes"] = (new.len() as u64).into();
+    m["shards"][0]["xxh3"] = format!("{sum:016x}").into();
+    fs::write(&file, new).unwrap();
+    fs::write(&m_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+}
+
+/// Invariants the readers rely on are checked when a shard is validated,
+/// even when every checksum agrees (a crafted cache).
+#[test]
+fn crafted_shards_that_break_reader_invariants_are_refused() {
+    use socialctx::cache::LazyCache;
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = tmp.path().join("clean");
+    build_cache(&golden(), &clean, 2);
+    // The first thread with at least two reactions in shard 0.
+    let cache = Cache::open(&clean).unwrap();
+    let pos = cache
+        .iter()
+        .enumerate()
+        .take_while(|(_, t)| cache.manifest().shards[0].last_source_id >= t.source_id())
+        .find(|(_, t)| t.reaction_count() >= 2)
+        .map(|(i, _)| i)
+        .expect("a thread with two reactions in shard 0");
+    let first = {
+        let mut n = 0;
+        for i in 0..pos {
+            n += cache.thread(i).unwrap().reaction_count();
+        }
+        n
+    };
+    drop(cache);
+
+    type Edit = Box<dyn FnOnce(&mut socialctx::cache::Shard)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        ("unedited", Box::new(|_| {}), ""),
+        (
+            "order",
+            Box::new(move |s| s.reactions.swap(first, first + 1)),
+            "out of (created_at, id) order",
+        ),
+        (
+            "label",
+            Box::new(move |s| s.threads[pos].label_code = 7),
+            "label code 7",
+        ),
+        (
+            "kind",
+            Box::new(move |s| s.reactions[first].kind ^= 1),
+            "contradicts its c_type",
+        ),
+        (
+            "nan",
+            Box::new(move |s| s.features[first][3] = f32::NAN),
+            "not finite",
+        ),
+        (
+            "inf",
+            Box::new(move |s| s.features[first + 1][25] = f32::INFINITY),
+            "not finite",
+        ),
+    ];
+    for (name, edit, expected) in cases {
+        let out = tmp.path().join(name);
+        copy_tree(&clean, &out, false);
+        rewrite_numbers(&out, edit);
+        if expected.is_empty() {
+            // The rewrite itself is faithful: an unedited shard still opens.
+            assert!(Cache::open(&out).is_ok(), "re-serialised shard opens");
+            continue;
+        }
+        for result in [
+            Cache::open(&out).map(|_| ()),
+            LazyCache::open(&out).and_then(|c| c.numbers(pos).map(|_| ())),
+        ] {
+            match result {
+                Err(Error::Corrupt { reason, .. }) => {
+                    assert!(reason.contains(expected), "{name}: {reason}")
+                }
+                other => panic!("{name}: expected Corrupt, got {other:?}"),
+            }
+        }
+    }
+}

@@ -337,6 +337,23 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
             return Err(format!("thread {id} has a bad reaction range"));
         }
         next_reaction = first + count;
+        if !(-1..=1).contains(&t.label_code) {
+            return Err(format!(
+                "thread {id} has label code {}, not -1, 0 or 1",
+                t.label_code
+            ));
+        }
+        // The loader's time window and "earliest max_cxt" rely on this order.
+        let range = &shard.reactions[first as usize..(first + count) as usize];
+        if let Some(w) = range.windows(2).find(|w| {
+            (w[0].created_at.to_native(), w[0].id.to_native())
+                > (w[1].created_at.to_native(), w[1].id.to_native())
+        }) {
+            return Err(format!(
+                "thread {id}: reaction {} is out of (created_at, id) order",
+                w[1].id.to_native()
+            ));
+        }
     }
     if next_reaction != reactions as u64 {
         return Err("reactions not covered by any thread".into());
@@ -347,6 +364,27 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
         .any(|r| ReactionKind::from_u8(r.kind).is_none())
     {
         return Err("a reaction has an unknown kind".into());
+    }
+    let rows = feature_rows(shard).unwrap_or_default();
+    const C_TYPE: usize = 26;
+    if let Some((r, _)) = shard.reactions.iter().zip(rows).find(|(r, f)| {
+        let reply = ReactionKind::from_u8(r.kind) == Some(ReactionKind::Reply);
+        f[C_TYPE] != if reply { 1.0 } else { 0.0 }
+    }) {
+        return Err(format!(
+            "reaction {}: its kind contradicts its c_type feature",
+            r.id.to_native()
+        ));
+    }
+    // Branch-free so that it vectorises: this runs over every feature of the
+    // shard when it is first used.
+    const EXPONENT: u32 = 0x7f80_0000;
+    let non_finite = rows
+        .iter()
+        .flatten()
+        .fold(false, |any, x| any | (x.to_bits() & EXPONENT == EXPONENT));
+    if non_finite {
+        return Err("a feature is not finite (NaN or infinite)".into());
     }
     let first = shard.threads.first().map_or(0, |t| t.source_id.to_native());
     let last = shard.threads.last().map_or(0, |t| t.source_id.to_native());
