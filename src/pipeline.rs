@@ -723,9 +723,11 @@ pub fn build(
 }
 
 /// Address space set aside per worker thread under a finite `RLIMIT_AS`:
-/// its stack (2 MiB), its reusable buffers and a share of the allocator's
-/// per-thread arenas.
-const ADDRESS_SPACE_PER_THREAD: u64 = 24 << 20;
+/// its stack (2 MiB) and the 64 MiB heap arena glibc reserves for a thread
+/// that allocates, twice over, because the walk's and the rumour index's
+/// pools of the same size may still be winding down when the workers start.
+/// (24 MiB per thread was measured to fail now and then under 512 MiB.)
+const ADDRESS_SPACE_PER_THREAD: u64 = 2 * (66 << 20);
 /// Address space kept free under a finite `RLIMIT_AS` for everything that
 /// is not per thread: the shard being written, the thread list, maps.
 const ADDRESS_SPACE_RESERVE: u64 = 192 << 20;
@@ -784,9 +786,16 @@ fn run_workers(
         // Threads are started with `Builder` so that an OS refusal (memory or
         // process limits) is an error, not a panic: the build goes on with the
         // workers that did start, and fails clearly if none did.
+        // The feeder first: it is one thread, and without it nothing runs.
+        let fed = std::thread::Builder::new()
+            .name("socialctx-feeder".into())
+            .spawn_scoped(scope, move || feed(list.len(), job_tx, credit_rx, stop));
         let mut started = 0;
         let mut refused = None;
         for w in 0..threads {
+            if fed.is_err() {
+                break;
+            }
             let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
             let max_file_bytes = opts.max_file_bytes;
             let spawned = std::thread::Builder::new()
@@ -826,9 +835,6 @@ fn run_workers(
         }
         drop(done_tx);
         drop(job_rx);
-        let fed = std::thread::Builder::new()
-            .name("socialctx-feeder".into())
-            .spawn_scoped(scope, move || feed(list.len(), job_tx, credit_rx, stop));
         if started == 0 || fed.is_err() {
             // Every closure that did not start was dropped with its channel
             // ends, so whatever did start winds down on its own.
