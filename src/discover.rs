@@ -183,8 +183,11 @@ type Found = Arc<Mutex<Vec<(PathBuf, u16)>>>;
 
 /// Walks `root` with `threads` threads and returns its thread directories.
 ///
-/// Hidden entries (names starting with `.`) are skipped. Unreadable
-/// directories are reported in [`Discovery::bad`], not fatal.
+/// Hidden entries (names starting with `.`) are skipped. Every directory
+/// that cannot be read or listed, at any level (the root, an event, a label,
+/// a thread), is one line in [`Discovery::bad`] with the OS error, not fatal
+/// (strict builds fail on it). A thread's tweet folders are not walked here:
+/// the workers list them and report the ones they cannot list.
 ///
 /// ```no_run
 /// let found = socialctx::discover::discover("data-samples/corpus".as_ref(), 2).unwrap();
@@ -238,16 +241,31 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
 
     let mut bad = Vec::new();
     for entry in walk {
-        if let Err(e) = entry {
-            let path = e
-                .path()
-                .map(|p| relative(root, p))
-                .unwrap_or_else(|| ".".into());
-            let reason = match e.io_error() {
-                Some(io) => format!("cannot read directory: {io}"),
-                None => format!("cannot walk: {e}"),
-            };
-            bad.push(BadInput::new(path, reason));
+        match entry {
+            Err(e) => {
+                let path = e
+                    .path()
+                    .map(|p| relative(root, p))
+                    .unwrap_or_else(|| ".".into());
+                let reason = match e.io_error() {
+                    Some(io) => format!("cannot read directory: {io}"),
+                    None => format!("cannot walk: {e}"),
+                };
+                bad.push(BadInput::new(path, reason));
+            }
+            // jwalk does not yield an `Err` for a directory it cannot list
+            // (no read permission, or `x` without `r`): it keeps the error on
+            // that directory's own entry. Without this, everything below it
+            // would vanish without a report line.
+            Ok(dir) => {
+                if let Some(e) = dir.read_children.as_ref().and_then(|rc| rc.error()) {
+                    let reason = match e.io_error() {
+                        Some(io) => format!("cannot list directory: {io}"),
+                        None => format!("cannot list directory: {e}"),
+                    };
+                    bad.push(BadInput::new(relative(root, &dir.path()), reason));
+                }
+            }
         }
     }
 
