@@ -181,6 +181,22 @@ fn name_of(path: Option<&Path>) -> String {
 
 type Found = Arc<Mutex<Vec<(PathBuf, u16)>>>;
 
+/// The walk's pool, built here rather than by jwalk: when jwalk cannot
+/// start its pool (memory or process limits) it falls back to rayon's global
+/// pool, which then panics; a pool that will not start means a serial walk.
+fn walk_parallelism(threads: usize) -> Parallelism {
+    if threads <= 1 {
+        return Parallelism::Serial;
+    }
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => Parallelism::RayonExistingPool {
+            pool: Arc::new(pool),
+            busy_timeout: None,
+        },
+        Err(_) => Parallelism::Serial,
+    }
+}
+
 /// Walks `root` with `threads` threads and returns its thread directories.
 ///
 /// Hidden entries (names starting with `.`) are skipped. Every directory
@@ -202,11 +218,7 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
     let walk = WalkDirGeneric::<((), ())>::new(root)
         .skip_hidden(true)
         .follow_links(false)
-        .parallelism(if threads <= 1 {
-            Parallelism::Serial
-        } else {
-            Parallelism::RayonNewPool(threads)
-        })
+        .parallelism(walk_parallelism(threads))
         .process_read_dir(move |_depth, dir, _state, children| {
             if !is_thread_name(dir.file_name().unwrap_or_default()) {
                 return;
