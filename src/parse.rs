@@ -5,7 +5,7 @@
 //! from the buffer (simd-json unescapes strings in place). Nothing is
 //! allocated per tweet on the success path.
 //!
-//! The field rules follow `FEATURES.md` and the reference's Python: a field
+//! The field rules follow `FEATURES.md` (repository root) and the reference's Python: a field
 //! used by a feature must be present with the right JSON type, except the ones
 //! documented as "null -> 0"; the `verified`/`geo_enabled`/
 //! `profile_use_background_image` flags use Python truthiness; ids come from

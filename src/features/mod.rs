@@ -3,7 +3,7 @@
 //! One module per family, named after where the values come from:
 //! [`user`] (0-15: the reaction's author), [`tweet`] (16-24: the reaction
 //! itself) and [`context`] (25-27: its relation to the source tweet and the
-//! author's description). `FEATURES.md` defines each value; every value is
+//! author's description). `FEATURES.md` (repository root) defines each value; every value is
 //! computed in `f64` exactly as the Python reference does and stored as the
 //! nearest `f32`.
 //!
