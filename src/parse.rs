@@ -117,10 +117,7 @@ impl TweetReader {
         // `take` caps what a huge (or endless) file can make us read.
         file.take(max_bytes + 1)
             .read_to_end(&mut self.buf)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
-                _ => format!("cannot read: {e}"),
-            })?;
+            .map_err(|e| read_reason(&e, ""))?;
         if self.buf.len() as u64 > max_bytes {
             return Err(format!(
                 "file is over the {max_bytes}-byte limit for one tweet"
@@ -169,6 +166,15 @@ impl TweetReader {
     ) -> Result<R, Reason> {
         self.load_bytes(bytes);
         self.parse(f)
+    }
+}
+
+/// The report reason for a failed read; `at` locates it in the file
+/// (e.g. `" (line 3)"`), or is empty.
+pub(crate) fn read_reason(e: &std::io::Error, at: &str) -> Reason {
+    match e.raw_os_error() {
+        Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
+        _ => format!("cannot read{at}: {e}"),
     }
 }
 

@@ -44,7 +44,7 @@ use crate::features::reliability::RumourIndex;
 use crate::features::{self, FeatureVec};
 use crate::parse::{
     DEFAULT_MAX_FILE_BYTES, Reason, SourceFields, TweetReader, open_file, reaction_fields,
-    source_fields, user_key,
+    read_reason, source_fields, user_key,
 };
 use crate::report::BadInput;
 
@@ -440,10 +440,7 @@ fn for_each_line(
     use std::io::{BufRead, Read};
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, open_file(path)?);
     let mut line = Vec::new();
-    let read_error = |n: usize, e: std::io::Error| match e.raw_os_error() {
-        Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
-        _ => format!("cannot read (line {n}): {e}"),
-    };
+    let read_error = |n: usize, e: std::io::Error| read_reason(&e, &format!(" (line {n})"));
     for n in 1.. {
         line.clear();
         let got = (&mut reader)
@@ -758,7 +755,7 @@ fn threads_that_fit(wanted: usize) -> usize {
         .map_or(0, |kb| kb * 1024);
     let free = lim.rlim_cur.saturating_sub(used + ADDRESS_SPACE_RESERVE);
     let fit = usize::try_from(free / ADDRESS_SPACE_PER_THREAD).unwrap_or(usize::MAX);
-    fit.clamp(1, wanted.max(1))
+    fit.clamp(1, wanted)
 }
 
 type Job = usize;
@@ -843,7 +840,7 @@ fn run_workers(
                 .or(refused)
                 .unwrap_or_else(|| std::io::Error::other("no worker thread started"));
             return Err(Error::ThreadSpawn {
-                wanted: threads + 1,
+                wanted: threads,
                 source,
             });
         }

@@ -216,20 +216,19 @@ fn nonsense_options_are_refused_with_clear_messages() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("c");
     build_cache(&repo("data-samples/corpus"), &cache, 2);
-    let o = example("floor")
-        .arg(repo("data-samples/corpus"))
-        .args(["--threads", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("--threads"), "{}", text(&o).1);
-    let o = example("loadbench")
-        .arg(&cache)
-        .args(["--max-cxt", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).1.contains("--max-cxt"), "{}", text(&o).1);
+    let corpus = repo("data-samples/corpus");
+    for (program, input, option) in [
+        ("floor", &corpus, "--threads"),
+        ("loadbench", &cache, "--max-cxt"),
+    ] {
+        let o = example(program)
+            .arg(input)
+            .args([option, "0"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{program} {option} 0");
+        assert!(text(&o).1.contains(option), "{}", text(&o).1);
+    }
     let o = example("stats")
         .arg(&cache)
         .arg("--split")

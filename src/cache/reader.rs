@@ -313,9 +313,9 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
             shard.features.len()
         ));
     }
-    if feature_rows(shard).is_none() {
+    let Some(rows) = feature_rows(shard) else {
         return Err("feature block is misaligned".into());
-    }
+    };
     if shard.reaction_columns.iter().any(|c| c.len() != reactions)
         || shard.thread_columns.iter().any(|c| c.len() != threads)
     {
@@ -365,11 +365,10 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
     {
         return Err("a reaction has an unknown kind".into());
     }
-    let rows = feature_rows(shard).unwrap_or_default();
-    const C_TYPE: usize = 26;
+    let c_type = crate::features::index_of("c_type").unwrap_or(NUM_FEATURES - 2);
     if let Some((r, _)) = shard.reactions.iter().zip(rows).find(|(r, f)| {
         let reply = ReactionKind::from_u8(r.kind) == Some(ReactionKind::Reply);
-        f[C_TYPE] != if reply { 1.0 } else { 0.0 }
+        f[c_type] != if reply { 1.0 } else { 0.0 }
     }) {
         return Err(format!(
             "reaction {}: its kind contradicts its c_type feature",
