@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rayon::prelude::*;
-use socialctx::discover::ReactionKind;
-use socialctx::features;
-use socialctx::parse::{SourceFields, TweetReader, reaction_fields, source_fields};
-use socialctx::timestamp::{Timestamp, parse_created_at};
+use socialctx::ReactionKind;
+use socialctx::internals::features;
+use socialctx::internals::parse::{SourceFields, TweetReader, reaction_fields, source_fields};
+use socialctx::internals::timestamp::{Timestamp, parse_created_at};
 
 /// How many reaction files to load, and at most how many per thread (for variety).
 const MAX_REACTIONS: usize = 400;

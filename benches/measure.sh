@@ -5,8 +5,8 @@
 #   bash benches/measure.sh [--big] [--rounds N] [CORPUS_DIR]
 #
 # CORPUS_DIR defaults to /tmp/socialctx-bench/pheme, generated if absent with
-# `gen_corpus --threads 6425` (PHEME-sized: ~99k replies, ~280 MB).
-# --big also measures peak RSS on a 10x corpus (gen_corpus --threads 64250,
+# `gen-corpus --threads 6425` (PHEME-sized: ~99k replies, ~280 MB).
+# --big also measures peak RSS on a 10x corpus (gen-corpus --threads 64250,
 # ~3 GB of files; needs 10 GB free). --rounds N: repetitions of each timed
 # run (default 3; the table shows medians). SOCIALCTX_ORACLE overrides the
 # path of the Python oracle (default tests/fixtures/oracle/rpdnn_oracle.py).
@@ -18,6 +18,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=/tmp/socialctx-bench
 EX=$ROOT/target/release/examples
+GEN=$ROOT/target/release/gen-corpus
 ORACLE=${SOCIALCTX_ORACLE:-$ROOT/tests/fixtures/oracle/rpdnn_oracle.py}
 THREADS=2
 ROUNDS=3
@@ -54,9 +55,9 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 gen() {
     local dir=$1 n=$2
     [[ -d $dir ]] && return 0
-    log "generating $dir (gen_corpus --threads $n)"
+    log "generating $dir (gen-corpus --threads $n)"
     rm -rf "$dir.tmp"
-    "$EX/gen_corpus" "$dir.tmp" --threads "$n" >&2 || die "gen_corpus failed"
+    "$GEN" "$dir.tmp" --threads "$n" >&2 || die "gen-corpus failed"
     mv "$dir.tmp" "$dir"
 }
 
@@ -87,11 +88,13 @@ rss_mib() {
 # --- setup -------------------------------------------------------------------
 
 started=$(date +%s)
-log "building the examples (cargo build --release --examples)"
-(cd "$ROOT" && cargo build --release --examples --quiet) || die "build failed"
-for b in gen_corpus floor precache loadbench; do
+log "building the examples and gen-corpus (cargo build --release)"
+(cd "$ROOT" && cargo build --release --examples --quiet && cargo build --release -p gen-corpus --quiet) \
+    || die "build failed"
+for b in floor precache loadbench; do
     [[ -x $EX/$b ]] || die "$EX/$b is missing after the build"
 done
+[[ -x $GEN ]] || die "$GEN is missing after the build"
 
 if [[ -z $CORPUS ]]; then
     CORPUS=$WORK/pheme

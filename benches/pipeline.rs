@@ -4,22 +4,19 @@
 //! cargo bench --bench pipeline [-- --quick]
 //! ```
 //!
-//! The corpus is made once by the `gen_corpus` example (`--threads 400
-//! --seed 2015`, about 6,000 reply files and 17 MB) under
-//! `target/socialctx-bench/` and reused by later runs. The generator binary is
-//! taken from `target/release/examples/gen_corpus` if it exists, else run with
-//! `cargo run --release --example gen_corpus`. Builds use 2 worker threads
-//! (the size of the benchmark machine) and 1 for comparison.
+//! The corpus is made once by [`gen_corpus::generate`] (400 threads, seed
+//! 2015: about 6,000 reply files and 17 MB) under `target/socialctx-bench/`
+//! and reused by later runs. Builds use 2 worker threads (the size of the
+//! benchmark machine) and 1 for comparison.
 
 use std::fs;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use socialctx::cache::LazyCache;
-use socialctx::loader::{Batch, Loader, Selection, shuffled};
-use socialctx::stats::FeatureStats;
+use socialctx::FeatureStats;
+use socialctx::LazyCache;
+use socialctx::{Batch, Loader, Selection, shuffled};
 use socialctx::{BuildOptions, Cache, NUM_FEATURES, NoProgress, build};
 
 const GEN_THREADS: u32 = 400;
@@ -44,42 +41,15 @@ fn corpus() -> PathBuf {
     let _ = fs::remove_dir_all(&dir);
     let _ = fs::remove_file(&marker);
     fs::create_dir_all(bench_dir()).expect("create target/socialctx-bench");
-    let args = [
-        tmp.to_str().expect("UTF-8 path").to_owned(),
-        "--threads".into(),
-        GEN_THREADS.to_string(),
-        "--seed".into(),
-        GEN_SEED.to_string(),
-    ];
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/gen_corpus");
-    let mut cmd = if bin.is_file() {
-        Command::new(&bin)
-    } else {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args([
-            "run",
-            "--quiet",
-            "--release",
-            "--example",
-            "gen_corpus",
-            "--",
-        ]);
-        c.current_dir(env!("CARGO_MANIFEST_DIR"));
-        c
-    };
-    let out = cmd.args(&args).output().expect("run gen_corpus");
-    assert!(
-        out.status.success(),
-        "gen_corpus failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut gen_opts = gen_corpus::Options::new(GEN_THREADS.into());
+    gen_opts.seed = GEN_SEED;
+    let stats = gen_corpus::generate(&tmp, &gen_opts).unwrap_or_else(|e| panic!("gen_corpus: {e}"));
     fs::rename(&tmp, &dir).expect("move the generated corpus into place");
-    fs::write(&marker, &out.stdout).expect("write the corpus marker");
+    fs::write(&marker, stats.to_json()).expect("write the corpus marker");
     eprintln!(
         "pipeline bench: generated {} : {}",
         dir.display(),
-        String::from_utf8_lossy(&out.stdout).trim()
+        stats.to_json()
     );
     dir
 }
@@ -98,10 +68,7 @@ fn corpus_bytes(dir: &Path) -> u64 {
 }
 
 fn opts(threads: usize) -> BuildOptions {
-    BuildOptions {
-        threads,
-        ..BuildOptions::default()
-    }
+    BuildOptions::default().threads(threads)
 }
 
 fn bench_build(c: &mut Criterion) {
@@ -122,7 +89,7 @@ fn bench_build(c: &mut Criterion) {
 /// A cache of the generated corpus, built once for the open and loader benches.
 fn built_cache() -> PathBuf {
     let cache = bench_dir().join("bench-read-cache");
-    let summary = build(&corpus(), &cache, &opts(2), &NoProgress).expect("build");
+    let summary = build(corpus(), &cache, &opts(2), &NoProgress).expect("build");
     eprintln!(
         "pipeline bench: cache of {} threads, {} reactions, {} shard(s)",
         summary.manifest.threads,

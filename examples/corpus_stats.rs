@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde::Serialize;
 use socialctx::Cache;
-use socialctx::discover::ReactionKind;
+use socialctx::ReactionKind;
 
 /// Print per-event, per-label corpus statistics of a cache: threads, and
 /// replies and retweets per thread (total, min, max, mean, sample std,

@@ -42,10 +42,9 @@ fn main() -> ExitCode {
         }
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
-    let opts = DumpOptions {
-        retweets: args.retweets,
-        extended: args.extended,
-    };
+    let opts = DumpOptions::default()
+        .retweets(args.retweets)
+        .extended(args.extended);
     match write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         // `dump | head` is fine.

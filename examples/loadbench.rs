@@ -17,10 +17,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use socialctx::cache::LazyCache;
-use socialctx::loader::{Batch, Kinds, Loader, Selection};
-use socialctx::splits::Split;
-use socialctx::stats::FeatureStats;
+use socialctx::FeatureStats;
+use socialctx::LazyCache;
+use socialctx::Split;
+use socialctx::{Batch, Kinds, Loader, Selection};
 
 /// Time one epoch of padded, masked (optionally normalised) batches from a
 /// cache, against the time to merely zero-fill the same buffers.

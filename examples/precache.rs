@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use socialctx::pipeline::{BuildOptions, Progress, build};
-use socialctx::report::write_jsonl;
+use socialctx::internals::write_jsonl;
+use socialctx::{BuildOptions, Progress, build};
 
 const SAMPLE_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data-samples/corpus");
 const DEFAULT_CACHE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/socialctx-cache");
@@ -51,7 +51,7 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Skip tweet files larger than this many bytes
-    #[arg(long, value_name = "BYTES", default_value_t = socialctx::parse::DEFAULT_MAX_FILE_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = socialctx::internals::parse::DEFAULT_MAX_FILE_BYTES)]
     max_file_bytes: u64,
     /// Cap on one shard file, in MiB
     #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -96,15 +96,14 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let corpus = args.corpus.unwrap_or_else(|| SAMPLE_CORPUS.into());
     let cache = args.cache.unwrap_or_else(|| DEFAULT_CACHE.into());
-    let opts = BuildOptions {
-        threads: args
-            .threads
-            .map_or(BuildOptions::default().threads, usize::from),
-        strict: args.strict,
-        max_file_bytes: args.max_file_bytes,
-        shard_bytes: (args.shard_mib * 1024 * 1024) as usize,
-        extended: !args.no_extended,
-    };
+    let mut opts = BuildOptions::default()
+        .strict(args.strict)
+        .max_file_bytes(args.max_file_bytes)
+        .shard_bytes((args.shard_mib * 1024 * 1024) as usize)
+        .extended(!args.no_extended);
+    if let Some(n) = args.threads {
+        opts = opts.threads(usize::from(n));
+    }
 
     let bar = if args.quiet {
         ProgressBar::hidden()

@@ -10,9 +10,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use socialctx::Cache;
-use socialctx::loader::{Kinds, Selection};
-use socialctx::splits::Split;
-use socialctx::stats::FeatureStats;
+use socialctx::FeatureStats;
+use socialctx::Split;
+use socialctx::{Kinds, Selection};
 
 /// Per-feature count, mean, population std (ddof 0), min and max over the
 /// cache's replies (or replies and retweets), optionally restricted to the

@@ -10,9 +10,8 @@
 
 use std::io::{self, Write};
 
-use crate::cache::{Cache, ThreadView};
-use crate::discover::ReactionKind;
-use crate::features::REACTION_COLUMNS;
+use crate::read::{Cache, ThreadView};
+use crate::schema::{Annotated, REACTION_COLUMNS, ReactionKind, Veracity};
 
 /// Writes `x` so that parsing the text as f64 and rounding to f32 gives `x`
 /// back, in Python's style (`1.0`, `0.25`, `1e-07`).
@@ -48,7 +47,13 @@ fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
 }
 
 /// What [`write_thread`] prints.
+///
+/// ```
+/// let opts = socialctx::dump::DumpOptions::default().retweets(true);
+/// assert!(opts.retweets && !opts.extended);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DumpOptions {
     /// Include retweets (the oracle's `--retweets`).
     pub retweets: bool,
@@ -59,9 +64,23 @@ pub struct DumpOptions {
     pub extended: bool,
 }
 
-fn write_code<W: Write>(w: &mut W, v: Option<f32>, names: &[(f32, &str)]) -> io::Result<()> {
-    match v.and_then(|v| names.iter().find(|(c, _)| *c == v)) {
-        Some((_, name)) => write!(w, "\"{name}\""),
+impl DumpOptions {
+    /// Sets [`retweets`](Self::retweets).
+    pub fn retweets(mut self, yes: bool) -> Self {
+        self.retweets = yes;
+        self
+    }
+
+    /// Sets [`extended`](Self::extended).
+    pub fn extended(mut self, yes: bool) -> Self {
+        self.extended = yes;
+        self
+    }
+}
+
+fn write_code<W: Write>(w: &mut W, name: Option<&str>) -> io::Result<()> {
+    match name {
+        Some(name) => write!(w, "\"{name}\""),
         None => w.write_all(b"null"),
     }
 }
@@ -73,35 +92,22 @@ pub fn write_thread<W: Write>(
     t: &ThreadView<'_>,
     opts: DumpOptions,
 ) -> io::Result<()> {
-    use crate::features::labels::*;
     write!(w, "{{\"source_id\": \"{}\", \"label\": ", t.source_id())?;
     write_str(w, t.label())?;
     if opts.extended {
         w.write_all(b", \"event\": ")?;
         write_str(w, t.event())?;
-        let codes: [(&str, &[(f32, &str)]); 2] = [
-            (
-                "veracity",
-                &[
-                    (VERACITY_FALSE, "false"),
-                    (VERACITY_TRUE, "true"),
-                    (VERACITY_UNVERIFIED, "unverified"),
-                ],
-            ),
-            (
-                "annotated_rumour",
-                &[
-                    (ANNOTATED_RUMOUR, "rumour"),
-                    (ANNOTATED_NON_RUMOUR, "nonrumour"),
-                    (ANNOTATED_UNCLEAR, "unclear"),
-                ],
-            ),
-        ];
-        for (column, names) in codes {
-            write!(w, ", \"{column}\": ")?;
-            let value = cache.thread_column(column).and_then(|c| t.thread_value(c));
-            write_code(w, value, names)?;
-        }
+        let value = |column| cache.thread_column(column).and_then(|c| t.thread_value(c));
+        w.write_all(b", \"veracity\": ")?;
+        write_code(
+            w,
+            value("veracity")
+                .and_then(Veracity::from_code)
+                .map(Veracity::as_str),
+        )?;
+        w.write_all(b", \"annotated_rumour\": ")?;
+        let annotated = value("annotated_rumour").and_then(Annotated::from_code);
+        write_code(w, annotated.map(Annotated::as_str))?;
     }
     w.write_all(b", \"reactions\": [")?;
     let columns: Vec<(&str, &[f32])> = if opts.extended {
@@ -154,14 +160,7 @@ pub fn write_thread<W: Write>(
 
 /// Writes every thread of `cache` as oracle lines; retweets only if `retweets`.
 pub fn write_cache<W: Write>(w: &mut W, cache: &Cache, retweets: bool) -> io::Result<()> {
-    write_cache_with(
-        w,
-        cache,
-        DumpOptions {
-            retweets,
-            extended: false,
-        },
-    )
+    write_cache_with(w, cache, DumpOptions::default().retweets(retweets))
 }
 
 /// Writes every thread of `cache` as oracle lines, with `opts`.

@@ -1,19 +1,43 @@
-//! Typed errors for building and reading a feature cache.
+//! Typed errors, one type per operation, each naming the file or directory
+//! it is about and saying why in plain words, so that a nightly job's log is
+//! enough to act on:
 //!
-//! Every variant names the file or directory it is about and says why in plain
-//! words, so that a nightly job's log is enough to act on. Bad *input* (a
-//! broken tweet file) is not an error in lenient mode: it becomes a
-//! [`BadInput`](crate::report::BadInput) line in the report instead.
+//! - [`BuildError`]: what stops [`build`](crate::build);
+//! - [`OpenError`]: what makes a cache unreadable ([`Cache::open`](crate::Cache::open),
+//!   and every access of a [`LazyCache`](crate::LazyCache));
+//! - [`LoadError`]: what stops training-time reads (batches, splits,
+//!   statistics), a cache that turns out unreadable included.
+//!
+//! [`Error`] holds any of them, for callers that do several operations and
+//! use `?`. Bad *input* (a broken tweet file) is not an error in lenient mode:
+//! it becomes a [`BadInput`](crate::BadInput) line in the report instead.
 
 use std::io;
 use std::path::PathBuf;
 
-/// Result alias used throughout the crate.
+/// Result alias, [`Error`] by default.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything that can stop a build or make a cache unreadable.
+/// Any error of this crate: what callers doing several operations with `?`
+/// hold. It displays as the error it wraps.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
+    /// A build failed.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// A cache could not be opened or read.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A training-time read failed.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Everything that can stop a build. Any existing cache is then left as it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
     /// An I/O operation on `path` failed.
     #[error("{path}: {source}")]
     Io {
@@ -50,7 +74,7 @@ pub enum Error {
     #[error("bad input (strict mode): {path}: {reason}")]
     StrictBadInput {
         /// Path relative to the corpus root.
-        path: String,
+        path: PathBuf,
         /// Why the input was rejected.
         reason: String,
     },
@@ -64,6 +88,59 @@ pub enum Error {
         cache: PathBuf,
         /// The lock file.
         lock: PathBuf,
+    },
+
+    /// A thread in the build was larger than one shard can hold.
+    #[error("{path}: thread is too large for one cache shard ({bytes} bytes)")]
+    ThreadTooLarge {
+        /// Thread directory, relative to the corpus root.
+        path: PathBuf,
+        /// Its estimated archived size.
+        bytes: u64,
+    },
+
+    /// The operating system would not start even one worker thread (memory
+    /// or process limits such as `ulimit -v` or `ulimit -u`).
+    #[error("cannot start worker threads ({wanted} wanted): {source}; try fewer with --threads")]
+    ThreadSpawn {
+        /// How many were asked for.
+        wanted: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+
+    /// A bug: a worker thread panicked. The build is abandoned.
+    #[error("internal error while processing {path}: {message}")]
+    Internal {
+        /// What was being processed.
+        path: PathBuf,
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl BuildError {
+    /// Wraps an [`io::Error`] with the path it is about.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        BuildError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Everything that makes a cache unreadable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// An I/O operation on `path` failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory the operation was about.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
     },
 
     /// The cache directory (or its manifest) does not exist.
@@ -91,14 +168,44 @@ pub enum Error {
         /// Version this library reads and writes.
         expected: u32,
     },
+}
 
-    /// A thread in the build was larger than one shard can hold.
-    #[error("{path}: thread is too large for one cache shard ({bytes} bytes)")]
-    ThreadTooLarge {
-        /// Thread directory, relative to the corpus root.
-        path: String,
-        /// Its estimated archived size.
-        bytes: u64,
+impl OpenError {
+    /// Wraps an [`io::Error`] with the path it is about.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        OpenError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl OpenError {
+    /// A [`OpenError::Corrupt`] for `path`.
+    pub fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        OpenError::Corrupt {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Everything that can stop a training-time read: a batch, a split, statistics.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The cache (or one of its files, validated on first use) is unreadable.
+    #[error(transparent)]
+    Cache(#[from] OpenError),
+
+    /// An I/O operation on `path` failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory the operation was about.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
     },
 
     /// A batch was asked to hold more threads than its buffers have room for.
@@ -141,41 +248,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-
-    /// The operating system would not start even one worker thread (memory
-    /// or process limits such as `ulimit -v` or `ulimit -u`).
-    #[error("cannot start worker threads ({wanted} wanted): {source}; try fewer with --threads")]
-    ThreadSpawn {
-        /// How many were asked for.
-        wanted: usize,
-        /// The OS error.
-        source: io::Error,
-    },
-
-    /// A bug: a worker thread panicked. The build is abandoned.
-    #[error("internal error while processing {path}: {message}")]
-    Internal {
-        /// What was being processed.
-        path: String,
-        /// The panic message.
-        message: String,
-    },
 }
 
-impl Error {
+impl LoadError {
     /// Wraps an [`io::Error`] with the path it is about.
     pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
-        Error::Io {
+        LoadError::Io {
             path: path.into(),
             source,
-        }
-    }
-
-    /// A [`Error::Corrupt`] for `path`.
-    pub fn corrupt(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        Error::Corrupt {
-            path: path.into(),
-            reason: reason.into(),
         }
     }
 }

@@ -4,50 +4,69 @@
 //! of RPDNN (rumour detection) for PHEME-style Twitter corpora, computed in
 //! one parallel pass and stored in a zero-copy, memory-mapped cache.
 //!
-//! The stages, one module each:
+//! The crate has a build half and a read half that meet only at the on-disk
+//! format (see `ARCHITECTURE.md`):
 //!
-//! | module | stage |
+//! | you want to | use |
 //! |---|---|
-//! | [`discover`] | find thread directories (parallel walk) |
-//! | [`parse`] | read tweet files into borrowed fields (simd-json) |
-//! | [`timestamp`], [`pytext`] | Python-exact timestamps and text classes |
-//! | [`features`] | the 28 features: [`features::user`], [`features::tweet`], [`features::context`] |
-//! | [`pipeline`] | worker pool and ordered writer |
-//! | [`cache`] | shard writer, atomic publish, validated zero-copy reader |
-//! | [`report`] | the bad-input report |
-//! | [`dump`] | the oracle's JSON Lines format |
-//! | [`loader`], [`stats`], [`splits`] | training-time batches, normalisation statistics, split files |
+//! | build a cache from a corpus | [`build`] with [`BuildOptions`] (and a [`Progress`]) |
+//! | open it, every file checked | [`Cache::open`] → [`ThreadView`], [`ReactionView`] |
+//! | open it in microseconds, files checked on first use | [`LazyCache::open`] → [`NumView`] |
+//! | padded, masked, normalised batches | [`Loader`] + [`Selection`] into a [`Batch`] |
+//! | normalisation statistics | [`FeatureStats`], [`Normalizer`] |
+//! | RPDNN's split files | [`Split`] |
+//! | the oracle's JSON Lines | [`dump`] |
+//! | what the features are | [`Feature`], [`FEATURE_NAMES`]; the contract is `FEATURES.md` |
 //!
 //! ```no_run
-//! use socialctx::{build, BuildOptions, Cache, NoProgress};
-//! build("data-samples/corpus".as_ref(), "target/cache".as_ref(), &BuildOptions::default(), &NoProgress)?;
-//! let cache = Cache::open("target/cache".as_ref())?;
+//! use socialctx::{build, BuildOptions, Cache, Feature, NoProgress};
+//! build("data-samples/corpus", "target/cache", &BuildOptions::default(), &NoProgress)?;
+//! let cache = Cache::open("target/cache")?;
 //! let thread = cache.iter().next().unwrap();
 //! let rows: &[[f32; 28]] = thread.features();
+//! println!("first reply {} minutes after the source", rows[0][Feature::TDiff]);
 //! # Ok::<(), socialctx::Error>(())
 //! ```
 
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
-pub mod cache;
-pub mod discover;
+mod build;
 pub mod dump;
-pub mod error;
-pub mod features;
-pub mod loader;
-pub mod parse;
-pub mod pipeline;
-pub mod pytext;
-pub mod report;
-pub mod splits;
-pub mod stats;
-pub mod timestamp;
+mod error;
+mod format;
+mod read;
+mod schema;
+mod train;
 
-pub use cache::Cache;
-pub use error::{Error, Result};
-pub use features::{FEATURE_NAMES, FeatureVec, NUM_FEATURES};
-pub use pipeline::{BuildOptions, BuildSummary, NoProgress, Progress, build};
-pub use report::BadInput;
+pub use build::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
+pub use error::{BuildError, Error, LoadError, OpenError, Result};
+pub use format::FORMAT_VERSION;
+pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
+pub use format::report::BadInput;
+pub use read::{Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView};
+pub use schema::{
+    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
+    ReactionKind, THREAD_COLUMNS, Veracity,
+};
+pub use train::loader::{Batch, EmptyThreads, Loader, shuffle, shuffled};
+pub use train::selection::{Kinds, Selection};
+pub use train::splits::{ResolvedSplit, Split};
+pub use train::stats::{FeatureStats, Normalizer};
+
+/// Internals for this repository's benchmarks, fuzz targets and tests: the
+/// build's stages and the format's records. Not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::build::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
+    pub use crate::build::{discover, features, parse, pytext, timestamp};
+    pub use crate::format::footer::{self, Footer};
+    pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
+    pub use crate::format::report::{read_jsonl, write_jsonl};
+    pub use crate::format::{
+        ArchivedShard, ArchivedTextShard, DEFAULT_SHARD_BYTES, FORMAT_NAME, ReactionRecord, Shard,
+        Span, TextShard, ThreadRecord,
+    };
+}
 
 /// The README's Rust examples, compiled as doctests so that they stay true.
 #[cfg(doctest)]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::{Value, json};
-use socialctx::pipeline::{BuildOptions, NoProgress, build};
-use socialctx::{Cache, Error};
+use socialctx::{BuildError, Cache};
+use socialctx::{BuildOptions, NoProgress, build};
 
 const THREAD: &str = "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours/552783238415265792";
 
@@ -252,12 +252,9 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
         &vec![b' '; 2 * 1024 * 1024],
     );
 
-    let opts = BuildOptions {
-        max_file_bytes: 1024 * 1024,
-        ..BuildOptions::default()
-    };
-    let summary = build(&c.root, &c.out(), &opts, &NoProgress).unwrap();
-    let cache = Cache::open(&c.out()).unwrap();
+    let opts = BuildOptions::default().max_file_bytes(1024 * 1024);
+    let summary = build(&c.root, c.out(), &opts, &NoProgress).unwrap();
+    let cache = Cache::open(c.out()).unwrap();
     assert_eq!(cache.len(), 1);
     let t = cache.get(100).unwrap();
     assert_eq!(t.reaction_count(), 2, "the two good reactions are kept");
@@ -314,11 +311,8 @@ fn every_bad_reaction_is_skipped_and_reported_and_the_rest_kept() {
 fn size_cap_gives_a_clear_reason() {
     let c = Corpus::new();
     c.reaction("a.json", &real_tweet());
-    let opts = BuildOptions {
-        max_file_bytes: 100,
-        ..BuildOptions::default()
-    };
-    let summary = build(&c.root, &c.out(), &opts, &NoProgress).unwrap();
+    let opts = BuildOptions::default().max_file_bytes(100);
+    let summary = build(&c.root, c.out(), &opts, &NoProgress).unwrap();
     // The source tweet is over the cap too: the whole thread is skipped.
     assert_eq!(summary.report.len(), 1);
     assert_eq!(summary.report[0].path, "ev/rumours/100");
@@ -358,7 +352,7 @@ fn bad_or_missing_source_skips_the_thread_only() {
     c.raw(&c.root.join("ev/rumours/600/reactions/1.json"), b"{}");
 
     let summary = c.build();
-    let cache = Cache::open(&c.out()).unwrap();
+    let cache = Cache::open(c.out()).unwrap();
     let ids: Vec<u64> = cache.iter().map(|t| t.source_id()).collect();
     assert_eq!(ids, vec![100, 500]);
     assert_eq!(cache.get(500).unwrap().reaction_count(), 0);
@@ -386,7 +380,7 @@ fn duplicate_source_ids_are_reported_not_merged() {
         &serde_json::to_vec(&real_source()).unwrap(),
     );
     let summary = c.build();
-    let cache = Cache::open(&c.out()).unwrap();
+    let cache = Cache::open(c.out()).unwrap();
     assert_eq!(cache.len(), 1);
     assert_eq!(
         cache.get(100).unwrap().label(),
@@ -409,13 +403,13 @@ fn strict_stops_at_the_first_bad_input_and_keeps_the_old_cache() {
         .collect();
 
     c.raw(&c.thread(100).join("reactions/b.json"), b"{");
-    let opts = BuildOptions {
-        strict: true,
-        ..BuildOptions::default()
-    };
-    match build(&c.root, &c.out(), &opts, &NoProgress) {
-        Err(Error::StrictBadInput { path, reason }) => {
-            assert_eq!(path, "ev/rumours/100/reactions/b.json");
+    let opts = BuildOptions::default().strict(true);
+    match build(&c.root, c.out(), &opts, &NoProgress) {
+        Err(BuildError::StrictBadInput { path, reason }) => {
+            assert_eq!(
+                path,
+                std::path::Path::new("ev/rumours/100/reactions/b.json")
+            );
             assert!(reason.contains("JSON"), "{reason}");
         }
         other => panic!("expected a strict-mode error, got {other:?}"),
@@ -442,29 +436,32 @@ fn corpus_errors_are_clear() {
     let missing = tmp.path().join("missing");
     let err = build(
         &missing,
-        &tmp.path().join("c"),
+        tmp.path().join("c"),
         &BuildOptions::default(),
         &NoProgress,
     )
     .unwrap_err();
-    assert!(matches!(err, Error::CorpusMissing(_)), "{err}");
+    assert!(matches!(err, BuildError::CorpusMissing(_)), "{err}");
 
     let empty = tmp.path().join("empty");
     fs::create_dir(&empty).unwrap();
     fs::write(empty.join("readme.txt"), "x").unwrap();
     let err = build(
         &empty,
-        &tmp.path().join("c"),
+        tmp.path().join("c"),
         &BuildOptions::default(),
         &NoProgress,
     )
     .unwrap_err();
-    assert!(matches!(err, Error::EmptyCorpus(_)), "{err}");
+    assert!(matches!(err, BuildError::EmptyCorpus(_)), "{err}");
 
     let c = Corpus::new();
     let inside = c.root.join("ev/cache");
     let err = build(&c.root, &inside, &BuildOptions::default(), &NoProgress).unwrap_err();
-    assert!(matches!(err, Error::OutputInsideCorpus { .. }), "{err}");
+    assert!(
+        matches!(err, BuildError::OutputInsideCorpus { .. }),
+        "{err}"
+    );
     assert!(!inside.exists());
 }
 
@@ -475,7 +472,7 @@ fn symlink_loops_do_not_hang_the_walk() {
     std::os::unix::fs::symlink(&c.root, c.root.join("ev/loop")).unwrap();
     std::os::unix::fs::symlink("reactions", c.thread(100).join("replies")).unwrap();
     let summary = c.build();
-    let cache = Cache::open(&c.out()).unwrap();
+    let cache = Cache::open(c.out()).unwrap();
     assert_eq!(cache.len(), 1);
     // `replies` -> `reactions`: the same files seen twice, both kept as replies
     // (the reference reads both folders too).
@@ -514,7 +511,7 @@ fn stray_files_non_utf8_names_and_deep_json() {
     c.raw(&reactions.join("deep-object.json"), deep_obj.as_bytes());
 
     let summary = c.build();
-    let cache = Cache::open(&c.out()).unwrap();
+    let cache = Cache::open(c.out()).unwrap();
     let t = cache.get(100).unwrap();
     assert_eq!(
         t.reaction_count(),

@@ -7,9 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use socialctx::cache::{CacheWriter, MANIFEST_FILE, WriterOptions};
-use socialctx::discover::ReactionKind;
-use socialctx::{Cache, Error};
+use socialctx::ReactionKind;
+use socialctx::internals::{CacheWriter, MANIFEST_FILE, WriterOptions};
+use socialctx::{BuildError, Cache, OpenError};
 
 fn golden() -> PathBuf {
     repo("tests/fixtures/golden/corpus")
@@ -166,9 +166,7 @@ fn refuses_to_replace_a_directory_that_is_not_a_cache() {
     let out = tmp.path().join("precious");
     fs::create_dir(&out).unwrap();
     fs::write(out.join("thesis.tex"), "do not delete").unwrap();
-    let err = CacheWriter::create(&out, WriterOptions::default())
-        .err()
-        .expect("refused");
+    let err = CacheWriter::create(&out, WriterOptions::default()).expect_err("refused");
     assert!(err.to_string().contains("not a socialctx cache"), "{err}");
     assert_eq!(
         fs::read_to_string(out.join("thesis.tex")).unwrap(),
@@ -181,10 +179,8 @@ fn a_second_writer_fails_clearly_while_the_first_holds_the_lock() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("cache");
     let first = CacheWriter::create(&out, WriterOptions::default()).unwrap();
-    let err = CacheWriter::create(&out, WriterOptions::default())
-        .err()
-        .expect("locked");
-    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    let err = CacheWriter::create(&out, WriterOptions::default()).expect_err("locked");
+    assert!(matches!(err, BuildError::Locked { .. }), "{err}");
     let tmpdir = first.temp_dir().to_path_buf();
     assert!(tmpdir.is_dir());
     drop(first);
@@ -206,14 +202,14 @@ fn small_cache(dir: &Path) -> PathBuf {
 
 fn expect_corrupt(dir: &Path, file: &str) {
     match Cache::open(dir) {
-        Err(Error::Corrupt { path, reason }) => {
+        Err(OpenError::Corrupt { path, reason }) => {
             assert!(
                 path.ends_with(file),
                 "error names {file}: got {} ({reason})",
                 path.display()
             )
         }
-        Err(Error::UnsupportedVersion { path, .. }) => assert!(path.ends_with(file)),
+        Err(OpenError::UnsupportedVersion { path, .. }) => assert!(path.ends_with(file)),
         Err(e) => panic!("expected a corrupt-cache error for {file}, got {e}"),
         Ok(_) => panic!("damaged {file} was accepted"),
     }
@@ -265,7 +261,7 @@ fn truncated_or_missing_shards_are_detected() {
     let shard = out.join("shard-00000.rkyv");
     fs::remove_file(&shard).unwrap();
     match Cache::open(&out) {
-        Err(Error::Io { path, .. }) => assert!(path.ends_with("shard-00000.rkyv")),
+        Err(OpenError::Io { path, .. }) => assert!(path.ends_with("shard-00000.rkyv")),
         other => panic!("expected an I/O error naming the shard, got {other:?}"),
     }
 }
@@ -287,7 +283,7 @@ fn manifest_damage_and_mismatches_are_detected() {
     edit_manifest(&out, |v| v["format_version"] = 99.into());
     assert!(matches!(
         Cache::open(&out),
-        Err(Error::UnsupportedVersion { found: 99, .. })
+        Err(OpenError::UnsupportedVersion { found: 99, .. })
     ));
     restore();
 
@@ -320,14 +316,14 @@ fn manifest_damage_and_mismatches_are_detected() {
     expect_corrupt(&out, "report.jsonl");
 
     assert!(matches!(
-        Cache::open(&tmp.path().join("nope")),
-        Err(Error::CacheMissing(_))
+        Cache::open(tmp.path().join("nope")),
+        Err(OpenError::CacheMissing(_))
     ));
 }
 
 #[test]
 fn lazy_open_validates_each_shard_on_first_use() {
-    use socialctx::cache::LazyCache;
+    use socialctx::LazyCache;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("c");
     build_cache(&golden(), &out, 2);
@@ -335,7 +331,7 @@ fn lazy_open_validates_each_shard_on_first_use() {
     let n = eager.manifest().shards.len();
     assert!(n >= 3);
     // Damage the last shard only.
-    let last = out.join(&eager.manifest().shards[n - 1].file);
+    let last = out.join(&eager.manifest().shards[n - 1].numbers.file);
     let first_of_last = eager.manifest().shards[n - 1].first_source_id;
     let first_id = eager.thread(0).unwrap().source_id();
     drop(eager);
@@ -351,7 +347,7 @@ fn lazy_open_validates_each_shard_on_first_use() {
     assert_eq!(t.source_id(), first_id);
     for _ in 0..2 {
         match lazy.get(first_of_last) {
-            Err(Error::Corrupt { path, .. }) => assert_eq!(path, last),
+            Err(OpenError::Corrupt { path, .. }) => assert_eq!(path, last),
             other => panic!(
                 "damaged shard must fail on use, got {:?}",
                 other.map(|o| o.is_some())
@@ -359,17 +355,17 @@ fn lazy_open_validates_each_shard_on_first_use() {
         }
     }
     assert!(lazy.validate_all().is_err());
-    assert!(matches!(Cache::open(&out), Err(Error::Corrupt { .. })));
+    assert!(matches!(Cache::open(&out), Err(OpenError::Corrupt { .. })));
 }
 
 #[test]
 fn lazy_validation_does_not_memoise_transient_io_errors() {
-    use socialctx::cache::LazyCache;
+    use socialctx::LazyCache;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("c");
     build_cache(&golden(), &out, 2);
     let eager = Cache::open(&out).unwrap();
-    let shard = out.join(&eager.manifest().shards[0].file);
+    let shard = out.join(&eager.manifest().shards[0].numbers.file);
     let first_id = eager.thread(0).unwrap().source_id();
     drop(eager);
 
@@ -378,7 +374,7 @@ fn lazy_validation_does_not_memoise_transient_io_errors() {
     let aside = tmp.path().join("aside");
     fs::rename(&shard, &aside).unwrap();
     match lazy.get(first_id) {
-        Err(Error::Io { path, .. }) => assert_eq!(path, shard),
+        Err(OpenError::Io { path, .. }) => assert_eq!(path, shard),
         other => panic!(
             "missing file is an I/O error, got {:?}",
             other.map(|o| o.is_some())
@@ -479,12 +475,12 @@ fn a_cache_parked_by_an_interrupted_fallback_publish_is_restored() {
 /// be a plain name inside the cache (not `/dev/zero`).
 #[test]
 fn only_regular_files_inside_the_cache_are_opened() {
-    use socialctx::cache::LazyCache;
+    use socialctx::LazyCache;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("c");
     build_cache(&golden(), &out, 2);
     let original = Cache::open(&out).unwrap();
-    let shard = original.manifest().shards[0].file.clone();
+    let shard = original.manifest().shards[0].numbers.file.clone();
     let first_id = original.thread(0).unwrap().source_id();
     drop(original);
 
@@ -516,7 +512,7 @@ fn only_regular_files_inside_the_cache_are_opened() {
         .expect("opening a cache with a FIFO in it must not block");
     for (name, path, eager, lazy) in outcomes {
         match eager {
-            Err(Error::Corrupt { path: p, reason }) => {
+            Err(OpenError::Corrupt { path: p, reason }) => {
                 assert_eq!(p, path);
                 assert!(reason.contains("not a regular file"), "{name}: {reason}");
             }
@@ -534,7 +530,7 @@ fn only_regular_files_inside_the_cache_are_opened() {
     v["report"]["file"] = "/dev/zero".into();
     fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
     match Cache::open(&out) {
-        Err(Error::Corrupt { reason, .. }) => {
+        Err(OpenError::Corrupt { reason, .. }) => {
             assert!(reason.contains("not a plain file name"), "{reason}")
         }
         other => panic!("expected Corrupt, got {:?}", other.map(|_| ())),
@@ -543,22 +539,23 @@ fn only_regular_files_inside_the_cache_are_opened() {
 
 /// Re-serialises shard 0's numbers after `edit`, with a valid footer and
 /// manifest entry: a crafted cache whose checksums all agree.
-fn rewrite_numbers(out: &Path, edit: impl FnOnce(&mut socialctx::cache::Shard)) {
-    use socialctx::cache::{FOOTER_LEN, FORMAT_VERSION, SHARD_MAGIC, Shard};
+fn rewrite_numbers(out: &Path, edit: impl FnOnce(&mut socialctx::internals::Shard)) {
+    use socialctx::FORMAT_VERSION;
+    use socialctx::internals::{Shard, footer};
     let m_path = out.join(MANIFEST_FILE);
     let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&m_path).unwrap()).unwrap();
     let file = out.join(m["shards"][0]["file"].as_str().unwrap());
     let bytes = fs::read(&file).unwrap();
     let mut archive = rkyv::util::AlignedVec::<16>::new();
-    archive.extend_from_slice(&bytes[..bytes.len() - FOOTER_LEN]);
+    archive.extend_from_slice(&bytes[..bytes.len() - footer::LEN]);
     let mut shard: Shard = rkyv::from_bytes::<Shard, rkyv::rancor::Error>(&archive).unwrap();
     edit(&mut shard);
     let mut new = rkyv::to_bytes::<rkyv::rancor::Error>(&shard)
         .unwrap()
         .to_vec();
     let sum = xxhash_rust::xxh3::xxh3_64(&new);
-    let mut footer = [0u8; FOOTER_LEN];
-    footer[..8].copy_from_slice(&SHARD_MAGIC);
+    let mut footer = [0u8; footer::LEN];
+    footer[..8].copy_from_slice(&footer::MAGIC);
     footer[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     footer[16..24].copy_from_slice(&(new.len() as u64).to_le_bytes());
     footer[24..32].copy_from_slice(&sum.to_le_bytes());
@@ -573,7 +570,7 @@ fn rewrite_numbers(out: &Path, edit: impl FnOnce(&mut socialctx::cache::Shard)) 
 /// even when every checksum agrees (a crafted cache).
 #[test]
 fn crafted_shards_that_break_reader_invariants_are_refused() {
-    use socialctx::cache::LazyCache;
+    use socialctx::LazyCache;
     let tmp = tempfile::tempdir().unwrap();
     let clean = tmp.path().join("clean");
     build_cache(&golden(), &clean, 2);
@@ -595,7 +592,7 @@ fn crafted_shards_that_break_reader_invariants_are_refused() {
     };
     drop(cache);
 
-    type Edit = Box<dyn FnOnce(&mut socialctx::cache::Shard)>;
+    type Edit = Box<dyn FnOnce(&mut socialctx::internals::Shard)>;
     let cases: Vec<(&str, Edit, &str)> = vec![
         ("unedited", Box::new(|_| {}), ""),
         (
@@ -638,7 +635,7 @@ fn crafted_shards_that_break_reader_invariants_are_refused() {
             LazyCache::open(&out).and_then(|c| c.numbers(pos).map(|_| ())),
         ] {
             match result {
-                Err(Error::Corrupt { reason, .. }) => {
+                Err(OpenError::Corrupt { reason, .. }) => {
                     assert!(reason.contains(expected), "{name}: {reason}")
                 }
                 other => panic!("{name}: expected Corrupt, got {other:?}"),

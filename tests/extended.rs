@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::Value;
-use socialctx::cache::Cache;
+use socialctx::Cache;
 use socialctx::dump::{DumpOptions, write_cache_with};
-use socialctx::features::labels::*;
-use socialctx::pipeline::{BuildOptions, NoProgress, build};
+use socialctx::{Annotated, Veracity};
+use socialctx::{BuildOptions, NoProgress, build};
 
 fn cache_of(corpus: &str, tmp: &Path) -> Cache {
     let out = tmp.join("c");
@@ -52,25 +52,30 @@ fn depth_and_labels_on_pheme_veracity() {
         assert!(value(&cache, sid, id, "depth").is_nan(), "{id}");
     }
     // "misinformation": "1" (a string) -> false.
-    assert_eq!(thread_value(&cache, sid, "veracity"), VERACITY_FALSE);
+    assert_eq!(
+        thread_value(&cache, sid, "veracity"),
+        Veracity::False.code()
+    );
     assert_eq!(
         thread_value(&cache, sid, "annotated_rumour"),
-        ANNOTATED_RUMOUR
+        Annotated::Rumour.code()
     );
     // "misinformation": 0, "true": "1" -> true.
     assert_eq!(
         thread_value(&cache, 580882302621843456, "veracity"),
-        VERACITY_TRUE
+        Veracity::True.code()
     );
     // The one "unclear" thread.
     assert_eq!(
         thread_value(&cache, 580319983676313601, "annotated_rumour"),
-        ANNOTATED_UNCLEAR
+        Annotated::Unclear.code()
     );
     // Non-rumours: no veracity.
     let nr = cache
         .iter()
-        .find(|t| t.label() == "non-rumours" && t.thread_value(1) == Some(ANNOTATED_NON_RUMOUR))
+        .find(|t| {
+            t.label() == "non-rumours" && t.thread_value(1) == Some(Annotated::NonRumour.code())
+        })
         .unwrap();
     assert!(nr.thread_value(0).unwrap().is_nan());
     // Every thread with reactions has the source's direct replies at depth 1 somewhere.
@@ -154,10 +159,7 @@ fn dump_extended_prints_the_columns() {
     write_cache_with(
         &mut out,
         &cache,
-        DumpOptions {
-            retweets: true,
-            extended: true,
-        },
+        DumpOptions::default().retweets(true).extended(true),
     )
     .unwrap();
     let lines = jsonl(&String::from_utf8(out).unwrap());
@@ -190,10 +192,7 @@ fn dump_extended_prints_the_columns() {
     write_cache_with(
         &mut plain,
         &cache,
-        DumpOptions {
-            retweets: false,
-            extended: false,
-        },
+        DumpOptions::default().retweets(false).extended(false),
     )
     .unwrap();
     let first = jsonl(&String::from_utf8(plain).unwrap()).remove(0);
@@ -263,11 +262,8 @@ impl Mini {
     }
     fn build(&self, extended: bool) -> (Cache, Vec<socialctx::BadInput>) {
         let out = self.tmp.path().join("cache");
-        let opts = BuildOptions {
-            extended,
-            ..BuildOptions::default()
-        };
-        let s = build(&self.tmp.path().join("corpus"), &out, &opts, &NoProgress).unwrap();
+        let opts = BuildOptions::default().extended(extended);
+        let s = build(self.tmp.path().join("corpus"), &out, &opts, &NoProgress).unwrap();
         (Cache::open(&out).unwrap(), s.report)
     }
 }
@@ -426,11 +422,8 @@ fn retweets_json_is_streamed_line_by_line_whatever_its_size() {
     );
     m.write(&t.join("retweets.json"), &lines);
     let out = m.tmp.path().join("cache");
-    let opts = BuildOptions {
-        max_file_bytes: max,
-        ..BuildOptions::default()
-    };
-    let s = build(&m.tmp.path().join("corpus"), &out, &opts, &NoProgress).unwrap();
+    let opts = BuildOptions::default().max_file_bytes(max);
+    let s = build(m.tmp.path().join("corpus"), &out, &opts, &NoProgress).unwrap();
     let cache = Cache::open(&out).unwrap();
     assert_eq!(s.report.len(), 1, "{:?}", s.report);
     assert!(s.report[0].path.ends_with("retweets.json"));

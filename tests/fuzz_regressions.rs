@@ -6,8 +6,8 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
-use socialctx::Error;
-use socialctx::cache::{Cache, LazyCache};
+use socialctx::OpenError;
+use socialctx::{Cache, LazyCache};
 
 fn edit_manifest(out: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     let path = out.join("manifest.json");
@@ -16,9 +16,9 @@ fn edit_manifest(out: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
 }
 
-fn assert_corrupt_manifest<T>(r: Result<T, Error>) {
+fn assert_corrupt_manifest<T>(r: Result<T, OpenError>) {
     match r {
-        Err(Error::Corrupt { path, reason }) => {
+        Err(OpenError::Corrupt { path, reason }) => {
             assert!(
                 path.ends_with("manifest.json"),
                 "{}: {reason}",

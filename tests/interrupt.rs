@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use socialctx::Cache;
-use socialctx::cache::{CacheWriter, WriterOptions};
+use socialctx::internals::{CacheWriter, WriterOptions};
 
 /// Conversation threads in the generated corpus: about 20k files, 50 MB,
 /// a 0.2-0.5 s single-threaded build in release mode, 7 shards at 1 MiB.
@@ -33,13 +33,9 @@ fn big_corpus() -> &'static Path {
         let done = base.join(format!("interrupt-corpus-{GEN_THREADS}.done"));
         if !done.exists() {
             let _ = fs::remove_dir_all(&dir);
-            let o = example("gen_corpus")
-                .arg(&dir)
-                .args(["--threads", &GEN_THREADS.to_string()])
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "gen_corpus: {}", text(&o).1);
-            fs::write(&done, &o.stdout).unwrap();
+            let stats = gen_corpus::generate(&dir, &gen_corpus::Options::new(GEN_THREADS.into()))
+                .unwrap_or_else(|e| panic!("gen_corpus: {e}"));
+            fs::write(&done, stats.to_json()).unwrap();
         }
         dir
     })

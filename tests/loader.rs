@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use socialctx::loader::{Batch, EmptyThreads, Kinds, Loader, Selection, shuffled};
-use socialctx::splits::Split;
-use socialctx::stats::FeatureStats;
-use socialctx::{Cache, Error};
+use socialctx::FeatureStats;
+use socialctx::Split;
+use socialctx::{Batch, EmptyThreads, Kinds, Loader, Selection, shuffled};
+use socialctx::{Cache, LoadError};
 
 /// The oracle's reactions per source id: (kind, t_diff seconds, features as f32).
 type Oracle = HashMap<u64, Vec<(String, i64, [f32; 28])>>;
@@ -288,13 +288,13 @@ fn split_files_parse_with_tricky_quoting_and_report_missing_ids() {
 
 #[test]
 fn real_rpdnn_split_files_parse() {
-    let split = Split::read(&repo(
+    let split = Split::read(repo(
         "tests/fixtures/splits/charliehebdo/all_rnr_test_set_combined.csv",
     ))
     .unwrap();
     assert_eq!(split.ids.len(), 680);
     assert!(split.labels.iter().all(|&l| l == 0 || l == 1));
-    let train = Split::read(&repo(
+    let train = Split::read(repo(
         "tests/fixtures/splits/charliehebdo/all_rnr_train_set_combined.csv",
     ))
     .unwrap();
@@ -326,7 +326,7 @@ fn batch_errors_are_typed() {
     let mut small = Batch::new(1, 10);
     assert!(matches!(
         loader.fill(&[0, 1], &mut small),
-        Err(Error::BatchTooSmall {
+        Err(LoadError::BatchTooSmall {
             needed: 2,
             capacity: 1
         })
@@ -334,10 +334,10 @@ fn batch_errors_are_typed() {
     let past = cache.len();
     assert!(matches!(
         loader.fill(&[past], &mut small),
-        Err(Error::NoSuchThread { position }) if position == past
+        Err(LoadError::NoSuchThread { position }) if position == past
     ));
     assert!(matches!(
         loader.fill_ids(&[42], &mut small, &mut Vec::new()),
-        Err(Error::NoSuchSource { source_id: 42 })
+        Err(LoadError::NoSuchSource { source_id: 42 })
     ));
 }

@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use socialctx::cache::{Cache, LazyCache, Manifest, NumView};
-use socialctx::pipeline::{BuildOptions, NoProgress, build};
+use socialctx::{Cache, LazyCache, Manifest, NumView};
+use socialctx::{BuildOptions, NoProgress, build};
 use xxhash_rust::xxh3::xxh3_64;
 
 const FOOTER_LEN: usize = 32;
@@ -66,11 +66,7 @@ fn base() -> &'static Files {
             }
         }
         let out = tmp.join("cache");
-        let opts = BuildOptions {
-            threads: 1,
-            shard_bytes: 1,
-            ..BuildOptions::default()
-        };
+        let opts = BuildOptions::default().threads(1).shard_bytes(1);
         build(&corpus, &out, &opts, &NoProgress).expect("base cache builds");
         let files = read_files(&out);
         assert!(files.len() >= 8, "three shards: {:?}", files.keys());

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use socialctx::pipeline::{BuildOptions, BuildSummary, NoProgress, build};
+use socialctx::{BuildOptions, BuildSummary, NoProgress, build};
 
 /// A path under the repository root.
 pub fn repo(rel: &str) -> PathBuf {
@@ -15,11 +15,9 @@ pub fn repo(rel: &str) -> PathBuf {
 
 /// Builds `corpus` into `out` with small shards (to exercise several shards).
 pub fn build_cache(corpus: &Path, out: &Path, threads: usize) -> BuildSummary {
-    let opts = BuildOptions {
-        threads,
-        shard_bytes: 256 * 1024,
-        ..BuildOptions::default()
-    };
+    let opts = BuildOptions::default()
+        .threads(threads)
+        .shard_bytes(256 * 1024);
     build(corpus, out, &opts, &NoProgress).expect("build succeeds")
 }
 

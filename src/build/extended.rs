@@ -1,0 +1,196 @@
+//! The extended features' glue: reading a thread's optional files
+//! (`structure.json`, `annotation.json`, `who-follows-whom.dat`,
+//! `retweets.json`) and the corpus-wide rumour index, and turning them into
+//! the extra columns ([`REACTION_COLUMNS`](crate::schema::REACTION_COLUMNS),
+//! [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS)). The values themselves
+//! are computed in [`features`](super::features).
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use super::discover::{
+    ANNOTATION_FILE, FOLLOWS_FILE, RETWEETS_FILE, STRUCTURE_FILE, THREAD_FILES, ThreadDir,
+};
+use super::features::labels::{Annotation, annotation};
+use super::features::propagation::depths;
+use super::features::relations::FollowGraph;
+use super::features::reliability::RumourIndex;
+use super::files::{Names, Row, for_each_line, reaction_row, read_source};
+use super::parse::{Reason, SourceFields, TweetReader, source_fields, user_key};
+use super::writer::REACTION_EXTRA;
+use crate::format::report::BadInput;
+use crate::schema::{Annotated, Label, ReactionKind};
+
+/// What the thread files of one thread gave.
+#[derive(Default)]
+pub(super) struct Extended {
+    pub(super) depths: Option<HashMap<u64, u32>>,
+    pub(super) follows: Option<FollowGraph>,
+    pub(super) annotation: Annotation,
+}
+
+impl Extended {
+    /// The extended values of one reaction, in `REACTION_COLUMNS` order.
+    pub(super) fn reaction_values(
+        &self,
+        r: &Row,
+        source_author: u64,
+        counts: &HashMap<u64, u32>,
+        index: &RumourIndex,
+    ) -> [f32; REACTION_EXTRA] {
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        let depth = self
+            .depths
+            .as_ref()
+            .and_then(|d| d.get(&r.rec.id))
+            .map_or(f32::NAN, |&d| d as f32);
+        let (follows, followed) = match &self.follows {
+            Some(g) => (
+                flag(g.follows(r.author, source_author)),
+                flag(g.follows(source_author, r.author)),
+            ),
+            None => (f32::NAN, f32::NAN),
+        };
+        let reciprocal = if follows.is_nan() {
+            f32::NAN
+        } else {
+            flag(follows == 1.0 && followed == 1.0)
+        };
+        [
+            depth,
+            counts.get(&r.author).copied().unwrap_or(1) as f32,
+            follows,
+            followed,
+            reciprocal,
+            index.reliability(r.author, r.rec.created_at),
+        ]
+    }
+}
+
+/// Reads `structure.json`, `annotation.json`, `who-follows-whom.dat` and
+/// `retweets.json` (retweets as JSON Lines) when the thread has them.
+pub(super) fn read_thread_files(
+    (extra, reaction): (&mut TweetReader, &mut TweetReader),
+    max: u64,
+    td: &ThreadDir,
+    source: &SourceFields<'_>,
+    (rows, arena): (&mut Vec<Row>, &mut String),
+    bad: &mut Vec<BadInput>,
+) -> Extended {
+    let mut ext = Extended::default();
+    let rel = |i: usize| format!("{}/{}", td.rel, THREAD_FILES[i]);
+    if td.has_file(STRUCTURE_FILE) {
+        let r = extra.read_file(&td.path.join(THREAD_FILES[STRUCTURE_FILE]), max);
+        match r.and_then(|()| extra.parse(depths)?) {
+            Ok(d) => ext.depths = Some(d),
+            Err(reason) => bad.push(BadInput::new(rel(STRUCTURE_FILE), reason)),
+        }
+    }
+    if td.has_file(ANNOTATION_FILE) {
+        let r = extra.read_file(&td.path.join(THREAD_FILES[ANNOTATION_FILE]), max);
+        match r.and_then(|()| extra.parse(annotation)?) {
+            Ok(a) => ext.annotation = a,
+            Err(reason) => bad.push(BadInput::new(rel(ANNOTATION_FILE), reason)),
+        }
+    }
+    if td.has_file(FOLLOWS_FILE) {
+        match extra.read_file(&td.path.join(THREAD_FILES[FOLLOWS_FILE]), max) {
+            Ok(()) => {
+                let (graph, bad_lines) = FollowGraph::parse(extra.bytes());
+                for line in bad_lines {
+                    bad.push(BadInput::new(
+                        rel(FOLLOWS_FILE),
+                        format!("line {line}: expected two user ids separated by a tab"),
+                    ));
+                }
+                ext.follows = Some(graph);
+            }
+            Err(reason) => bad.push(BadInput::new(rel(FOLLOWS_FILE), reason)),
+        }
+    }
+    if td.has_file(RETWEETS_FILE) {
+        let path = td.path.join(THREAD_FILES[RETWEETS_FILE]);
+        let mut on_line = |n: usize, line: Result<&[u8], Reason>| {
+            let row = line.and_then(|line| {
+                reaction.load_bytes(line);
+                reaction_row(reaction, source, ReactionKind::Retweet, arena)
+            });
+            match row {
+                Ok(row) => rows.push(row),
+                Err(reason) => bad.push(BadInput::new(
+                    rel(RETWEETS_FILE),
+                    format!("line {n}: {reason}"),
+                )),
+            }
+        };
+        if let Err(reason) = for_each_line(&path, max, &mut on_line) {
+            bad.push(BadInput::new(rel(RETWEETS_FILE), reason));
+        }
+    }
+    ext
+}
+
+/// Builds the corpus-wide rumour index from the source tweets of the
+/// threads labelled rumour: in a `rumours` folder, or in a folder that is
+/// neither `rumours` nor `non-rumours` with an `annotation.json` that says
+/// `"is_rumour": "rumour"` (the PHEME journalism layout). A thread whose
+/// source cannot be read is skipped here and reported by the main pass.
+pub(super) fn rumour_index(
+    threads: &[ThreadDir],
+    workers: usize,
+    max_file_bytes: u64,
+) -> RumourIndex {
+    let is_rumour = |td: &ThreadDir, reader: &mut TweetReader| match Label::from_folder(&td.label) {
+        Label::Rumour => true,
+        Label::Unknown if td.has_file(ANNOTATION_FILE) => {
+            let path = td.path.join(THREAD_FILES[ANNOTATION_FILE]);
+            reader.read_file(&path, max_file_bytes).is_ok()
+                && matches!(reader.parse(annotation), Ok(Ok(a)) if a.annotated_rumour == Annotated::Rumour.code())
+        }
+        _ => false,
+    };
+    let one = |td: &ThreadDir, reader: &mut TweetReader, names: &mut Names| {
+        if !is_rumour(td, reader) {
+            return None;
+        }
+        read_source(td, reader, names, max_file_bytes).ok()?;
+        reader
+            .parse(|v| {
+                source_fields(v).map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds()))
+            })
+            .ok()?
+            .ok()
+    };
+    let collect = || {
+        threads
+            .par_iter()
+            .map_init(
+                || (TweetReader::new(), Names::default()),
+                |(reader, names), td| one(td, reader, names),
+            )
+            .flatten()
+            .collect::<Vec<_>>()
+    };
+    // A pool that cannot start (memory or process limits) must not fall
+    // back to rayon's global pool, which panics when it cannot start either:
+    // try fewer threads, then none.
+    let pool = [workers, 1]
+        .into_iter()
+        .find_map(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok());
+    let found = match pool {
+        Some(pool) => pool.install(collect),
+        None => {
+            let (mut reader, mut names) = (TweetReader::new(), Names::default());
+            threads
+                .iter()
+                .filter_map(|td| one(td, &mut reader, &mut names))
+                .collect()
+        }
+    };
+    let mut index = RumourIndex::default();
+    for (author, at) in found {
+        index.add(author, at);
+    }
+    index
+}

@@ -1,0 +1,187 @@
+//! Reading one thread's files: listing a tweet folder in a reused buffer,
+//! finding and reading the source tweet, turning a reaction file into a
+//! cache row, streaming a JSON Lines file. Shared by the thread assembly and
+//! the extended-feature pass.
+
+use std::fs;
+
+use std::path::Path;
+
+use super::discover::ThreadDir;
+use super::features;
+use super::parse::{
+    Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
+};
+use crate::format::{ReactionRecord, Span};
+use crate::schema::{FeatureVec, ReactionKind};
+
+/// The visible file names of one directory, sorted, in one reused buffer
+/// (no allocation per file once it has grown).
+#[derive(Default)]
+pub(super) struct Names {
+    bytes: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Names {
+    /// Lists `dir` (hidden names skipped) in byte order.
+    pub(super) fn list(&mut self, dir: &Path) -> std::io::Result<()> {
+        self.bytes.clear();
+        self.spans.clear();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str());
+            if !name.starts_with(b".") {
+                self.spans.push((self.bytes.len(), name.len()));
+                self.bytes.extend_from_slice(name);
+            }
+        }
+        let bytes = &self.bytes;
+        self.spans
+            .sort_unstable_by(|a, b| bytes[a.0..a.0 + a.1].cmp(&bytes[b.0..b.0 + b.1]));
+        Ok(())
+    }
+
+    /// The names, in order.
+    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &std::ffi::OsStr> + '_ {
+        use std::os::unix::ffi::OsStrExt;
+        self.spans
+            .iter()
+            .map(|&(start, len)| std::ffi::OsStr::from_bytes(&self.bytes[start..start + len]))
+    }
+}
+
+/// Whether a tweet file name ends in `.json`; anything else in a tweet folder
+/// (`123.json~`, `#123.json#`, `notes.txt`) is a stray file, reported and skipped.
+pub(super) fn is_json_name(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().ends_with(b".json")
+}
+
+/// The report reason for a stray file in a tweet folder.
+pub(super) const STRAY: &str = "not a .json file (an editor backup or stray file?); skipped";
+
+/// One reaction, ready for the cache, with its author's key.
+pub(super) struct Row {
+    pub(super) rec: ReactionRecord,
+    /// Text and description in the thread's text arena.
+    pub(super) text: [Span; 2],
+    pub(super) features: FeatureVec,
+    pub(super) author: u64,
+}
+
+/// Parses the reaction loaded in `reader`, computes its features and
+/// appends its texts to `arena` (no allocation per reaction).
+pub(super) fn reaction_row(
+    reader: &mut TweetReader,
+    source: &SourceFields<'_>,
+    kind: ReactionKind,
+    arena: &mut String,
+) -> Result<Row, Reason> {
+    reader.parse(|v| {
+        let r = reaction_fields(v)?;
+        let features = features::compute(&r, source, kind)?;
+        let text = [
+            Span::push(arena, r.text),
+            r.user
+                .description
+                .map_or(Span::NONE, |d| Span::push(arena, d)),
+        ];
+        Ok(Row {
+            rec: ReactionRecord {
+                id: r.id,
+                kind: kind as u8,
+                created_at: r.created_at.unix_seconds(),
+            },
+            text,
+            features,
+            author: user_key(r.user.id_str),
+        })
+    })?
+}
+
+/// Reads the source tweet file of a thread into `reader`; returns its path
+/// relative to the thread, or the reason it is unusable.
+pub(super) fn read_source(
+    td: &ThreadDir,
+    reader: &mut TweetReader,
+    names: &mut Names,
+    max: u64,
+) -> Result<String, String> {
+    let dir_name = td
+        .source_dir()
+        .ok_or_else(|| "no source-tweets/ or source-tweet/ folder".to_string())?;
+    let dir = td.path.join(dir_name);
+    names
+        .list(&dir)
+        .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
+    // The reference takes the last name in sorted order, ignoring *.csv; we
+    // also pass over stray files (editor backups...), which `process` reports.
+    let name = names
+        .iter()
+        .rev()
+        .find(|n| is_json_name(n))
+        .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
+    let rel = format!("{dir_name}/{}", name.to_string_lossy());
+    reader
+        .read_file(&dir.join(name), max)
+        .map_err(|r| format!("source tweet {rel}: {r}"))?;
+    Ok(rel)
+}
+
+/// Streams the non-blank lines of a JSON Lines file to `f` with their line
+/// numbers (from 1), in bounded memory: one status per line, each capped at
+/// `max` bytes like a tweet file (a longer line is reported to `f` and
+/// skipped), however large the file. A `retweets.json` holds a whole thread's
+/// retweets, so reading it whole would make memory grow with the file.
+pub(super) fn for_each_line(
+    path: &Path,
+    max: u64,
+    f: &mut impl FnMut(usize, Result<&[u8], Reason>),
+) -> Result<(), Reason> {
+    use std::io::{BufRead, Read};
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, open_file(path)?);
+    let mut line = Vec::new();
+    let read_error = |n: usize, e: std::io::Error| read_reason(&e, &format!(" (line {n})"));
+    for n in 1.. {
+        line.clear();
+        let got = (&mut reader)
+            .take(max.saturating_add(1))
+            .read_until(b'\n', &mut line)
+            .map_err(|e| read_error(n, e))?;
+        if got == 0 {
+            return Ok(());
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        } else if line.len() as u64 > max {
+            // Skip the rest of the over-long line without keeping it.
+            loop {
+                let buf = reader.fill_buf().map_err(|e| read_error(n, e))?;
+                if buf.is_empty() {
+                    break;
+                }
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(p) => {
+                        reader.consume(p + 1);
+                        break;
+                    }
+                    None => {
+                        let len = buf.len();
+                        reader.consume(len);
+                    }
+                }
+            }
+            f(
+                n,
+                Err(format!("line is over the {max}-byte limit for one tweet")),
+            );
+            continue;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        f(n, Ok(&line));
+    }
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! The build half: corpus directory in, published cache out.
+//!
+//! ```text
+//!  discover ──► pool: thread assembly × N workers ──► writer ──► publish
+//!  (jwalk)          parse, timestamp, pytext,      (in source-id   (atomic
+//!                   features, extended             order, shards)   swap)
+//! ```
+//!
+//! One module per stage: [`discover`] finds thread directories, [`parse`]
+//! reads tweets into borrowed fields (with [`timestamp`] and [`pytext`] for
+//! Python-exact times and text classes), [`features`] computes the 28
+//! features and the extended values, `thread` assembles one thread (`files`
+//! reads its files, `extended` its optional ones), `pool` runs that on N
+//! workers and hands results back in order, [`writer`] fills shards and
+//! `publish` swaps the finished directory in. Memory stays bounded whatever
+//! the corpus size: the pool has a fixed window and the writer streams shards.
+//!
+//! Bad input never stops a lenient build: each skipped file or thread becomes
+//! a [`BadInput`]. With `strict`, the first bad input (in source-id order)
+//! stops the build with [`BuildError::StrictBadInput`] and any existing cache is
+//! left untouched.
+
+pub mod discover;
+mod extended;
+pub mod features;
+mod files;
+pub mod parse;
+mod pool;
+mod publish;
+pub mod pytext;
+mod thread;
+pub mod timestamp;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use self::discover::discover;
+use self::extended::rumour_index;
+use self::parse::DEFAULT_MAX_FILE_BYTES;
+use self::thread::Worker;
+use self::writer::{CacheWriter, WriterOptions};
+use crate::error::BuildError;
+use crate::format::DEFAULT_SHARD_BYTES;
+use crate::format::manifest::Manifest;
+use crate::format::report::BadInput;
+
+type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+/// Options of a build.
+///
+/// ```
+/// let opts = socialctx::BuildOptions::default().threads(4).strict(true);
+/// assert_eq!((opts.threads, opts.strict, opts.extended), (4, true, true));
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct BuildOptions {
+    /// Worker threads (and walker threads). Default: available cores.
+    pub threads: usize,
+    /// Stop at the first bad input instead of skipping and reporting it.
+    pub strict: bool,
+    /// Tweet files larger than this are skipped and reported.
+    pub max_file_bytes: u64,
+    /// Cap on one shard's archive size.
+    pub shard_bytes: usize,
+    /// Also compute the extended features (structure, relations, reliability,
+    /// annotations) and read `retweets.json`; off gives exactly the
+    /// reference's 28 features over `reactions/`, `replies/` and `retweets/`.
+    pub extended: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            strict: false,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            shard_bytes: DEFAULT_SHARD_BYTES,
+            extended: true,
+        }
+    }
+}
+
+impl BuildOptions {
+    /// Sets [`threads`](Self::threads).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+    /// Sets [`strict`](Self::strict).
+    pub fn strict(mut self, yes: bool) -> Self {
+        self.strict = yes;
+        self
+    }
+    /// Sets [`max_file_bytes`](Self::max_file_bytes).
+    pub fn max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+    /// Sets [`shard_bytes`](Self::shard_bytes).
+    pub fn shard_bytes(mut self, bytes: usize) -> Self {
+        self.shard_bytes = bytes;
+        self
+    }
+    /// Sets [`extended`](Self::extended).
+    pub fn extended(mut self, yes: bool) -> Self {
+        self.extended = yes;
+        self
+    }
+}
+
+/// Receives progress events from a build (all calls come from the calling thread).
+pub trait Progress {
+    /// Discovery finished with `threads` thread directories.
+    fn discovered(&self, _threads: u64) {}
+    /// One more thread was written, with `reactions` reactions.
+    fn thread_done(&self, _reactions: u64) {}
+}
+
+/// A [`Progress`] that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What a finished build produced.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct BuildSummary {
+    /// The published cache's manifest (counts, shards).
+    pub manifest: Manifest,
+    /// Every skipped file or thread, sorted by path.
+    pub report: Vec<BadInput>,
+    /// Wall time of the whole build, publication included.
+    pub elapsed: Duration,
+    /// Wall time of each phase.
+    pub phases: Phases,
+    /// Worker threads that parsed and computed features: the requested
+    /// number, or fewer where an address-space limit (`ulimit -v`) or the
+    /// OS would not allow that many.
+    pub workers: usize,
+}
+
+/// Wall time of each phase of a build.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Phases {
+    /// Finding the thread directories (and, with extended features,
+    /// building the corpus-wide rumour index).
+    pub discover: Duration,
+    /// Reading, parsing, computing and writing shards.
+    pub process: Duration,
+    /// Writing the report and manifest, syncing and renaming into place.
+    pub publish: Duration,
+}
+
+/// Canonical form of a path that may not exist yet (its nearest existing
+/// ancestor is canonicalized).
+fn canonical_lenient(p: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut cur = p.to_path_buf();
+    loop {
+        if let Ok(c) = cur.canonicalize() {
+            return tail
+                .into_iter()
+                .rev()
+                .fold(c, |acc: PathBuf, part| acc.join(part));
+        }
+        match (cur.file_name().map(|n| n.to_os_string()), cur.parent()) {
+            (Some(name), Some(parent)) => {
+                tail.push(name);
+                cur = if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                };
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+/// Builds the cache for `corpus` at `cache`, replacing any cache there atomically.
+///
+/// ```no_run
+/// use socialctx::{build, BuildOptions, NoProgress};
+/// let summary = build("data-samples/corpus", "target/cache", &BuildOptions::default(), &NoProgress)?;
+/// println!("{} threads, {} skipped", summary.manifest.threads, summary.report.len());
+/// # Ok::<(), socialctx::Error>(())
+/// ```
+pub fn build(
+    corpus: impl AsRef<Path>,
+    cache: impl AsRef<Path>,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
+    let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
+    let start = Instant::now();
+    if !corpus.is_dir() {
+        return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
+    }
+    let corpus_abs = canonical_lenient(corpus);
+    let cache_abs = canonical_lenient(cache);
+    if cache_abs.starts_with(&corpus_abs) {
+        return Err(BuildError::OutputInsideCorpus {
+            corpus: corpus.to_path_buf(),
+            cache: cache.to_path_buf(),
+        });
+    }
+    let threads = threads_that_fit(opts.threads.max(1));
+    let mut writer = CacheWriter::create(
+        cache,
+        WriterOptions {
+            shard_bytes: opts.shard_bytes,
+            strict: opts.strict,
+            max_file_bytes: opts.max_file_bytes,
+            extended: opts.extended,
+        },
+    )?;
+
+    let mut phases = Phases::default();
+    let t = Instant::now();
+    let found = discover(corpus, threads)?;
+    let mut report = found.bad;
+    report.sort();
+    if opts.strict
+        && let Some(first) = report.first()
+    {
+        return Err(BuildError::StrictBadInput {
+            path: first.path.clone().into(),
+            reason: first.reason.clone(),
+        });
+    }
+    if found.threads.is_empty() && report.is_empty() {
+        return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
+    }
+    let index = opts
+        .extended
+        .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes));
+    phases.discover = t.elapsed();
+    progress.discovered(found.threads.len() as u64);
+
+    let t = Instant::now();
+    let list = &found.threads;
+    let workers = pool::run_ordered(
+        list.len(),
+        threads,
+        || Worker::new(opts.max_file_bytes, index.as_ref()),
+        |worker, i| worker.process(&list[i]),
+        |i| PathBuf::from(&list[i].rel),
+        |i, outcome| {
+            if opts.strict
+                && let Some(first) = outcome.bad.first()
+            {
+                return Err(BuildError::StrictBadInput {
+                    path: first.path.clone().into(),
+                    reason: first.reason.clone(),
+                });
+            }
+            report.extend(outcome.bad);
+            let n = outcome
+                .data
+                .as_ref()
+                .map_or(0, |d| d.reactions.len() as u64);
+            if let Some(data) = outcome.data {
+                writer.push(data, &list[i].rel)?;
+            }
+            progress.thread_done(n);
+            Ok(())
+        },
+    )?;
+
+    phases.process = t.elapsed();
+    let t = Instant::now();
+    report.sort();
+    let manifest = writer.finish(&report)?;
+    phases.publish = t.elapsed();
+    Ok(BuildSummary {
+        manifest,
+        report,
+        elapsed: start.elapsed(),
+        phases,
+        workers,
+    })
+}
+
+/// Address space set aside per worker thread under a finite `RLIMIT_AS`:
+/// its stack (2 MiB) and the 64 MiB heap arena glibc reserves for a thread
+/// that allocates, twice over, because the walk's and the rumour index's
+/// pools of the same size may still be winding down when the workers start.
+/// (24 MiB per thread was measured to fail now and then under 512 MiB.)
+const ADDRESS_SPACE_PER_THREAD: u64 = 2 * (66 << 20);
+/// Address space kept free under a finite `RLIMIT_AS` for everything that
+/// is not per thread: the shard being written, the thread list, maps.
+const ADDRESS_SPACE_RESERVE: u64 = 192 << 20;
+
+/// How many of `wanted` threads fit under the process's address-space limit.
+///
+/// Without this, `ulimit -v` with many cores ends in an allocation failure
+/// (abort) or a panic inside a freshly started thread that cannot be caught.
+fn threads_that_fit(wanted: usize) -> usize {
+    let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::As).current else {
+        return wanted;
+    };
+    // VmSize: the address space in use now, in kB.
+    let used = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024);
+    let free = limit.saturating_sub(used + ADDRESS_SPACE_RESERVE);
+    let fit = usize::try_from(free / ADDRESS_SPACE_PER_THREAD).unwrap_or(usize::MAX);
+    fit.clamp(1, wanted)
+}

@@ -1,0 +1,504 @@
+//! Stage 2: read a tweet file and pick out the fields the features need.
+//!
+//! Files are read into a buffer the worker reuses, parsed by simd-json into a
+//! tape whose allocation is also reused, and the fields are borrowed straight
+//! from the buffer (simd-json unescapes strings in place). Nothing is
+//! allocated per tweet on the success path.
+//!
+//! The field rules follow `FEATURES.md` (repository root) and the reference's Python: a field
+//! used by a feature must be present with the right JSON type, except the ones
+//! documented as "null -> 0"; the `verified`/`geo_enabled`/
+//! `profile_use_background_image` flags use Python truthiness; ids come from
+//! `id_str` (integer ids exceed 2^53). Object keys that appear twice take the
+//! last value, as Python's `json` does.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::Path;
+
+use simd_json::prelude::*;
+use simd_json::{Buffers, Tape, ValueType};
+
+use crate::build::timestamp::{Timestamp, parse_created_at};
+
+type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
+
+/// Default cap on the size of one tweet file (tweets are 3-5 KB).
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why a file was rejected, in plain words (becomes a report line).
+pub type Reason = String;
+
+/// A worker's reusable read buffer and parser state.
+///
+/// ```
+/// use socialctx::internals::parse::TweetReader;
+/// let mut r = TweetReader::new();
+/// let json = br#"{"text": "hi", "user": {"screen_name": "a", "id_str": "1"},
+///                 "created_at": "Wed Jan 07 11:06:08 +0000 2015"}"#;
+/// let src = r.parse_bytes(json, |v| socialctx::internals::parse::source_fields(v).map(|s| s.screen_name.to_owned()));
+/// assert_eq!(src.unwrap().unwrap(), "a");
+/// ```
+pub struct TweetReader {
+    buf: Vec<u8>,
+    len: usize,
+    buffers: Buffers,
+    tape: Tape<'static>,
+}
+
+impl std::fmt::Debug for TweetReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TweetReader")
+            .field("loaded_bytes", &self.len)
+            .field("capacity", &self.buf.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for TweetReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TweetReader {
+    /// A reader with empty buffers; they grow to the largest file seen.
+    pub fn new() -> Self {
+        TweetReader {
+            buf: Vec::with_capacity(64 * 1024),
+            len: 0,
+            buffers: Buffers::new(16 * 1024),
+            tape: Tape::null(),
+        }
+    }
+
+    /// Reads `path` into the buffer. Files larger than `max_bytes` are
+    /// rejected.
+    pub fn read_file(&mut self, path: &Path, max_bytes: u64) -> Result<(), Reason> {
+        let file = open_options()
+            .open(path)
+            .map_err(|e| format!("cannot open: {e}"))?;
+        self.read_from(file, max_bytes)
+    }
+
+    /// Reads the file `name` of the open directory `dir` into the buffer.
+    ///
+    /// Opening relative to the directory (`openat`) spares the kernel a walk
+    /// of the whole path for every one of a corpus's many small files.
+    #[cfg(unix)]
+    pub fn read_file_in(
+        &mut self,
+        dir: &File,
+        name: &std::ffi::OsStr,
+        max_bytes: u64,
+    ) -> Result<(), Reason> {
+        use rustix::fs::{Mode, OFlags, openat};
+        if name.as_encoded_bytes().contains(&0) {
+            return Err("file name contains a NUL byte".to_string());
+        }
+        // rustix converts short names to C strings on the stack: no
+        // allocation per file.
+        let fd = openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+        .map_err(|e| format!("cannot open: {}", std::io::Error::from(e)))?;
+        self.read_from(File::from(fd), max_bytes)
+    }
+
+    fn read_from(&mut self, file: File, max_bytes: u64) -> Result<(), Reason> {
+        self.buf.clear();
+        // `take` caps what a huge (or endless) file can make us read.
+        file.take(max_bytes + 1)
+            .read_to_end(&mut self.buf)
+            .map_err(|e| read_reason(&e, ""))?;
+        if self.buf.len() as u64 > max_bytes {
+            return Err(format!(
+                "file is over the {max_bytes}-byte limit for one tweet"
+            ));
+        }
+        self.len = self.buf.len();
+        Ok(())
+    }
+
+    /// The bytes loaded by the last read (before parsing, which unescapes in place).
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Copies `bytes` into the buffer (for tests, fuzzing and benches).
+    pub fn load_bytes(&mut self, bytes: &[u8]) {
+        self.buf.clear();
+        self.buf.extend_from_slice(bytes);
+        self.len = bytes.len();
+    }
+
+    /// Parses the loaded bytes and hands the root value to `f`.
+    ///
+    /// `f` may return data borrowed from the buffer (not from the tape).
+    pub fn parse<'s, R>(&'s mut self, f: impl FnOnce(Value<'_, 's>) -> R) -> Result<R, Reason> {
+        if self.len == 0 {
+            return Err("empty file".into());
+        }
+        let len = self.len;
+        self.buf.resize(len + simd_json::INPUT_PADDING, 0);
+        let mut tape: Tape<'s> = std::mem::replace(&mut self.tape, Tape::null()).reset();
+        let result =
+            match simd_json::fill_tape_padded(&mut self.buf, len, &mut self.buffers, &mut tape) {
+                Ok(()) => Ok(f(tape.as_value())),
+                Err(e) => Err(json_error(&e, len)),
+            };
+        self.tape = tape.reset();
+        result
+    }
+
+    /// [`load_bytes`](Self::load_bytes) then [`parse`](Self::parse).
+    pub fn parse_bytes<'s, R>(
+        &'s mut self,
+        bytes: &[u8],
+        f: impl FnOnce(Value<'_, 's>) -> R,
+    ) -> Result<R, Reason> {
+        self.load_bytes(bytes);
+        self.parse(f)
+    }
+}
+
+/// The report reason for a failed read; `at` locates it in the file
+/// (e.g. `" (line 3)"`), or is empty.
+pub(crate) fn read_reason(e: &std::io::Error, at: &str) -> Reason {
+    match e.raw_os_error() {
+        Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
+        _ => format!("cannot read{at}: {e}"),
+    }
+}
+
+/// Opens `path` as [`TweetReader::read_file`] does (read-only, non-blocking),
+/// for callers that stream a file instead of reading it whole.
+pub(crate) fn open_file(path: &Path) -> Result<File, Reason> {
+    open_options()
+        .open(path)
+        .map_err(|e| format!("cannot open: {e}"))
+}
+
+/// Read-only, and non-blocking so that a FIFO in the corpus cannot hang a worker.
+fn open_options() -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+    o
+}
+
+fn json_error(e: &simd_json::Error, len: usize) -> Reason {
+    use simd_json::ErrorType as E;
+    match e.error() {
+        E::InvalidUtf8 => "not valid UTF-8".into(),
+        E::Eof | E::UnterminatedString => format!("truncated JSON (ends after {len} bytes)"),
+        _ => format!("invalid JSON: {e}"),
+    }
+}
+
+/// The fields of a reaction (reply or retweet) that the features use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReactionFields<'a> {
+    /// Tweet id, from `id_str`.
+    pub id: u64,
+    /// `created_at`.
+    pub created_at: Timestamp,
+    /// `full_text` if that key exists, else `text`.
+    pub text: &'a str,
+    /// `retweet_count`.
+    pub retweet_count: i64,
+    /// `favorite_count`, null -> 0.
+    pub favorite_count: i64,
+    /// Length of `entities.urls`, null -> 0.
+    pub url_count: usize,
+    /// Whether the key `extended_entities` is present (even with value null).
+    pub has_extended_entities: bool,
+    /// The author.
+    pub user: UserFields<'a>,
+}
+
+/// The fields of a reaction's author that the features use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UserFields<'a> {
+    /// `user.id_str`.
+    pub id_str: &'a str,
+    /// `user.created_at`.
+    pub created_at: Timestamp,
+    /// `user.statuses_count`.
+    pub statuses_count: i64,
+    /// `user.listed_count`.
+    pub listed_count: i64,
+    /// `user.followers_count`.
+    pub followers_count: i64,
+    /// `user.friends_count`.
+    pub friends_count: i64,
+    /// `user.favourites_count`.
+    pub favourites_count: i64,
+    /// Python truthiness of `user.verified`.
+    pub verified: bool,
+    /// Python truthiness of `user.geo_enabled`.
+    pub geo_enabled: bool,
+    /// Python truthiness of `user.profile_use_background_image`.
+    pub profile_use_background_image: bool,
+    /// `user.description` (None when null).
+    pub description: Option<&'a str>,
+    /// `user.name`.
+    pub name: &'a str,
+}
+
+/// The fields of a source tweet that the features and the cache use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourceFields<'a> {
+    /// `created_at`.
+    pub created_at: Timestamp,
+    /// `text` if that key exists, else `full_text` (the reference's preference).
+    pub text: &'a str,
+    /// `user.id_str`.
+    pub user_id_str: &'a str,
+    /// `user.screen_name`.
+    pub screen_name: &'a str,
+}
+
+fn type_name(v: Value<'_, '_>) -> &'static str {
+    match v.value_type() {
+        ValueType::Null => "null",
+        ValueType::Bool => "a boolean",
+        ValueType::I64 | ValueType::U64 | ValueType::I128 | ValueType::U128 => "an integer",
+        ValueType::F64 => "a non-integer number",
+        ValueType::String => "a string",
+        ValueType::Array => "an array",
+        ValueType::Object => "an object",
+        _ => "an unexpected value",
+    }
+}
+
+fn missing(path: &str) -> Reason {
+    format!("missing field {path}")
+}
+
+fn wrong(path: &str, expected: &str, v: Value<'_, '_>) -> Reason {
+    format!("field {path} is {}, expected {expected}", type_name(v))
+}
+
+fn req<'t, 'i>(v: Option<Value<'t, 'i>>, path: &str) -> Result<Value<'t, 'i>, Reason> {
+    v.ok_or_else(|| missing(path))
+}
+
+fn string<'i>(v: Option<Value<'_, 'i>>, path: &str) -> Result<&'i str, Reason> {
+    let v = req(v, path)?;
+    v.into_string().ok_or_else(|| wrong(path, "a string", v))
+}
+
+fn integer(v: Value<'_, '_>, path: &str) -> Result<i64, Reason> {
+    match v.value_type() {
+        ValueType::I64 | ValueType::U64 => v
+            .as_i64()
+            .ok_or_else(|| format!("field {path} is an integer too large for 64 bits")),
+        _ => Err(wrong(path, "an integer", v)),
+    }
+}
+
+fn count(v: Option<Value<'_, '_>>, path: &str) -> Result<i64, Reason> {
+    integer(req(v, path)?, path)
+}
+
+fn timestamp(v: Option<Value<'_, '_>>, path: &str) -> Result<Timestamp, Reason> {
+    let s = string(v, path)?;
+    parse_created_at(s).map_err(|e| format!("field {path} {s:?} is not a valid timestamp: {e}"))
+}
+
+/// Python truthiness of a JSON value (`bool(x)` after `json.load`).
+pub fn truthy(v: Value<'_, '_>) -> bool {
+    match v.value_type() {
+        ValueType::Null => false,
+        ValueType::Bool => v.as_bool().unwrap_or(false),
+        ValueType::F64 => v.as_f64().is_some_and(|f| f != 0.0),
+        ValueType::String => v.into_string().is_some_and(|s| !s.is_empty()),
+        ValueType::Array => v.as_array().is_some_and(|a| !a.is_empty()),
+        ValueType::Object => v.as_object().is_some_and(|o| !o.is_empty()),
+        _ => v.as_i64().is_none_or(|i| i != 0),
+    }
+}
+
+fn flag(v: Option<Value<'_, '_>>, path: &str) -> Result<bool, Reason> {
+    Ok(truthy(req(v, path)?))
+}
+
+/// A numeric key for a user id string: the id itself when it is decimal
+/// (so that it matches the ids in `who-follows-whom.dat`), else a hash with
+/// the top bit set (never equal to a real id, which is below 2^63).
+pub fn user_key(id_str: &str) -> u64 {
+    parse_id(id_str).unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(id_str.as_bytes()) | (1 << 63))
+}
+
+/// Parses a decimal tweet id (`id_str`).
+pub fn parse_id(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Extracts a reaction's fields from its parsed JSON.
+pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Reason> {
+    let obj = root
+        .as_object()
+        .ok_or_else(|| format!("the file holds {}, not a tweet object", type_name(root)))?;
+    let (mut created_at, mut id_str, mut full_text, mut text) = (None, None, None, None);
+    let (mut retweets, mut favorites, mut entities, mut user) = (None, None, None, None);
+    let mut has_extended_entities = false;
+    // One pass over the keys; a repeated key overwrites, as in Python.
+    for (k, v) in obj.iter() {
+        match k {
+            "created_at" => created_at = Some(v),
+            "id_str" => id_str = Some(v),
+            "full_text" => full_text = Some(v),
+            "text" => text = Some(v),
+            "retweet_count" => retweets = Some(v),
+            "favorite_count" => favorites = Some(v),
+            "entities" => entities = Some(v),
+            "extended_entities" => has_extended_entities = true,
+            "user" => user = Some(v),
+            _ => {}
+        }
+    }
+    let id_s = string(id_str, "id_str")?;
+    let id =
+        parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
+    let created_at = timestamp(created_at, "created_at")?;
+    let text = match (full_text, text) {
+        (Some(v), _) => v
+            .into_string()
+            .ok_or_else(|| wrong("full_text", "a string", v))?,
+        (None, Some(v)) => v
+            .into_string()
+            .ok_or_else(|| wrong("text", "a string", v))?,
+        (None, None) => return Err("missing field text (and full_text)".into()),
+    };
+    let retweet_count = count(retweets, "retweet_count")?;
+    let favorites = req(favorites, "favorite_count")?;
+    let favorite_count = if favorites.is_null() {
+        0
+    } else {
+        integer(favorites, "favorite_count")?
+    };
+    let entities = req(entities, "entities")?;
+    let entities = entities
+        .as_object()
+        .ok_or_else(|| wrong("entities", "an object", entities))?;
+    let urls = req(entities.get("urls"), "entities.urls")?;
+    let url_count = match urls.value_type() {
+        ValueType::Null => 0,
+        ValueType::Array => urls.as_array().map_or(0, |a| a.len()),
+        _ => return Err(wrong("entities.urls", "an array or null", urls)),
+    };
+    let user = user_fields(req(user, "user")?)?;
+    Ok(ReactionFields {
+        id,
+        created_at,
+        text,
+        retweet_count,
+        favorite_count,
+        url_count,
+        has_extended_entities,
+        user,
+    })
+}
+
+fn user_fields<'i>(user: Value<'_, 'i>) -> Result<UserFields<'i>, Reason> {
+    let obj = user
+        .as_object()
+        .ok_or_else(|| wrong("user", "an object", user))?;
+    let (mut id_str, mut created_at, mut statuses, mut listed) = (None, None, None, None);
+    let (mut followers, mut friends, mut favourites, mut verified) = (None, None, None, None);
+    let (mut geo, mut background, mut description, mut name) = (None, None, None, None);
+    for (k, v) in obj.iter() {
+        match k {
+            "id_str" => id_str = Some(v),
+            "created_at" => created_at = Some(v),
+            "statuses_count" => statuses = Some(v),
+            "listed_count" => listed = Some(v),
+            "followers_count" => followers = Some(v),
+            "friends_count" => friends = Some(v),
+            "favourites_count" => favourites = Some(v),
+            "verified" => verified = Some(v),
+            "geo_enabled" => geo = Some(v),
+            "profile_use_background_image" => background = Some(v),
+            "description" => description = Some(v),
+            "name" => name = Some(v),
+            _ => {}
+        }
+    }
+    let description = req(description, "user.description")?;
+    let description = if description.is_null() {
+        None
+    } else {
+        Some(
+            description
+                .into_string()
+                .ok_or_else(|| wrong("user.description", "a string or null", description))?,
+        )
+    };
+    Ok(UserFields {
+        id_str: string(id_str, "user.id_str")?,
+        created_at: timestamp(created_at, "user.created_at")?,
+        statuses_count: count(statuses, "user.statuses_count")?,
+        listed_count: count(listed, "user.listed_count")?,
+        followers_count: count(followers, "user.followers_count")?,
+        friends_count: count(friends, "user.friends_count")?,
+        favourites_count: count(favourites, "user.favourites_count")?,
+        verified: flag(verified, "user.verified")?,
+        geo_enabled: flag(geo, "user.geo_enabled")?,
+        profile_use_background_image: flag(background, "user.profile_use_background_image")?,
+        description,
+        name: string(name, "user.name")?,
+    })
+}
+
+/// Extracts a source tweet's fields from its parsed JSON.
+pub fn source_fields<'i>(root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason> {
+    let obj = root
+        .as_object()
+        .ok_or_else(|| format!("the file holds {}, not a tweet object", type_name(root)))?;
+    let (mut created_at, mut text, mut full_text, mut user) = (None, None, None, None);
+    for (k, v) in obj.iter() {
+        match k {
+            "created_at" => created_at = Some(v),
+            "text" => text = Some(v),
+            "full_text" => full_text = Some(v),
+            "user" => user = Some(v),
+            _ => {}
+        }
+    }
+    let text = match (text, full_text) {
+        (Some(v), _) => v
+            .into_string()
+            .ok_or_else(|| wrong("text", "a string", v))?,
+        (None, Some(v)) => v
+            .into_string()
+            .ok_or_else(|| wrong("full_text", "a string", v))?,
+        (None, None) => return Err("missing field text (and full_text)".into()),
+    };
+    let user = req(user, "user")?;
+    let user = user
+        .as_object()
+        .ok_or_else(|| wrong("user", "an object", user))?;
+    let (mut id_str, mut screen_name) = (None, None);
+    for (k, v) in user.iter() {
+        match k {
+            "id_str" => id_str = Some(v),
+            "screen_name" => screen_name = Some(v),
+            _ => {}
+        }
+    }
+    Ok(SourceFields {
+        created_at: timestamp(created_at, "created_at")?,
+        text,
+        user_id_str: string(id_str, "user.id_str")?,
+        screen_name: string(screen_name, "user.screen_name")?,
+    })
+}

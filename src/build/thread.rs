@@ -1,0 +1,163 @@
+//! One thread's assembly: its source tweet, every reaction file of its
+//! tweet folders (parsed, features computed, texts appended to one arena),
+//! the extended columns when asked, all in `(created_at, id)` order and
+//! ready for the writer. Bad files become report lines, never errors.
+
+use std::fs::File;
+
+use super::discover::ThreadDir;
+use super::extended::read_thread_files;
+use super::features::propagation::author_counts;
+use super::features::reliability::RumourIndex;
+use super::files::{Names, Row, STRAY, is_json_name, reaction_row, read_source};
+use super::parse::{TweetReader, source_fields, user_key};
+use super::writer::{THREAD_EXTRA, ThreadData, ThreadText};
+use crate::format::ThreadRecord;
+use crate::format::report::BadInput;
+use crate::schema::Label;
+
+/// One processed thread: its data (None if the thread was skipped) and the
+/// bad inputs met on the way.
+pub(super) struct Outcome {
+    pub(super) data: Option<ThreadData>,
+    pub(super) bad: Vec<BadInput>,
+}
+
+/// Per-worker reusable state.
+pub(super) struct Worker<'i> {
+    source: TweetReader,
+    reaction: TweetReader,
+    /// For thread files (structure, annotation, follows, retweets.json).
+    extra: TweetReader,
+    names: Names,
+    max_file_bytes: u64,
+    /// Corpus-wide rumour index; `Some` when extended features are built.
+    index: Option<&'i RumourIndex>,
+}
+
+impl<'i> Worker<'i> {
+    /// A worker with empty buffers; `index` is `Some` when the build
+    /// computes the extended features.
+    pub(super) fn new(max_file_bytes: u64, index: Option<&'i RumourIndex>) -> Self {
+        Worker {
+            source: TweetReader::new(),
+            reaction: TweetReader::new(),
+            extra: TweetReader::new(),
+            names: Names::default(),
+            max_file_bytes,
+            index,
+        }
+    }
+
+    pub(super) fn process(&mut self, td: &ThreadDir) -> Outcome {
+        let fail = |reason: String| Outcome {
+            data: None,
+            bad: vec![BadInput::new(&td.rel, reason)],
+        };
+        let source_rel =
+            match read_source(td, &mut self.source, &mut self.names, self.max_file_bytes) {
+                Ok(rel) => rel,
+                Err(reason) => return fail(reason),
+            };
+        let source = match self.source.parse(source_fields) {
+            Ok(Ok(s)) => s,
+            Ok(Err(r)) | Err(r) => return fail(format!("source tweet {source_rel}: {r}")),
+        };
+
+        let mut bad = Vec::new();
+        // `self.names` still lists the source folder; *.csv there is ignored.
+        let source_dir = td.source_dir().unwrap_or_default();
+        for name in self.names.iter() {
+            if !is_json_name(name) && !name.as_encoded_bytes().ends_with(b".csv") {
+                let path = format!("{}/{source_dir}/{}", td.rel, name.to_string_lossy());
+                bad.push(BadInput::new(path, STRAY));
+            }
+        }
+        let mut rows: Vec<Row> = Vec::new();
+        let mut arena = String::new();
+        for (dir_name, kind) in td.reaction_dirs() {
+            let dir = td.path.join(dir_name);
+            let listed = self.names.list(&dir).and_then(|()| File::open(&dir));
+            let dir_file = match listed {
+                Ok(f) => f,
+                Err(e) => {
+                    bad.push(BadInput::new(
+                        format!("{}/{dir_name}", td.rel),
+                        format!("cannot list directory: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            for name in self.names.iter() {
+                let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
+                if !is_json_name(name) {
+                    bad.push(BadInput::new(file_rel(), STRAY));
+                    continue;
+                }
+                let row = self
+                    .reaction
+                    .read_file_in(&dir_file, name, self.max_file_bytes)
+                    .and_then(|()| reaction_row(&mut self.reaction, &source, kind, &mut arena));
+                match row {
+                    Ok(row) => rows.push(row),
+                    Err(r) => bad.push(BadInput::new(file_rel(), r)),
+                }
+            }
+        }
+
+        let extended = self.index.map(|index| {
+            let readers = (&mut self.extra, &mut self.reaction);
+            let ext = read_thread_files(
+                readers,
+                self.max_file_bytes,
+                td,
+                &source,
+                (&mut rows, &mut arena),
+                &mut bad,
+            );
+            (index, ext)
+        });
+
+        rows.sort_by_key(|r| (r.rec.created_at, r.rec.id));
+        let source_author = user_key(source.user_id_str);
+        let mut data = ThreadData {
+            record: ThreadRecord {
+                source_id: td.source_id,
+                source_created_at: source.created_at.unix_seconds(),
+                first_reaction: 0,
+                reaction_count: 0,
+                label_code: Label::from_folder(&td.label).code(),
+            },
+            text: ThreadText {
+                event: td.event.clone(),
+                label: td.label.clone(),
+                source_user_id: source.user_id_str.to_owned(),
+                source_text: source.text.to_owned(),
+            },
+            reactions: Vec::with_capacity(rows.len()),
+            text_arena: arena,
+            reaction_texts: Vec::with_capacity(rows.len()),
+            features: Vec::with_capacity(rows.len()),
+            reaction_extra: Vec::new(),
+            thread_extra: [f32::NAN; THREAD_EXTRA],
+        };
+        if let Some((index, ext)) = extended {
+            let counts =
+                author_counts(std::iter::once(source_author).chain(rows.iter().map(|r| r.author)));
+            data.reaction_extra = rows
+                .iter()
+                .map(|r| ext.reaction_values(r, source_author, &counts, index))
+                .collect();
+            data.thread_extra = [ext.annotation.veracity, ext.annotation.annotated_rumour];
+        }
+        for row in rows {
+            data.reactions.push(row.rec);
+            data.reaction_texts.push(row.text);
+            data.features.push(row.features);
+        }
+        Outcome {
+            data: Some(data),
+            bad,
+        }
+    }
+}

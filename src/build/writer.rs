@@ -1,0 +1,392 @@
+//! Writing a cache: shards as they fill up, then the report and the
+//! manifest, all into a [`Staging`] directory that is published atomically.
+//!
+//! The writer never holds the whole cache in memory: a shard is serialized
+//! straight to its file (hashed on the way) as soon as it is full, and its
+//! buffers are reused for the next one.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use rkyv::ser::writer::IoWriter;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
+
+use super::parse::DEFAULT_MAX_FILE_BYTES;
+use super::publish::{Staging, io};
+use crate::error::BuildError;
+use crate::format::footer::{self, Footer};
+use crate::format::layout::{MANIFEST_FILE, REPORT_FILE, shard_file, text_file};
+use crate::format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
+use crate::format::report::{BadInput, write_jsonl};
+use crate::format::{
+    DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord, Shard, Span,
+    TextShard, ThreadRecord,
+};
+use crate::schema::{FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS};
+
+type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+/// Options of a [`CacheWriter`].
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// Start a new shard when the current one would grow past this many bytes.
+    pub shard_bytes: usize,
+    /// Recorded in the manifest.
+    pub strict: bool,
+    /// Recorded in the manifest.
+    pub max_file_bytes: u64,
+    /// Store the extended columns (`ThreadData::reaction_extra`, `thread_extra`).
+    pub extended: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            shard_bytes: DEFAULT_SHARD_BYTES,
+            strict: false,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            extended: true,
+        }
+    }
+}
+
+/// Builds a cache directory shard by shard and publishes it atomically.
+#[derive(Debug)]
+pub struct CacheWriter {
+    staging: Staging,
+    opts: WriterOptions,
+    current: Shard,
+    current_text: TextShard,
+    current_bytes: usize,
+    shards: Vec<ShardInfo>,
+    replies: u64,
+    retweets: u64,
+}
+
+impl CacheWriter {
+    /// Locks `target`, cleans up after interrupted builds and opens a
+    /// temporary directory beside it.
+    ///
+    /// Fails if another build holds the lock, or if `target` exists and is
+    /// not a cache (it would be replaced).
+    pub fn create(target: &Path, opts: WriterOptions) -> Result<Self> {
+        Ok(CacheWriter {
+            staging: Staging::begin(target)?,
+            opts,
+            current: Shard::default(),
+            current_text: TextShard::default(),
+            current_bytes: 0,
+            shards: Vec::new(),
+            replies: 0,
+            retweets: 0,
+        })
+    }
+
+    /// The temporary directory being written (for tests).
+    pub fn temp_dir(&self) -> &Path {
+        self.staging.dir()
+    }
+
+    /// Appends one thread. Threads must come in strictly ascending source-id order.
+    pub fn push(&mut self, mut t: ThreadData, rel_path: &str) -> Result<()> {
+        let bytes = t.estimated_bytes();
+        if bytes > MAX_SHARD_BYTES || t.reactions.len() > u32::MAX as usize / 2 {
+            return Err(BuildError::ThreadTooLarge {
+                path: rel_path.into(),
+                bytes: bytes as u64,
+            });
+        }
+        if let Some(last) = self
+            .current
+            .threads
+            .last()
+            .map(|t| t.source_id)
+            .or_else(|| self.shards.last().map(|s| s.last_source_id))
+        {
+            debug_assert!(t.record.source_id > last, "threads out of order");
+        }
+        if !self.current.threads.is_empty()
+            && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
+                || self.current.reactions.len() + t.reactions.len() > u32::MAX as usize)
+        {
+            self.flush()?;
+        }
+        t.record.first_reaction = self.current.reactions.len() as u32;
+        t.record.reaction_count = t.reactions.len() as u32;
+        for r in &t.reactions {
+            if r.kind == ReactionKind::Retweet as u8 {
+                self.retweets += 1;
+            } else {
+                self.replies += 1;
+            }
+        }
+        if self.opts.extended {
+            if t.reaction_extra.len() != t.reactions.len() {
+                return Err(BuildError::Internal {
+                    path: rel_path.into(),
+                    message: "extended columns do not match the reactions".into(),
+                });
+            }
+            let shard = &mut self.current;
+            shard.reaction_columns.resize_with(REACTION_EXTRA, Vec::new);
+            shard.thread_columns.resize_with(THREAD_EXTRA, Vec::new);
+            for row in &t.reaction_extra {
+                for (col, v) in shard.reaction_columns.iter_mut().zip(row) {
+                    col.push(*v);
+                }
+            }
+            for (col, v) in shard.thread_columns.iter_mut().zip(&t.thread_extra) {
+                col.push(*v);
+            }
+        }
+        self.current.threads.push(t.record);
+        self.current.reactions.append(&mut t.reactions);
+        self.current.features.append(&mut t.features);
+        let text = &mut self.current_text;
+        let thread_spans = [
+            &t.text.event,
+            &t.text.label,
+            &t.text.source_user_id,
+            &t.text.source_text,
+        ]
+        .map(|s| Span::push(&mut text.arena, s));
+        text.threads.push(thread_spans);
+        let base = text.arena.len() as u32;
+        text.arena.push_str(&t.text_arena);
+        text.reactions.extend(
+            t.reaction_texts
+                .iter()
+                .map(|spans| spans.map(|s| s.shifted(base))),
+        );
+        self.current_bytes += bytes;
+        Ok(())
+    }
+
+    fn write_synced(&self, name: &str, parts: &[&[u8]]) -> Result<()> {
+        let path = self.staging.dir().join(name);
+        let mut f = io(&path, File::create(&path))?;
+        for p in parts {
+            io(&path, f.write_all(p))?;
+        }
+        io(&path, f.sync_all())
+    }
+
+    /// Serializes `value` straight into `file` (hashing on the way, so no
+    /// copy of the archive is held in memory), appends the footer, syncs,
+    /// and describes the file.
+    fn write_archive<T>(&self, file: String, value: &T) -> Result<FileInfo>
+    where
+        T: for<'a> rkyv::Serialize<
+                rkyv::api::high::HighSerializer<
+                    IoWriter<HashingWriter>,
+                    rkyv::ser::allocator::ArenaHandle<'a>,
+                    rkyv::rancor::Error,
+                >,
+            >,
+    {
+        let path = self.staging.dir().join(&file);
+        let out = io(&path, File::create(&path))?;
+        let sink = HashingWriter {
+            out: BufWriter::with_capacity(1 << 20, out),
+            hasher: Xxh3Default::new(),
+            len: 0,
+        };
+        let written =
+            rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(value, IoWriter::new(sink))
+                .map_err(|e| match io_cause(&e) {
+                    Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
+                    None => BuildError::Internal {
+                        path: file.clone().into(),
+                        message: format!("serializing the shard failed: {e}"),
+                    },
+                })?;
+        let HashingWriter {
+            mut out,
+            hasher,
+            len,
+        } = written.into_inner();
+        let sum = hasher.digest();
+        let footer = Footer {
+            archive_len: len,
+            xxh3: sum,
+        };
+        io(&path, out.write_all(&footer.encode()))?;
+        let out = out
+            .into_inner()
+            .map_err(|e| BuildError::io(&path, e.into_error()))?;
+        io(&path, out.sync_all())?;
+        Ok(FileInfo {
+            file,
+            bytes: len + footer::LEN as u64,
+            xxh3: hex64(sum),
+        })
+    }
+
+    /// Serializes and writes the current shard (numbers and texts), then
+    /// clears it, keeping its buffers for the next shard (no allocation churn).
+    fn flush(&mut self) -> Result<()> {
+        let n = self.shards.len();
+        let numbers = self.write_archive(shard_file(n), &self.current)?;
+        let text = self.write_archive(text_file(n), &self.current_text)?;
+        let shard = &mut self.current;
+        self.shards.push(ShardInfo {
+            numbers,
+            text,
+            threads: shard.threads.len() as u64,
+            reactions: shard.reactions.len() as u64,
+            first_source_id: shard.threads.first().map_or(0, |t| t.source_id),
+            last_source_id: shard.threads.last().map_or(0, |t| t.source_id),
+        });
+        shard.threads.clear();
+        shard.reactions.clear();
+        shard.features.clear();
+        shard.reaction_columns.iter_mut().for_each(Vec::clear);
+        shard.thread_columns.iter_mut().for_each(Vec::clear);
+        let text = &mut self.current_text;
+        text.arena.clear();
+        text.threads.clear();
+        text.reactions.clear();
+        self.current_bytes = 0;
+        Ok(())
+    }
+
+    /// Writes the last shard, the report and the manifest, and publishes the
+    /// cache at the target path. `report` should be sorted (it is stored as given).
+    pub fn finish(mut self, report: &[BadInput]) -> Result<Manifest> {
+        if !self.current.threads.is_empty() {
+            self.flush()?;
+        }
+        let mut report_bytes = Vec::new();
+        write_jsonl(&mut report_bytes, report)
+            .map_err(|e| BuildError::io(self.staging.dir().join(REPORT_FILE), e))?;
+        self.write_synced(REPORT_FILE, &[&report_bytes])?;
+
+        let manifest = Manifest {
+            format: FORMAT_NAME.into(),
+            format_version: FORMAT_VERSION,
+            feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
+            threads: self.shards.iter().map(|s| s.threads).sum(),
+            reactions: self.shards.iter().map(|s| s.reactions).sum(),
+            replies: self.replies,
+            retweets: self.retweets,
+            skipped: report.len() as u64,
+            options: BuildInfo {
+                strict: self.opts.strict,
+                max_file_bytes: self.opts.max_file_bytes,
+                shard_bytes: self.opts.shard_bytes as u64,
+            },
+            shards: std::mem::take(&mut self.shards),
+            report: FileInfo {
+                file: REPORT_FILE.into(),
+                bytes: report_bytes.len() as u64,
+                xxh3: hex64(xxh3_64(&report_bytes)),
+            },
+            reaction_columns: if self.opts.extended {
+                REACTION_COLUMNS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
+            thread_columns: if self.opts.extended {
+                THREAD_COLUMNS.iter().map(|s| s.to_string()).collect()
+            } else {
+                Vec::new()
+            },
+        };
+        let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| BuildError::Internal {
+            path: MANIFEST_FILE.into(),
+            message: e.to_string(),
+        })?;
+        json.push(b'\n');
+        self.write_synced(MANIFEST_FILE, &[&json])?;
+        self.staging.publish()?;
+        Ok(manifest)
+    }
+}
+
+/// An `io::Write` that hashes and counts what it passes on.
+struct HashingWriter {
+    out: BufWriter<File>,
+    hasher: Xxh3Default,
+    len: u64,
+}
+
+impl Write for HashingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The I/O error message inside a serialization error, if that is its cause
+/// (rkyv wraps the writer's error in its own type).
+fn io_cause(e: &rkyv::rancor::Error) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.to_string());
+        }
+        source = err.source();
+    }
+    None
+}
+
+/// Per-thread texts, as the pipeline hands them to the writer.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ThreadText {
+    /// Event: the grandparent directory's name.
+    pub event: String,
+    /// Label folder: the parent directory's name.
+    pub label: String,
+    /// Source tweet `user.id_str`.
+    pub source_user_id: String,
+    /// Source tweet text (`text`, else `full_text`).
+    pub source_text: String,
+}
+
+/// One thread as the pipeline hands it to the writer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadData {
+    /// Numbers; `first_reaction` and `reaction_count` are set by the writer.
+    pub record: ThreadRecord,
+    /// Texts.
+    pub text: ThreadText,
+    /// Reactions in `(created_at, id)` order.
+    pub reactions: Vec<ReactionRecord>,
+    /// The reactions' texts and descriptions, back to back.
+    pub text_arena: String,
+    /// Per reaction, same order: text and description spans in `text_arena`.
+    pub reaction_texts: Vec<[Span; 2]>,
+    /// Their features, same order.
+    pub features: Vec<FeatureVec>,
+    /// Extended per-reaction values, same order, in
+    /// [`REACTION_COLUMNS`](crate::schema::REACTION_COLUMNS) order (NaN =
+    /// unknown); empty when the build has no extended features.
+    pub reaction_extra: Vec<[f32; REACTION_EXTRA]>,
+    /// Extended per-thread values in [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS) order.
+    pub thread_extra: [f32; THREAD_EXTRA],
+}
+
+/// Number of extended per-reaction columns.
+pub const REACTION_EXTRA: usize = crate::schema::REACTION_COLUMNS.len();
+/// Number of extended per-thread columns.
+pub const THREAD_EXTRA: usize = crate::schema::THREAD_COLUMNS.len();
+
+impl ThreadData {
+    /// A rough upper bound of the archived size (both files), used to cap shards.
+    pub fn estimated_bytes(&self) -> usize {
+        let t = &self.text;
+        let thread =
+            96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
+        let texts = self.text_arena.len() + self.reaction_texts.len() * 16;
+        thread
+            + texts
+            + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())
+            + self.reaction_extra.len() * REACTION_EXTRA * 4
+    }
+}

@@ -1,0 +1,148 @@
+//! The on-disk format, shared by the build half (which writes it) and the
+//! read half (which checks and maps it); neither imports the other.
+//!
+//! A cache is a directory (file names: [`layout`]):
+//!
+//! ```text
+//! CACHE_DIR/
+//!   manifest.json        format version, feature names, counts, build options,
+//!                        one entry per shard (size, xxh3, id range), report checksum
+//!   shard-00000.rkyv     rkyv archive of a [`Shard`] (numbers and features) + a 32-byte footer
+//!   text-00000.rkyv      rkyv archive of its [`TextShard`] (texts) + a 32-byte footer
+//!   shard-00001.rkyv     ...
+//!   report.jsonl         the bad-input report of the build
+//! ```
+//!
+//! Shards hold consecutive threads in source-id order and are capped in size
+//! (16 MiB by default, far below rkyv's 2 GiB relative-pointer limit), so a
+//! build writes each shard as soon as it is full and never holds the whole
+//! cache in memory. Each archive file ends with a [`footer`] (magic, format
+//! version, archive length, xxh3-64 of the archive), in the manner of
+//! tantivy's segment footers: a reader checks the footer, the checksum and
+//! rkyv's bytecheck once, then reads the memory map without copying.
+
+pub mod footer;
+pub mod layout;
+pub mod manifest;
+pub mod report;
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+use crate::schema::FeatureVec;
+
+/// Version of the cache format this library writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The `format` string of a manifest.
+pub const FORMAT_NAME: &str = "socialctx-feature-cache";
+
+/// Default cap on a shard's archive size.
+pub const DEFAULT_SHARD_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest archive a shard may hold: rkyv 0.8 uses 32-bit relative pointers.
+pub const MAX_SHARD_BYTES: usize = 1 << 30;
+
+/// One shard's numbers: consecutive threads and, in parallel arrays, their
+/// reactions and features. Everything here is fixed-size, so validating it is
+/// little more than a checksum: this is all a training loop reads.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+pub struct Shard {
+    /// Threads in strictly ascending source-id order.
+    pub threads: Vec<ThreadRecord>,
+    /// Reactions of all threads, thread after thread; within a thread in
+    /// `(created_at, id)` order.
+    pub reactions: Vec<ReactionRecord>,
+    /// `features[i]` belongs to `reactions[i]`, so one thread's features are
+    /// one contiguous slice.
+    pub features: Vec<FeatureVec>,
+    /// Extra per-reaction columns (each aligned with `reactions`), named in
+    /// the manifest's `reaction_columns`: the extended features, or none.
+    pub reaction_columns: Vec<Vec<f32>>,
+    /// Extra per-thread columns (each aligned with `threads`), named in the
+    /// manifest's `thread_columns`: the extended labels, or none.
+    pub thread_columns: Vec<Vec<f32>>,
+}
+
+/// One shard's texts, aligned with its [`Shard`]: kept in a separate file so
+/// that training, which needs only numbers, never validates or pages them in.
+///
+/// All texts live back to back in one `arena` string and are addressed by
+/// [`Span`]s, so a shard holds three objects instead of two strings per
+/// reaction: nothing is allocated per reaction to build it, and validating
+/// it is one UTF-8 check plus bounds checks.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, PartialEq)]
+pub struct TextShard {
+    /// Every text of the shard, back to back.
+    pub arena: String,
+    /// Per thread (aligned with `Shard::threads`): event, label, source user
+    /// id and source text.
+    pub threads: Vec<[Span; 4]>,
+    /// Per reaction (aligned with `Shard::reactions`): text and the author's
+    /// description ([`Span::NONE`] when null).
+    pub reactions: Vec<[Span; 2]>,
+}
+
+/// A byte range of [`TextShard::arena`].
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First byte.
+    pub start: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+impl Span {
+    /// Marks a missing (null) text.
+    pub const NONE: Span = Span {
+        start: u32::MAX,
+        len: 0,
+    };
+
+    /// Appends `text` to `arena` and returns its span.
+    pub fn push(arena: &mut String, text: &str) -> Span {
+        let start = arena.len() as u32;
+        arena.push_str(text);
+        Span {
+            start,
+            len: text.len() as u32,
+        }
+    }
+
+    /// This span moved `by` bytes later (NONE stays NONE).
+    pub fn shifted(self, by: u32) -> Span {
+        if self == Span::NONE {
+            self
+        } else {
+            Span {
+                start: self.start + by,
+                len: self.len,
+            }
+        }
+    }
+}
+
+/// Per-thread numbers.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq)]
+pub struct ThreadRecord {
+    /// Source tweet id (the thread directory's name).
+    pub source_id: u64,
+    /// Source tweet `created_at`, seconds since the epoch.
+    pub source_created_at: i64,
+    /// Index of the thread's first reaction in the shard.
+    pub first_reaction: u32,
+    /// Number of reactions (replies and retweets).
+    pub reaction_count: u32,
+    /// [`Label`](crate::schema::Label) code of the label folder.
+    pub label_code: i8,
+}
+
+/// Per-reaction numbers (its features live in [`Shard::features`]).
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq)]
+pub struct ReactionRecord {
+    /// Tweet id.
+    pub id: u64,
+    /// `created_at`, seconds since the epoch (Python `int(dt.timestamp())`).
+    pub created_at: i64,
+    /// [`ReactionKind`](crate::schema::ReactionKind) as a byte: 0 reply, 1 retweet.
+    pub kind: u8,
+}

@@ -1,0 +1,289 @@
+//! Zero-copy views into validated shards: a thread's numbers ([`NumView`]),
+//! a thread with its texts ([`ThreadView`]) and one reaction ([`ReactionView`]).
+//! Every accessor is a pointer into the memory map.
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::format::{
+    ArchivedReactionRecord, ArchivedShard, ArchivedSpan, ArchivedTextShard, ArchivedThreadRecord,
+};
+use crate::schema::{FeatureVec, NUM_FEATURES, ReactionKind};
+
+/// A zero-copy view of one thread's numbers: ids, times, kinds, features.
+#[derive(Clone, Copy)]
+pub struct NumView<'a> {
+    shard: &'a ArchivedShard,
+    rec: &'a ArchivedThreadRecord,
+    /// Position of the thread within its shard.
+    index: usize,
+    rows: &'a [FeatureVec],
+}
+
+impl std::fmt::Debug for NumView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NumView")
+            .field("source_id", &self.source_id())
+            .field("label_code", &self.label_code())
+            .field("reactions", &self.reaction_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> NumView<'a> {
+    pub(super) fn new(
+        shard: &'a ArchivedShard,
+        rec: &'a ArchivedThreadRecord,
+        index: usize,
+        rows: &'a [FeatureVec],
+    ) -> Self {
+        NumView {
+            shard,
+            rec,
+            index,
+            rows,
+        }
+    }
+
+    /// Source tweet id.
+    pub fn source_id(&self) -> u64 {
+        self.rec.source_id.to_native()
+    }
+    /// The [`Label`](crate::Label) code: 1 rumour, 0 non-rumour, -1 unknown.
+    pub fn label_code(&self) -> i8 {
+        self.rec.label_code
+    }
+    /// Source tweet `created_at`, seconds since the epoch.
+    pub fn source_created_at(&self) -> i64 {
+        self.rec.source_created_at.to_native()
+    }
+    fn range(&self) -> std::ops::Range<usize> {
+        let first = self.rec.first_reaction.to_native() as usize;
+        first..first + self.rec.reaction_count.to_native() as usize
+    }
+    /// Number of reactions (replies and retweets).
+    pub fn reaction_count(&self) -> usize {
+        self.rec.reaction_count.to_native() as usize
+    }
+    /// The features of all reactions, in reaction order: one contiguous slice.
+    pub fn features(&self) -> &'a [[f32; NUM_FEATURES]] {
+        &self.rows[self.range()]
+    }
+    /// Values of extra per-reaction column `c` (see the manifest's
+    /// `reaction_columns`; [`Cache::reaction_column`](crate::Cache::reaction_column) finds it by name) for
+    /// this thread's reactions, aligned with [`features`](Self::features).
+    /// Empty if the column does not exist.
+    pub fn column(&self, c: usize) -> &'a [f32] {
+        self.shard
+            .reaction_columns
+            .get(c)
+            .and_then(|col| <[f32]>::ref_from_bytes(col.as_slice().as_bytes()).ok())
+            .and_then(|col| col.get(self.range()))
+            .unwrap_or_default()
+    }
+
+    /// Value of extra per-thread column `c` (see the manifest's
+    /// `thread_columns`), or None if the column does not exist.
+    pub fn thread_value(&self, c: usize) -> Option<f32> {
+        let col = self.shard.thread_columns.get(c)?;
+        let i = self.index;
+        col.get(i).map(|v| v.to_native())
+    }
+
+    /// Reactions' numbers, in `(created_at, id)` order, aligned with [`features`](Self::features).
+    pub fn reaction_records(&self) -> impl ExactSizeIterator<Item = ReactionNum> + 'a {
+        self.shard.reactions[self.range()]
+            .iter()
+            .map(|r| ReactionNum {
+                id: r.id.to_native(),
+                created_at: r.created_at.to_native(),
+                // Validated at open.
+                kind: ReactionKind::from_u8(r.kind).unwrap_or(ReactionKind::Reply),
+            })
+    }
+}
+
+/// One reaction's numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReactionNum {
+    /// Tweet id.
+    pub id: u64,
+    /// `created_at`, seconds since the epoch.
+    pub created_at: i64,
+    /// Reply or retweet.
+    pub kind: ReactionKind,
+}
+
+/// A zero-copy view of one thread: its numbers and texts.
+#[derive(Clone, Copy)]
+pub struct ThreadView<'a> {
+    num: NumView<'a>,
+    text: &'a ArchivedTextShard,
+    thread_text: &'a [ArchivedSpan; 4],
+}
+
+impl std::fmt::Debug for ThreadView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadView")
+            .field("source_id", &self.source_id())
+            .field("event", &self.event())
+            .field("label", &self.label())
+            .field("reactions", &self.reaction_count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The text a validated span addresses ("" if it is null).
+fn span_text<'a>(arena: &'a str, s: &ArchivedSpan) -> &'a str {
+    let start = s.start.to_native() as usize;
+    // Spans were checked against the arena at validation; `get` keeps even a
+    // broken invariant from panicking.
+    arena
+        .get(start..start + s.len.to_native() as usize)
+        .unwrap_or("")
+}
+
+impl<'a> ThreadView<'a> {
+    pub(super) fn new(
+        num: NumView<'a>,
+        text: &'a ArchivedTextShard,
+        thread_text: &'a [ArchivedSpan; 4],
+    ) -> Self {
+        ThreadView {
+            num,
+            text,
+            thread_text,
+        }
+    }
+
+    /// Source tweet id.
+    pub fn source_id(&self) -> u64 {
+        self.num.source_id()
+    }
+    /// The [`Label`](crate::Label) code: 1 rumour, 0 non-rumour, -1 unknown.
+    pub fn label_code(&self) -> i8 {
+        self.num.label_code()
+    }
+    /// Source tweet `created_at`, seconds since the epoch.
+    pub fn source_created_at(&self) -> i64 {
+        self.num.source_created_at()
+    }
+    /// Number of reactions (replies and retweets).
+    pub fn reaction_count(&self) -> usize {
+        self.num.reaction_count()
+    }
+    /// The features of all reactions, in reaction order: one contiguous slice.
+    pub fn features(&self) -> &'a [FeatureVec] {
+        self.num.features()
+    }
+    /// Values of extra per-reaction column `c`, as [`NumView::column`].
+    pub fn column(&self, c: usize) -> &'a [f32] {
+        self.num.column(c)
+    }
+    /// Value of extra per-thread column `c`, as [`NumView::thread_value`].
+    pub fn thread_value(&self, c: usize) -> Option<f32> {
+        self.num.thread_value(c)
+    }
+    /// Reactions' numbers, as [`NumView::reaction_records`].
+    pub fn reaction_records(&self) -> impl ExactSizeIterator<Item = ReactionNum> + 'a {
+        self.num.reaction_records()
+    }
+    /// The numbers alone (what a training loop reads).
+    pub fn numbers(&self) -> NumView<'a> {
+        self.num
+    }
+    fn thread_text(&self, i: usize) -> &'a str {
+        span_text(self.text.arena.as_str(), &self.thread_text[i])
+    }
+    /// Event (grandparent folder name).
+    pub fn event(&self) -> &'a str {
+        self.thread_text(0)
+    }
+    /// Label folder name (`rumours`, `non-rumours`, ...).
+    pub fn label(&self) -> &'a str {
+        self.thread_text(1)
+    }
+    /// Source author's `id_str`.
+    pub fn source_user_id(&self) -> &'a str {
+        self.thread_text(2)
+    }
+    /// Source tweet text.
+    pub fn source_text(&self) -> &'a str {
+        self.thread_text(3)
+    }
+    /// The reaction at `i` within this thread.
+    pub fn reaction(&self, i: usize) -> Option<ReactionView<'a>> {
+        let r = self.num.range();
+        (i < r.len()).then(|| ReactionView {
+            rec: &self.num.shard.reactions[r.start + i],
+            arena: self.text.arena.as_str(),
+            spans: &self.text.reactions[r.start + i],
+            features: &self.num.rows[r.start + i],
+        })
+    }
+    /// Reactions in `(created_at, id)` order.
+    pub fn reactions(&self) -> impl ExactSizeIterator<Item = ReactionView<'a>> + 'a {
+        let r = self.num.range();
+        let recs = &self.num.shard.reactions[r.clone()];
+        let texts = &self.text.reactions[r.clone()];
+        let rows = &self.num.rows[r];
+        let arena = self.text.arena.as_str();
+        recs.iter()
+            .zip(texts)
+            .zip(rows)
+            .map(move |((rec, spans), features)| ReactionView {
+                rec,
+                arena,
+                spans,
+                features,
+            })
+    }
+}
+
+/// A zero-copy view of one reaction.
+#[derive(Clone, Copy)]
+pub struct ReactionView<'a> {
+    rec: &'a ArchivedReactionRecord,
+    arena: &'a str,
+    spans: &'a [ArchivedSpan; 2],
+    features: &'a FeatureVec,
+}
+
+impl std::fmt::Debug for ReactionView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReactionView")
+            .field("id", &self.id())
+            .field("kind", &self.kind())
+            .field("created_at", &self.created_at())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ReactionView<'a> {
+    /// Tweet id.
+    pub fn id(&self) -> u64 {
+        self.rec.id.to_native()
+    }
+    /// Reply or retweet.
+    pub fn kind(&self) -> ReactionKind {
+        // Validated at open.
+        ReactionKind::from_u8(self.rec.kind).unwrap_or(ReactionKind::Reply)
+    }
+    /// `created_at`, seconds since the epoch.
+    pub fn created_at(&self) -> i64 {
+        self.rec.created_at.to_native()
+    }
+    /// Reaction text.
+    pub fn text(&self) -> &'a str {
+        span_text(self.arena, &self.spans[0])
+    }
+    /// Author's description, if not null.
+    pub fn user_description(&self) -> Option<&'a str> {
+        let d = &self.spans[1];
+        let null = d.start.to_native() == u32::MAX && d.len.to_native() == 0;
+        (!null).then(|| span_text(self.arena, d))
+    }
+    /// The 28 features.
+    pub fn features(&self) -> &'a FeatureVec {
+        self.features
+    }
+}

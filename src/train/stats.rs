@@ -1,0 +1,163 @@
+//! Global per-feature statistics for normalisation.
+//!
+//! As the reference's `compute_global_values_4_all_dataset_numercial_features`:
+//! over a chosen set of threads and context kinds, per feature the count,
+//! mean, population standard deviation (ddof 0), minimum and maximum,
+//! accumulated in `f64` with two passes (mean first, then squared deviations:
+//! no catastrophic cancellation). Saved as JSON beside the cache.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::selection::Selection;
+use crate::error::LoadError;
+use crate::read::ThreadSource;
+use crate::schema::{FEATURE_NAMES, NUM_FEATURES};
+
+type Result<T, E = LoadError> = std::result::Result<T, E>;
+
+/// Statistics of the 28 features over a set of reactions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeatureStats {
+    /// Feature names, in order (checked on load).
+    pub feature_names: Vec<String>,
+    /// Threads visited.
+    pub threads: u64,
+    /// Reactions counted (the same for every feature).
+    pub count: u64,
+    /// Mean of each feature.
+    pub mean: [f64; NUM_FEATURES],
+    /// Population standard deviation (ddof 0) of each feature.
+    pub std: [f64; NUM_FEATURES],
+    /// Minimum of each feature (0 when `count` is 0).
+    pub min: [f64; NUM_FEATURES],
+    /// Maximum of each feature (0 when `count` is 0).
+    pub max: [f64; NUM_FEATURES],
+}
+
+impl FeatureStats {
+    /// Computes the statistics over the reactions that `selection` picks in
+    /// the threads at `positions`.
+    ///
+    /// ```no_run
+    /// use socialctx::{Cache, FeatureStats, Selection};
+    /// let cache = Cache::open("target/socialctx-cache")?;
+    /// let all: Vec<usize> = (0..cache.len()).collect();
+    /// let sel = Selection { max_cxt: usize::MAX, ..Selection::default() };
+    /// let stats = FeatureStats::compute(&cache, &all, &sel)?;
+    /// println!("mean t_diff {}", stats.mean[25]);
+    /// # Ok::<(), socialctx::Error>(())
+    /// ```
+    pub fn compute<C: ThreadSource + ?Sized>(
+        cache: &C,
+        positions: &[usize],
+        selection: &Selection,
+    ) -> Result<FeatureStats> {
+        let mut sum = [0f64; NUM_FEATURES];
+        let mut min = [f64::INFINITY; NUM_FEATURES];
+        let mut max = [f64::NEG_INFINITY; NUM_FEATURES];
+        let mut count = 0u64;
+        let each = |f: &mut dyn FnMut(&[f32; NUM_FEATURES])| -> Result<()> {
+            for &p in positions {
+                let t = cache
+                    .thread_at(p)?
+                    .ok_or(LoadError::NoSuchThread { position: p })?;
+                let rows = t.features();
+                for i in selection.indices(&t) {
+                    f(&rows[i]);
+                }
+            }
+            Ok(())
+        };
+        each(&mut |row| {
+            count += 1;
+            for (k, &x) in row.iter().enumerate() {
+                let x = f64::from(x);
+                sum[k] += x;
+                min[k] = min[k].min(x);
+                max[k] = max[k].max(x);
+            }
+        })?;
+        let n = count.max(1) as f64;
+        let mean = sum.map(|s| s / n);
+        let mut sq = [0f64; NUM_FEATURES];
+        each(&mut |row| {
+            for (k, &x) in row.iter().enumerate() {
+                let d = f64::from(x) - mean[k];
+                sq[k] += d * d;
+            }
+        })?;
+        if count == 0 {
+            min = [0.0; NUM_FEATURES];
+            max = [0.0; NUM_FEATURES];
+        }
+        Ok(FeatureStats {
+            feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
+            threads: positions.len() as u64,
+            count,
+            mean,
+            std: sq.map(|s| (s / n).sqrt()),
+            min,
+            max,
+        })
+    }
+
+    /// Writes the statistics as JSON.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let mut json = serde_json::to_vec_pretty(self).map_err(|e| LoadError::BadStats {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        json.push(b'\n');
+        std::fs::write(path, json).map_err(|e| LoadError::io(path, e))
+    }
+
+    /// Reads statistics written by [`save`](Self::save).
+    pub fn load(path: impl AsRef<Path>) -> Result<FeatureStats> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| LoadError::io(path, e))?;
+        let bad = |reason: String| LoadError::BadStats {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let stats: FeatureStats = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(format!("not a statistics file: {e}")))?;
+        if stats
+            .feature_names
+            .iter()
+            .map(String::as_str)
+            .ne(FEATURE_NAMES)
+        {
+            return Err(bad("feature names differ from this library's".into()));
+        }
+        Ok(stats)
+    }
+}
+
+/// Per-feature `(x - mean) / (std + 1e-6)`, as the reference's `global_norm`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Normalizer {
+    mean: [f64; NUM_FEATURES],
+    inv: [f64; NUM_FEATURES],
+}
+
+impl Normalizer {
+    /// The reference's epsilon added to the standard deviation.
+    pub const EPSILON: f64 = 1e-6;
+
+    /// From global statistics.
+    pub fn new(stats: &FeatureStats) -> Self {
+        Normalizer {
+            mean: stats.mean,
+            inv: stats.std.map(|s| 1.0 / (s + Self::EPSILON)),
+        }
+    }
+
+    /// Normalises one value of feature `f` (computed in f64, stored as f32).
+    #[inline]
+    pub fn apply(&self, f: usize, x: f32) -> f32 {
+        ((f64::from(x) - self.mean[f]) * self.inv[f]) as f32
+    }
+}
