@@ -217,6 +217,17 @@ pub enum LoadError {
         capacity: usize,
     },
 
+    /// A caller's batch buffer has the wrong length for the batch shape.
+    #[error("batch buffer {buffer} holds {found} values, the batch shape needs {expected}")]
+    BufferSize {
+        /// Which buffer.
+        buffer: &'static str,
+        /// Length the shape needs.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+
     /// A thread position beyond the end of the cache.
     #[error("no thread at position {position}")]
     NoSuchThread {

@@ -48,7 +48,7 @@ pub use schema::{
     Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
     ReactionKind, THREAD_COLUMNS, Veracity,
 };
-pub use train::loader::{Batch, EmptyThreads, Loader, shuffle, shuffled};
+pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, shuffle, shuffled};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};

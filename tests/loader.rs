@@ -11,7 +11,7 @@ use common::*;
 use serde_json::Value;
 use socialctx::FeatureStats;
 use socialctx::Split;
-use socialctx::{Batch, EmptyThreads, Kinds, Loader, Selection, shuffled};
+use socialctx::{Batch, BatchMut, EmptyThreads, Kinds, Loader, Selection, shuffled};
 use socialctx::{Cache, LoadError};
 
 /// The oracle's reactions per source id: (kind, t_diff seconds, features as f32).
@@ -269,6 +269,8 @@ fn split_files_parse_with_tricky_quoting_and_report_missing_ids() {
     let r = split.resolve(&cache).unwrap();
     assert_eq!(r.missing, vec![999]);
     assert_eq!(r.positions.len(), 2);
+    // The split's labels follow its positions (the 0-labelled missing id dropped).
+    assert_eq!(r.labels, vec![1, 0]);
     assert_eq!(
         cache.thread(r.positions[0]).unwrap().source_id(),
         552783238415265792
@@ -340,4 +342,77 @@ fn batch_errors_are_typed() {
         loader.fill_ids(&[42], &mut small, &mut Vec::new()),
         Err(LoadError::NoSuchSource { source_id: 42 })
     ));
+}
+
+/// Filling caller-owned buffers gives exactly what `fill` gives, clears
+/// whatever the buffers held before, and labels threads from the cache or
+/// from the caller.
+#[test]
+fn fill_into_caller_memory_matches_fill_and_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let sel = Selection {
+        kinds: Kinds::Both,
+        ..Selection::default()
+    };
+    let loader = Loader::new(&cache, sel);
+    let (bs, t) = (4, 30);
+    let positions: Vec<usize> = (0..cache.len().min(3)).collect();
+    let mut batch = Batch::new(bs, t);
+    loader.fill(&positions, &mut batch).unwrap();
+    for (b, &p) in positions.iter().enumerate() {
+        assert_eq!(batch.labels[b], cache.thread(p).unwrap().label_code());
+    }
+
+    // Caller memory full of garbage: after the fill it holds the same batch.
+    let mut features = vec![f32::NAN; bs * t * 28];
+    let mut mask = vec![7u8; bs * t];
+    let mut lengths = vec![99u32; bs];
+    let mut ids = vec![5u64; bs];
+    let mut labels = vec![9i8; bs];
+    let mut view = BatchMut::new(
+        t,
+        &mut features,
+        &mut mask,
+        &mut lengths,
+        &mut ids,
+        &mut labels,
+    )
+    .unwrap();
+    loader.fill_into(&positions, None, &mut view).unwrap();
+    assert_eq!(
+        features.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        batch
+            .features
+            .iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(mask, batch.mask);
+    assert_eq!(lengths, batch.lengths);
+    assert_eq!(ids, batch.source_ids);
+    assert_eq!(labels, batch.labels);
+    assert_eq!(labels[positions.len()..], vec![0; bs - positions.len()]);
+
+    // Labels from the caller (a split's) replace the cache's.
+    let given: Vec<i8> = positions.iter().map(|&p| 1 - (p % 2) as i8).collect();
+    loader.fill_labeled(&positions, &given, &mut batch).unwrap();
+    assert_eq!(batch.labels[..positions.len()], given[..]);
+    assert!(matches!(
+        loader.fill_labeled(&positions, &given[..1], &mut batch),
+        Err(LoadError::BufferSize { buffer: "labels argument", expected, found: 1 })
+            if expected == positions.len()
+    ));
+
+    // A buffer of the wrong length is named.
+    let mut short_mask = vec![0u8; bs * t - 1];
+    let mut f = vec![0f32; bs * t * 28];
+    let (mut l, mut i, mut y) = (vec![0u32; bs], vec![0u64; bs], vec![0i8; bs]);
+    let err = BatchMut::new(t, &mut f, &mut short_mask, &mut l, &mut i, &mut y).unwrap_err();
+    assert!(
+        matches!(err, LoadError::BufferSize { buffer: "mask", found, .. } if found == bs * t - 1),
+        "{err}"
+    );
 }

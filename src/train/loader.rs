@@ -68,6 +68,9 @@ pub struct Batch {
     pub lengths: Vec<u32>,
     /// Source id of each thread.
     pub source_ids: Vec<u64>,
+    /// Label of each thread: the cache's [`Label`](crate::Label) code, or
+    /// the one passed to [`Loader::fill_labeled`] (e.g. a split's).
+    pub labels: Vec<i8>,
 }
 
 impl Batch {
@@ -81,6 +84,19 @@ impl Batch {
             mask: vec![0; batch_size * max_cxt],
             lengths: vec![0; batch_size],
             source_ids: vec![0; batch_size],
+            labels: vec![0; batch_size],
+        }
+    }
+
+    /// The buffers as a [`BatchMut`], for [`Loader::fill_into`].
+    pub fn as_mut(&mut self) -> BatchMut<'_> {
+        BatchMut {
+            max_cxt: self.max_cxt,
+            features: &mut self.features,
+            mask: &mut self.mask,
+            lengths: &mut self.lengths,
+            source_ids: &mut self.source_ids,
+            labels: &mut self.labels,
         }
     }
 
@@ -88,6 +104,78 @@ impl Batch {
     pub fn thread_rows(&self, b: usize) -> &[f32] {
         let n = self.max_cxt * NUM_FEATURES;
         &self.features[b * n..(b + 1) * n]
+    }
+}
+
+/// One batch's output buffers, owned by the caller: a [`Batch`]'s vectors,
+/// NumPy arrays, or any other memory. [`Loader::fill_into`] writes straight
+/// into them, so no batch is ever copied.
+///
+/// ```
+/// # let mut storage = (vec![0f32; 2 * 3 * 28], vec![0u8; 6], vec![0u32; 2], vec![0u64; 2], vec![0i8; 2]);
+/// let (f, m, l, s, y) = &mut storage;
+/// let out = socialctx::BatchMut::new(3, f, m, l, s, y).unwrap();
+/// assert_eq!(out.batch_size(), 2);
+/// ```
+#[derive(Debug)]
+pub struct BatchMut<'a> {
+    max_cxt: usize,
+    features: &'a mut [f32],
+    mask: &'a mut [u8],
+    lengths: &'a mut [u32],
+    source_ids: &'a mut [u64],
+    labels: &'a mut [i8],
+}
+
+impl<'a> BatchMut<'a> {
+    /// Buffers for `lengths.len()` threads of `max_cxt` rows:
+    /// `features` `[batch][max_cxt][28]`, `mask` `[batch][max_cxt]`, and
+    /// `lengths`, `source_ids`, `labels` `[batch]`, all row-major. Fails with
+    /// [`LoadError::BufferSize`] naming the buffer whose length does not fit.
+    pub fn new(
+        max_cxt: usize,
+        features: &'a mut [f32],
+        mask: &'a mut [u8],
+        lengths: &'a mut [u32],
+        source_ids: &'a mut [u64],
+        labels: &'a mut [i8],
+    ) -> Result<Self> {
+        let b = lengths.len();
+        let check = |buffer: &'static str, found: usize, expected: Option<usize>| match expected {
+            Some(expected) if expected == found => Ok(()),
+            expected => Err(LoadError::BufferSize {
+                buffer,
+                expected: expected.unwrap_or(usize::MAX),
+                found,
+            }),
+        };
+        let rows = b.checked_mul(max_cxt);
+        check(
+            "features",
+            features.len(),
+            rows.and_then(|r| r.checked_mul(NUM_FEATURES)),
+        )?;
+        check("mask", mask.len(), rows)?;
+        check("source_ids", source_ids.len(), Some(b))?;
+        check("labels", labels.len(), Some(b))?;
+        Ok(BatchMut {
+            max_cxt,
+            features,
+            mask,
+            lengths,
+            source_ids,
+            labels,
+        })
+    }
+
+    /// Capacity in threads.
+    pub fn batch_size(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// Rows per thread.
+    pub fn max_cxt(&self) -> usize {
+        self.max_cxt
     }
 }
 
@@ -138,21 +226,59 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         &self.selection
     }
 
-    /// Fills `out` with the threads at `positions` (at most `out.batch_size`).
+    /// Fills `out` with the threads at `positions` (at most `out.batch_size`),
+    /// labelled with the cache's label codes.
     ///
     /// Rows beyond a thread's length, and threads beyond `positions.len()`,
     /// are zeroed. `out.max_cxt` must be at least the selection's `max_cxt`
     /// would need; extra reactions are cut at `out.max_cxt`.
     pub fn fill(&self, positions: &[usize], out: &mut Batch) -> Result<()> {
-        if positions.len() > out.batch_size {
+        self.fill_into(positions, None, &mut out.as_mut())?;
+        out.len = positions.len();
+        Ok(())
+    }
+
+    /// As [`fill`](Self::fill), with `labels[b]` as thread `b`'s label
+    /// (e.g. [`ResolvedSplit::labels`](crate::ResolvedSplit::labels)).
+    pub fn fill_labeled(&self, positions: &[usize], labels: &[i8], out: &mut Batch) -> Result<()> {
+        self.fill_into(positions, Some(labels), &mut out.as_mut())?;
+        out.len = positions.len();
+        Ok(())
+    }
+
+    /// Fills caller-owned buffers with the threads at `positions`: the
+    /// zero-copy path for NumPy arrays or C memory. `labels`, when given,
+    /// must hold one label per position; otherwise each thread gets the
+    /// cache's label code. Every thread slot beyond `positions.len()` is
+    /// zeroed, so the buffers hold exactly this batch whatever they held
+    /// before.
+    pub fn fill_into(
+        &self,
+        positions: &[usize],
+        labels: Option<&[i8]>,
+        out: &mut BatchMut<'_>,
+    ) -> Result<()> {
+        if positions.len() > out.batch_size() {
             return Err(LoadError::BatchTooSmall {
                 needed: positions.len(),
-                capacity: out.batch_size,
+                capacity: out.batch_size(),
+            });
+        }
+        if let Some(labels) = labels
+            && labels.len() != positions.len()
+        {
+            return Err(LoadError::BufferSize {
+                buffer: "labels argument",
+                expected: positions.len(),
+                found: labels.len(),
             });
         }
         let max_cxt = out.max_cxt.min(self.selection.max_cxt);
         let stride = out.max_cxt * NUM_FEATURES;
-        let previous = out.len;
+        let sel = Selection {
+            max_cxt,
+            ..self.selection
+        };
         for (b, &pos) in positions.iter().enumerate() {
             let t = self
                 .cache
@@ -161,10 +287,6 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             let rows = t.features();
             let dst = &mut out.features[b * stride..(b + 1) * stride];
             let mask = &mut out.mask[b * out.max_cxt..(b + 1) * out.max_cxt];
-            let sel = Selection {
-                max_cxt,
-                ..self.selection
-            };
             let mut n = 0;
             for i in sel.indices(&t) {
                 let row = &mut dst[n * NUM_FEATURES..(n + 1) * NUM_FEATURES];
@@ -188,15 +310,14 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             mask[len..].fill(0);
             out.lengths[b] = len as u32;
             out.source_ids[b] = t.source_id();
+            out.labels[b] = labels.map_or(t.label_code(), |l| l[b]);
         }
-        // Clear the threads the previous fill used and this one does not.
-        for b in positions.len()..previous.max(positions.len()) {
-            out.features[b * stride..(b + 1) * stride].fill(0.0);
-            out.mask[b * out.max_cxt..(b + 1) * out.max_cxt].fill(0);
-            out.lengths[b] = 0;
-            out.source_ids[b] = 0;
-        }
-        out.len = positions.len();
+        let used = positions.len();
+        out.features[used * stride..].fill(0.0);
+        out.mask[used * out.max_cxt..].fill(0);
+        out.lengths[used..].fill(0);
+        out.source_ids[used..].fill(0);
+        out.labels[used..].fill(0);
         Ok(())
     }
 

@@ -29,6 +29,8 @@ pub struct Split {
 pub struct ResolvedSplit {
     /// Cache positions of the split's ids that the cache holds, in split order.
     pub positions: Vec<usize>,
+    /// The split's labels of those positions, same order (1 rumour, 0 non-rumour).
+    pub labels: Vec<i8>,
     /// The ids the cache does not hold, in split order.
     pub missing: Vec<u64>,
 }
@@ -95,9 +97,12 @@ impl Split {
     /// Finds the split's threads in `cache`.
     pub fn resolve<C: ThreadSource + ?Sized>(&self, cache: &C) -> Result<ResolvedSplit> {
         let mut out = ResolvedSplit::default();
-        for &id in &self.ids {
+        for (&id, &label) in self.ids.iter().zip(&self.labels) {
             match cache.position_of(id)? {
-                Some(p) => out.positions.push(p),
+                Some(p) => {
+                    out.positions.push(p);
+                    out.labels.push(label);
+                }
                 None => out.missing.push(id),
             }
         }
