@@ -184,9 +184,8 @@ fn walk_parallelism(threads: usize) -> Parallelism {
 /// println!("{} threads", found.threads.len());
 /// ```
 pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
-    if !root.is_dir() {
-        return Err(BuildError::CorpusMissing(root.to_path_buf()));
-    }
+    // `build` has checked that `root` is a directory before taking the lock;
+    // if it vanished since, the walk reports it like any unreadable directory.
     let found: Found = Arc::default();
     let sink = Arc::clone(&found);
     let walk = WalkDirGeneric::<((), ())>::new(root)
