@@ -358,8 +358,13 @@ fn lazy_open_validates_each_shard_on_first_use() {
     assert!(matches!(Cache::open(&out), Err(OpenError::Corrupt { .. })));
 }
 
+/// A lazy cache reads the generation it opened: its files were opened with
+/// the manifest, so renaming one away afterwards (or a rebuild swapping in a
+/// new cache) does not change what it reads, even for shards it had not
+/// touched yet. (That I/O errors are not memoised as corruption is a unit
+/// test of the reader.)
 #[test]
-fn lazy_validation_does_not_memoise_transient_io_errors() {
+fn lazy_cache_reads_the_generation_it_opened() {
     use socialctx::LazyCache;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("c");
@@ -370,23 +375,33 @@ fn lazy_validation_does_not_memoise_transient_io_errors() {
     drop(eager);
 
     let lazy = LazyCache::open(&out).unwrap();
-    // The file is briefly not there (an I/O error, not a verdict on the file):
     let aside = tmp.path().join("aside");
     fs::rename(&shard, &aside).unwrap();
-    match lazy.get(first_id) {
-        Err(OpenError::Io { path, .. }) => assert_eq!(path, shard),
-        other => panic!(
-            "missing file is an I/O error, got {:?}",
-            other.map(|o| o.is_some())
-        ),
-    }
-    // Once it is back, the next access validates it and succeeds.
-    fs::rename(&aside, &shard).unwrap();
     let t = lazy
         .get(first_id)
-        .expect("an I/O error is retried, not remembered as corruption")
+        .expect("the file was opened with the manifest")
         .expect("thread present");
     assert_eq!(t.source_id(), first_id);
+    fs::rename(&aside, &shard).unwrap();
+
+    // A rebuild (different shard size: different files) publishes while the
+    // lazy cache is open and untouched: it still reads the old generation.
+    let lazy = LazyCache::open(&out).unwrap();
+    let before: Vec<u64> = (0..lazy.len())
+        .map(|i| Cache::open(&out).unwrap().thread(i).unwrap().source_id())
+        .collect();
+    let opts = socialctx::BuildOptions::default().threads(1).shard_bytes(1);
+    socialctx::build(golden(), &out, &opts, &socialctx::NoProgress).unwrap();
+    assert_ne!(
+        Cache::open(&out).unwrap().manifest().shards.len(),
+        lazy.manifest().shards.len()
+    );
+    for (i, id) in before.iter().enumerate() {
+        let t = lazy.thread(i).unwrap().expect("thread present");
+        assert_eq!(t.source_id(), *id);
+        assert_eq!(t.features().len(), t.reaction_count());
+    }
+    assert_eq!(lazy.report().unwrap().len() as u64, lazy.manifest().skipped);
 }
 
 /// Copies `src` to `dst`, creating entries in sorted or reverse-sorted order
@@ -642,4 +657,34 @@ fn crafted_shards_that_break_reader_invariants_are_refused() {
             }
         }
     }
+}
+
+/// Opens racing with rebuilds never fail: each open reads one whole
+/// generation, and an open that a publish overtook starts over.
+#[test]
+fn opens_racing_rebuilds_always_succeed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&golden(), &out, 2);
+    let threads = Cache::open(&out).unwrap().len();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..25 {
+                // Alternate shard sizes so that every generation has other files.
+                let opts = socialctx::BuildOptions::default()
+                    .threads(1)
+                    .shard_bytes(if i % 2 == 0 { 1 } else { 1 << 20 });
+                socialctx::build(golden(), &out, &opts, &socialctx::NoProgress).unwrap();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+        let mut opens = 0;
+        while !done.load(Ordering::Relaxed) || opens == 0 {
+            let cache = Cache::open(&out).unwrap_or_else(|e| panic!("open {opens}: {e}"));
+            assert_eq!(cache.len(), threads);
+            opens += 1;
+        }
+    });
 }

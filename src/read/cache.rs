@@ -28,7 +28,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::validate::{CheckedNumbers, CheckedText, feature_rows, read_manifest, read_report};
+use std::fs::File;
+
+use super::validate::{
+    CheckedNumbers, CheckedText, feature_rows, open_dir, open_file, read_manifest, read_report,
+};
 use super::view::{NumView, ThreadView};
 use crate::error::OpenError;
 use crate::format::manifest::Manifest;
@@ -41,6 +45,11 @@ type Result<T, E = OpenError> = std::result::Result<T, E>;
 struct ShardSlot {
     numbers_path: PathBuf,
     text_path: PathBuf,
+    /// The files, opened with the manifest so that they are of its
+    /// generation; `None` only when the process ran out of descriptors
+    /// (then they are opened on first use, from the same directory handle).
+    numbers_file: Option<File>,
+    text_file: Option<File>,
     /// Index of the shard's first thread in the whole cache.
     first_thread: usize,
     numbers: OnceLock<std::result::Result<CheckedNumbers, String>>,
@@ -50,6 +59,9 @@ struct ShardSlot {
 /// What [`Cache`] and [`LazyCache`] share: the manifest and the shard slots.
 struct Core {
     dir: PathBuf,
+    /// The directory as opened: files not opened yet are opened through it.
+    dir_file: File,
+    report_file: Option<File>,
     manifest: Manifest,
     shards: Vec<ShardSlot>,
     len: usize,
@@ -90,30 +102,116 @@ fn checked<'s, T>(
     }
 }
 
+/// How many times an open starts over when a build published a new
+/// generation while it was opening the old one.
+const OPEN_ATTEMPTS: usize = 5;
+
+/// Opens a cache file now if descriptors allow, else leaves it for later.
+fn pin(dir: &File, dir_path: &Path, name: &str) -> Result<Option<File>> {
+    match open_file(dir, dir_path, name) {
+        Ok(f) => Ok(Some(f)),
+        Err(OpenError::Io { source, .. })
+            if source.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `dir` still names the directory `opened`.
+fn same_dir(opened: &File, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (opened.metadata(), std::fs::metadata(dir)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
 impl Core {
+    /// Reads the manifest and opens every file it names, all through one
+    /// directory handle: the cache then reads the generation it opened, for
+    /// every shard, even after a rebuild swaps in the next one. If a
+    /// publish removes the old generation while this runs (a file named by
+    /// the manifest is gone), the open starts over on the new one.
     fn open(dir: &Path) -> Result<Core> {
-        let manifest = read_manifest(dir)?;
+        let mut attempt = 1;
+        loop {
+            match Core::open_once(dir) {
+                Err(OpenError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempt < OPEN_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(dir: &Path) -> Result<Core> {
+        let dir_file = open_dir(dir)?;
+        let manifest = read_manifest(&dir_file, dir)?;
+        let pinned = |name: &str| match pin(&dir_file, dir, name) {
+            // A file the manifest names is gone: if the directory at `dir`
+            // is no longer the one we opened, a publish swapped it and the
+            // caller starts over; otherwise the cache is damaged, and the
+            // error says which file is missing.
+            Err(OpenError::Io { path, source })
+                if source.kind() == std::io::ErrorKind::NotFound && same_dir(&dir_file, dir) =>
+            {
+                Err(OpenError::Io {
+                    path,
+                    source: std::io::Error::other(format!(
+                        "{source} (the manifest names it: the cache is incomplete)"
+                    )),
+                })
+            }
+            other => other,
+        };
+        let report_file = pinned(&manifest.report.file)?;
         let mut first_thread = 0usize;
-        let shards = manifest
-            .shards
-            .iter()
-            .map(|info| {
-                let slot = ShardSlot {
-                    numbers_path: dir.join(&info.numbers.file),
-                    text_path: dir.join(&info.text.file),
-                    first_thread,
-                    numbers: OnceLock::new(),
-                    text: OnceLock::new(),
-                };
-                first_thread += info.threads as usize;
-                slot
-            })
-            .collect();
+        let mut shards = Vec::with_capacity(manifest.shards.len());
+        for info in &manifest.shards {
+            shards.push(ShardSlot {
+                numbers_path: dir.join(&info.numbers.file),
+                text_path: dir.join(&info.text.file),
+                numbers_file: pinned(&info.numbers.file)?,
+                text_file: pinned(&info.text.file)?,
+                first_thread,
+                numbers: OnceLock::new(),
+                text: OnceLock::new(),
+            });
+            first_thread += info.threads as usize;
+        }
         Ok(Core {
             dir: dir.to_path_buf(),
+            dir_file,
+            report_file,
             len: manifest.threads as usize,
             manifest,
             shards,
+        })
+    }
+
+    /// Runs `f` on the pinned `file`, or on the file opened now through the
+    /// directory handle.
+    fn with_file<T>(
+        &self,
+        file: &Option<File>,
+        name: &str,
+        f: impl FnOnce(&File) -> Result<T>,
+    ) -> Result<T> {
+        match file {
+            Some(file) => f(file),
+            None => f(&open_file(&self.dir_file, &self.dir, name)?),
+        }
+    }
+
+    /// The bad-input report, checked against the manifest.
+    fn report(&self) -> Result<Vec<BadInput>> {
+        let name = &self.manifest.report.file;
+        self.with_file(&self.report_file, name, |file| {
+            read_report(file, &self.dir.join(name), &self.manifest)
         })
     }
 
@@ -126,7 +224,9 @@ impl Core {
                 self.manifest.reaction_columns.len(),
                 self.manifest.thread_columns.len(),
             );
-            CheckedNumbers::open(&slot.numbers_path, info, columns)
+            self.with_file(&slot.numbers_file, &info.numbers.file, |file| {
+                CheckedNumbers::open(file, &slot.numbers_path, info, columns)
+            })
         })?;
         Ok(m.shard())
     }
@@ -136,7 +236,9 @@ impl Core {
         let slot = &self.shards[i];
         let info = &self.manifest.shards[i];
         let m = checked(&slot.text, &slot.text_path, || {
-            CheckedText::open(&slot.text_path, info)
+            self.with_file(&slot.text_file, &info.text.file, |file| {
+                CheckedText::open(file, &slot.text_path, info)
+            })
         })?;
         Ok(m.texts())
     }
@@ -345,7 +447,7 @@ impl LazyCache {
     /// Validates every file and the report, giving a [`Cache`].
     pub fn validate_all(self) -> Result<Cache> {
         self.core.validate_all()?;
-        let report = read_report(&self.core.dir, &self.core.manifest)?;
+        let report = self.core.report()?;
         Ok(Cache {
             core: self.core,
             report,
@@ -365,6 +467,12 @@ impl LazyCache {
     /// Index of the extra per-thread column `name`, as [`Cache::thread_column`].
     pub fn thread_column(&self, name: &str) -> Option<usize> {
         self.core.thread_column(name)
+    }
+
+    /// The bad-input report of the build that wrote this cache, read and
+    /// checked against the manifest now.
+    pub fn report(&self) -> Result<Vec<BadInput>> {
+        self.core.report()
     }
 
     /// Number of threads (from the manifest).
@@ -398,6 +506,42 @@ impl LazyCache {
         match self.position(source_id)? {
             Some(i) => self.thread(i),
             None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A verdict on a file is remembered; an I/O error (EMFILE, EIO) is
+    /// not: the next access runs the check again.
+    #[test]
+    fn checked_memoises_verdicts_not_io_errors() {
+        let path = Path::new("shard-00000.rkyv");
+        let cell = OnceLock::new();
+        let io = || Err(OpenError::io(path, std::io::Error::from_raw_os_error(24)));
+        assert!(matches!(
+            checked::<u32>(&cell, path, io),
+            Err(OpenError::Io { .. })
+        ));
+        assert!(cell.get().is_none());
+        assert_eq!(*checked(&cell, path, || Ok(7u32)).unwrap(), 7);
+        // Once valid, no further check runs.
+        assert_eq!(
+            *checked(&cell, path, || panic!("checked twice")).unwrap(),
+            7
+        );
+
+        let bad = OnceLock::new();
+        let corrupt = || Err(OpenError::corrupt(path, "checksum mismatch"));
+        assert!(matches!(
+            checked::<u32>(&bad, path, corrupt),
+            Err(OpenError::Corrupt { .. })
+        ));
+        match checked::<u32>(&bad, path, || panic!("a verdict is not re-checked")) {
+            Err(OpenError::Corrupt { reason, .. }) => assert_eq!(reason, "checksum mismatch"),
+            other => panic!("{:?}", other.map(|_| ())),
         }
     }
 }

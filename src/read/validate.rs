@@ -11,7 +11,7 @@
 //!
 //! [footer]: crate::format::footer
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::Path;
 
 use memmap2::Mmap;
@@ -49,8 +49,13 @@ pub(super) struct CheckedNumbers(Mapped);
 impl CheckedNumbers {
     /// Maps and fully checks the numbers file at `path`; `columns` is the
     /// manifest's number of extra (reaction, thread) columns.
-    pub(super) fn open(path: &Path, info: &ShardInfo, columns: (usize, usize)) -> Result<Self> {
-        map_numbers(path, info, columns).map(CheckedNumbers)
+    pub(super) fn open(
+        file: &File,
+        path: &Path,
+        info: &ShardInfo,
+        columns: (usize, usize),
+    ) -> Result<Self> {
+        map_numbers(file, path, info, columns).map(CheckedNumbers)
     }
 
     /// The archived shard.
@@ -67,8 +72,8 @@ pub(super) struct CheckedText(Mapped);
 
 impl CheckedText {
     /// Maps and fully checks the text file at `path`.
-    pub(super) fn open(path: &Path, info: &ShardInfo) -> Result<Self> {
-        map_text(path, info).map(CheckedText)
+    pub(super) fn open(file: &File, path: &Path, info: &ShardInfo) -> Result<Self> {
+        map_text(file, path, info).map(CheckedText)
     }
 
     /// The archived texts.
@@ -83,26 +88,49 @@ pub(super) fn feature_rows(shard: &ArchivedShard) -> Option<&[FeatureVec]> {
     <[FeatureVec]>::ref_from_bytes(shard.features.as_slice().as_bytes()).ok()
 }
 
-/// Opens a cache file read-only without blocking (a FIFO put in place of a
-/// shard must not hang `open`) and only if it is a regular file.
-fn open_regular(path: &Path) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| OpenError::io(path, e))?;
-    let meta = file.metadata().map_err(|e| OpenError::io(path, e))?;
+/// Opens the cache directory itself. Every file is then opened relative to
+/// this handle, so that one open reads one generation of the cache even if a
+/// build publishes the next one meanwhile (the swap renames directories; a
+/// handle keeps naming the one it opened).
+pub(super) fn open_dir(dir: &Path) -> Result<File> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
+    match openat(
+        CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(rustix::io::Errno::NOENT) => Err(OpenError::CacheMissing(dir.to_path_buf())),
+        Err(e) => Err(OpenError::io(dir, e.into())),
+    }
+}
+
+/// Opens the file `name` of the cache directory `dir` (opened at `dir_path`)
+/// read-only without blocking (a FIFO put in place of a shard must not hang
+/// `open`), and only if it is a regular file.
+pub(super) fn open_file(dir: &File, dir_path: &Path, name: &str) -> Result<File> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let path = dir_path.join(name);
+    let fd = openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| OpenError::io(&path, e.into()))?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(|e| OpenError::io(&path, e))?;
     if !meta.is_file() {
-        return Err(OpenError::corrupt(path, "not a regular file"));
+        return Err(OpenError::corrupt(&path, "not a regular file"));
     }
     Ok(file)
 }
 
-pub(super) fn read_manifest(dir: &Path) -> Result<Manifest> {
+pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<Manifest> {
     let path = dir.join(MANIFEST_FILE);
     let mut bytes = Vec::new();
-    match open_regular(&path) {
+    match open_file(dir_file, dir, MANIFEST_FILE) {
         Ok(mut f) => {
             std::io::Read::read_to_end(&mut f, &mut bytes).map_err(|e| OpenError::io(&path, e))?;
         }
@@ -181,9 +209,8 @@ pub(super) fn read_manifest(dir: &Path) -> Result<Manifest> {
 }
 
 /// Maps `path` and checks its footer and checksum against `info`.
-fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
+fn map_archive(file: &File, path: &Path, info: &FileInfo) -> Result<Mapped> {
     let bad = |reason: String| OpenError::corrupt(path, reason);
-    let file = open_regular(path)?;
     let file_len = file.metadata().map_err(|e| OpenError::io(path, e))?.len();
     if file_len != info.bytes {
         return Err(bad(format!(
@@ -198,7 +225,7 @@ fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
     // after publication: builds write a new directory and swap it in.
     // Populate: one pass of read-ahead faults instead of one fault per page
     // during the checksum.
-    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(file) }
         .map_err(|e| OpenError::io(path, e))?;
     let footer = match Footer::decode(&map) {
         Ok(f) => f,
@@ -241,8 +268,13 @@ fn map_archive(path: &Path, info: &FileInfo) -> Result<Mapped> {
 }
 
 /// Maps and fully checks a shard's numbers file.
-fn map_numbers(path: &Path, info: &ShardInfo, columns: (usize, usize)) -> Result<Mapped> {
-    let mapped = map_archive(path, &info.numbers)?;
+fn map_numbers(
+    file: &File,
+    path: &Path,
+    info: &ShardInfo,
+    columns: (usize, usize),
+) -> Result<Mapped> {
+    let mapped = map_archive(file, path, &info.numbers)?;
     let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
     check_shard(shard, info).map_err(|r| OpenError::corrupt(path, r))?;
@@ -256,8 +288,8 @@ fn map_numbers(path: &Path, info: &ShardInfo, columns: (usize, usize)) -> Result
 }
 
 /// Maps and fully checks a shard's text file.
-fn map_text(path: &Path, info: &ShardInfo) -> Result<Mapped> {
-    let mapped = map_archive(path, &info.text)?;
+fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
+    let mapped = map_archive(file, path, &info.text)?;
     let text = rkyv::access::<ArchivedTextShard, rkyv::rancor::Error>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
     if text.threads.len() as u64 != info.threads || text.reactions.len() as u64 != info.reactions {
@@ -384,22 +416,25 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
 }
 
 /// Reads and checks the bad-input report of a cache.
-pub(super) fn read_report(dir: &Path, manifest: &Manifest) -> Result<Vec<BadInput>> {
-    let path = dir.join(&manifest.report.file);
+pub(super) fn read_report(
+    mut file: &File,
+    path: &Path,
+    manifest: &Manifest,
+) -> Result<Vec<BadInput>> {
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut open_regular(&path)?, &mut bytes)
-        .map_err(|e| OpenError::io(&path, e))?;
+    std::io::Seek::rewind(&mut file).map_err(|e| OpenError::io(path, e))?;
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| OpenError::io(path, e))?;
     if bytes.len() as u64 != manifest.report.bytes || hex64(xxh3_64(&bytes)) != manifest.report.xxh3
     {
         return Err(OpenError::corrupt(
-            &path,
+            path,
             "size or checksum differs from the manifest",
         ));
     }
-    let report = read_jsonl(&bytes).map_err(|e| OpenError::corrupt(&path, e.to_string()))?;
+    let report = read_jsonl(&bytes).map_err(|e| OpenError::corrupt(path, e.to_string()))?;
     if report.len() as u64 != manifest.skipped {
         return Err(OpenError::corrupt(
-            &path,
+            path,
             "line count differs from the manifest",
         ));
     }
