@@ -109,6 +109,11 @@ pub enum BuildError {
         source: io::Error,
     },
 
+    /// The caller's [`Progress::cancelled`](crate::Progress::cancelled) said
+    /// stop. Any existing cache is left as it was.
+    #[error("build cancelled; any existing cache is unchanged")]
+    Cancelled,
+
     /// A bug: a worker thread panicked. The build is abandoned.
     #[error("internal error while processing {path}: {message}")]
     Internal {

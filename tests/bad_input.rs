@@ -546,3 +546,45 @@ fn stray_files_non_utf8_names_and_deep_json() {
     assert!(!reason("reactions/deep-object.json").is_empty());
     assert_eq!(summary.report.len(), 7, "{:#?}", summary.report);
 }
+
+/// A build whose progress says "cancelled" stops with `Cancelled`, keeps the
+/// old cache byte for byte and leaves no staging directory.
+#[test]
+fn a_cancelled_build_keeps_the_old_cache_and_leaves_nothing() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    struct StopAfter(u64, AtomicU64);
+    impl socialctx::Progress for StopAfter {
+        fn thread_done(&self, _: u64) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+        fn cancelled(&self) -> bool {
+            self.1.load(Ordering::Relaxed) >= self.0
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = common::repo("tests/fixtures/golden/corpus");
+    let out = tmp.path().join("cache");
+    build(&corpus, &out, &BuildOptions::default(), &NoProgress).unwrap();
+    let manifest = std::fs::read(out.join("manifest.json")).unwrap();
+    for after in [0, 2] {
+        let err = build(
+            &corpus,
+            &out,
+            &BuildOptions::default().shard_bytes(1),
+            &StopAfter(after, AtomicU64::new(0)),
+        )
+        .unwrap_err();
+        assert!(matches!(err, BuildError::Cancelled), "{err}");
+        assert_eq!(std::fs::read(out.join("manifest.json")).unwrap(), manifest);
+        let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+    assert_eq!(
+        Cache::open(&out).unwrap().manifest().options.shard_bytes,
+        16 << 20
+    );
+}

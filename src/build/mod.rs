@@ -116,6 +116,12 @@ pub trait Progress {
     fn discovered(&self, _threads: u64) {}
     /// One more thread was written, with `reactions` reactions.
     fn thread_done(&self, _reactions: u64) {}
+    /// Asked between threads: `true` stops the build with
+    /// [`BuildError::Cancelled`], leaving any existing cache as it was and
+    /// no staging directory behind (a binding's Ctrl-C).
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Progress`] that ignores everything.
@@ -234,6 +240,9 @@ pub fn build(
     if found.threads.is_empty() && report.is_empty() {
         return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
     }
+    if progress.cancelled() {
+        return Err(BuildError::Cancelled);
+    }
     let index = opts
         .extended
         .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes));
@@ -249,6 +258,9 @@ pub fn build(
         |worker, i| worker.process(&list[i]),
         |i| PathBuf::from(&list[i].rel),
         |i, outcome| {
+            if progress.cancelled() {
+                return Err(BuildError::Cancelled);
+            }
             if opts.strict
                 && let Some(first) = outcome.bad.first()
             {
@@ -271,6 +283,9 @@ pub fn build(
     )?;
 
     phases.process = t.elapsed();
+    if progress.cancelled() {
+        return Err(BuildError::Cancelled);
+    }
     let t = Instant::now();
     report.sort();
     let manifest = writer.finish(&report)?;
