@@ -1,0 +1,64 @@
+"""socialctx: RPDNN social-context features, built once, memory-mapped forever.
+
+Build a cache from a PHEME-style corpus once, then open it in microseconds and
+read the 28 features of every reaction as zero-copy NumPy views, or fill
+padded, masked, normalised training batches in place::
+
+    import socialctx
+
+    socialctx.build("data-samples/corpus", "target/socialctx-cache")
+    cache = socialctx.open("target/socialctx-cache")
+    thread = cache[0]
+    thread.features          # np.float32 [n, 28], a read-only view of the map
+
+    loader = socialctx.Loader(cache, stats=socialctx.FeatureStats.compute(cache))
+    for batch in loader.epoch(range(len(cache)), 128, seed=0):
+        batch.features, batch.mask, batch.lengths, batch.labels  # NumPy, reused
+
+Everything heavy runs in Rust with the GIL released. For PyTorch, see
+:mod:`socialctx.torch` (imported on demand; torch is not a dependency).
+"""
+
+from ._socialctx import (
+    FEATURE_NAMES,
+    FORMAT_VERSION,
+    NUM_FEATURES,
+    BadInputError,
+    Batch,
+    BuildError,
+    Cache,
+    CacheError,
+    Epoch,
+    Error,
+    FeatureStats,
+    Loader,
+    Split,
+    Thread,
+    build,
+    open,
+    read_split,
+    shuffled,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FEATURE_NAMES",
+    "FORMAT_VERSION",
+    "NUM_FEATURES",
+    "BadInputError",
+    "Batch",
+    "BuildError",
+    "Cache",
+    "CacheError",
+    "Epoch",
+    "Error",
+    "FeatureStats",
+    "Loader",
+    "Split",
+    "Thread",
+    "build",
+    "open",
+    "read_split",
+    "shuffled",
+]

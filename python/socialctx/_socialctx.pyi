@@ -1,0 +1,254 @@
+"""Type stubs of the extension module (re-exported by ``socialctx``)."""
+
+from collections.abc import Iterator, Sequence
+from os import PathLike
+from typing import Any, Literal, Optional, Union
+
+import numpy as np
+import numpy.typing as npt
+
+_Path = Union[str, PathLike[str]]
+_Positions = Union[npt.NDArray[np.int64], Sequence[int], range]
+_Labels = Union[npt.NDArray[np.int8], Sequence[int]]
+
+FEATURE_NAMES: list[str]
+NUM_FEATURES: int
+FORMAT_VERSION: int
+
+class Error(Exception):
+    """Base class of every socialctx error."""
+
+class CacheError(Error):
+    """A cache is missing, damaged or of another format version; the message names the file and the reason."""
+
+class BuildError(Error):
+    """A build failed (an unusable corpus or cache directory, a lock held by another build, an I/O error)."""
+
+class BadInputError(BuildError):
+    """A strict build met bad input."""
+
+    path: str
+    """The bad file or thread, relative to the corpus root."""
+    reason: str
+    """Why it was rejected."""
+
+def build(
+    corpus: _Path,
+    cache_dir: _Path,
+    *,
+    threads: Optional[int] = None,
+    strict: bool = False,
+    extended: bool = True,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Builds the cache for ``corpus`` at ``cache_dir``, replacing any cache there atomically.
+
+    The same bytes as ``cargo run --release --example precache`` with the same
+    options. The GIL is released; Ctrl-C raises ``KeyboardInterrupt`` within a
+    second and leaves any old cache intact and no temporary directory. With
+    ``progress`` and a terminal on stderr, a progress line is shown.
+
+    Returns ``{"cache_dir", "threads", "reactions", "replies", "retweets",
+    "skipped", "shards", "workers", "seconds"}``. Raises ``BadInputError`` in
+    strict mode on the first bad input, ``BuildError`` otherwise.
+    """
+
+def open(cache_dir: _Path, *, validate: Literal["lazy", "all"] = "lazy") -> Cache:
+    """Opens a cache. ``"lazy"`` reads only the manifest (microseconds) and checks
+    each file on first use; ``"all"`` checks every file now. The cache keeps
+    reading the generation it opened even if a rebuild publishes a new one.
+    Raises ``CacheError`` naming the file and the reason."""
+
+def read_split(csv_path: _Path, cache: Cache) -> Split:
+    """Reads an RPDNN split CSV (``tweet_id``, ``label`` columns) and finds its threads in ``cache``."""
+
+def shuffled(n: int, seed: int) -> npt.NDArray[np.int64]:
+    """A deterministic permutation of ``range(n)`` (the same as the Rust crate's ``shuffled``)."""
+
+class Cache:
+    """An open feature cache: a sequence of threads in source-id order."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Thread:
+        """The thread at position ``i`` (negative counts from the end; ``IndexError`` past it)."""
+    def __iter__(self) -> Iterator[Thread]: ...
+    def get(self, source_id: int) -> Optional[Thread]:
+        """The thread with this source id, or None (O(log n))."""
+    def position(self, source_id: int) -> Optional[int]:
+        """The position of this source id, or None."""
+    @property
+    def path(self) -> str: ...
+    @property
+    def feature_names(self) -> list[str]:
+        """The 28 feature names, in column order."""
+    @property
+    def reaction_columns(self) -> list[str]:
+        """Names of the extended per-reaction columns (for ``Thread.column``)."""
+    @property
+    def thread_columns(self) -> list[str]:
+        """Names of the extended per-thread columns (for ``Thread.value``)."""
+    @property
+    def source_ids(self) -> npt.NDArray[np.uint64]:
+        """Source id of every thread, [T]."""
+    @property
+    def labels(self) -> npt.NDArray[np.int8]:
+        """Label code of every thread, [T]: 1 rumour, 0 non-rumour, -1 unknown."""
+    @property
+    def report(self) -> list[dict[str, str]]:
+        """Every input the build skipped: ``{"path", "reason"}``."""
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The cache's manifest.json."""
+
+class Thread:
+    """One thread: a source tweet and its reactions in (created_at, id) order."""
+
+    def __len__(self) -> int:
+        """Number of reactions."""
+    @property
+    def position(self) -> int: ...
+    @property
+    def source_id(self) -> int: ...
+    @property
+    def event(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def label_code(self) -> int:
+        """1 rumour, 0 non-rumour, -1 unknown."""
+    @property
+    def source_text(self) -> str: ...
+    @property
+    def source_created_at(self) -> int:
+        """Seconds since the epoch."""
+    @property
+    def features(self) -> npt.NDArray[np.float32]:
+        """[n, 28], read-only, a zero-copy view of the memory map (its base keeps the map alive)."""
+    @property
+    def reaction_ids(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def created_at(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def kinds(self) -> npt.NDArray[np.uint8]:
+        """1 reply, 0 retweet."""
+    @property
+    def texts(self) -> list[str]: ...
+    @property
+    def descriptions(self) -> list[Optional[str]]:
+        """The authors' descriptions, None where null."""
+    def column(self, name: str) -> npt.NDArray[np.float32]:
+        """An extended per-reaction column, [n], NaN where unknown; a read-only zero-copy view."""
+    def value(self, name: str) -> Optional[float]:
+        """An extended per-thread value (e.g. ``"veracity"``), None when unknown."""
+
+class Split:
+    """A split CSV matched against a cache."""
+
+    def __len__(self) -> int: ...
+    @property
+    def positions(self) -> npt.NDArray[np.int64]:
+        """Cache positions of the split's threads, in file order."""
+    @property
+    def ids(self) -> npt.NDArray[np.uint64]:
+        """Their source ids, aligned with ``positions``."""
+    @property
+    def labels(self) -> npt.NDArray[np.int8]:
+        """Their labels from the CSV, aligned with ``positions``."""
+    @property
+    def missing(self) -> npt.NDArray[np.uint64]:
+        """Ids of the CSV that the cache does not hold (reported, never dropped silently)."""
+
+class FeatureStats:
+    """Per-feature count, mean, population std, min and max, for normalisation."""
+
+    @staticmethod
+    def compute(
+        cache: Cache,
+        positions: Optional[_Positions] = None,
+        *,
+        kinds: Literal["replies", "retweets", "both"] = "replies",
+        window_s: Optional[float] = None,
+    ) -> FeatureStats:
+        """Statistics over the selected reactions of the threads at ``positions`` (all when None)."""
+    @staticmethod
+    def load(path: _Path) -> FeatureStats:
+        """Reads statistics written by ``save`` or by the Rust ``stats --save``."""
+    def save(self, path: _Path) -> None: ...
+    @property
+    def mean(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def std(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def min(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def max(self) -> npt.NDArray[np.float64]: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def feature_names(self) -> list[str]: ...
+
+class Batch:
+    """One batch's NumPy buffers, allocated once and refilled in place."""
+
+    features: npt.NDArray[np.float32]
+    """[B, T, 28], zero-padded."""
+    mask: npt.NDArray[np.uint8]
+    """[B, T]: 1 for a real row."""
+    lengths: npt.NDArray[np.uint32]
+    """[B]: real rows per thread."""
+    source_ids: npt.NDArray[np.uint64]
+    """[B]"""
+    labels: npt.NDArray[np.int8]
+    """[B]: the cache's label codes or the labels passed to ``fill``."""
+    size: int
+    """Threads filled by the last fill."""
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def max_cxt(self) -> int: ...
+    def __len__(self) -> int: ...
+
+class Epoch:
+    """One epoch of batches. Every step yields the same Batch, refilled in place."""
+
+    def __iter__(self) -> Iterator[Batch]: ...
+    def __next__(self) -> Batch: ...
+    def __len__(self) -> int: ...
+
+class Loader:
+    """Assembles padded, masked, optionally normalised batches from a cache.
+
+    Per thread: reactions of ``kinds``, within ``window_s`` seconds of the
+    source when given, the earliest ``max_cxt``; standardised with ``stats``
+    when given. A thread with no selected reaction gives one zero row
+    (``empty="row"``, the reference's behaviour) or none (``"masked"``).
+    """
+
+    def __init__(
+        self,
+        cache: Cache,
+        *,
+        kinds: Literal["replies", "retweets", "both"] = "replies",
+        max_cxt: int = 200,
+        window_s: Optional[float] = None,
+        stats: Optional[FeatureStats] = None,
+        empty: Literal["row", "masked"] = "row",
+    ) -> None: ...
+    @property
+    def max_cxt(self) -> int: ...
+    def new_batch(self, batch_size: int) -> Batch:
+        """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
+    def fill(self, positions: _Positions, batch: Batch, labels: Optional[_Labels] = None) -> None:
+        """Writes the threads at ``positions`` into ``batch`` in place (GIL released)."""
+    def epoch(
+        self,
+        positions: _Positions,
+        batch_size: int,
+        *,
+        seed: Optional[int] = None,
+        labels: Optional[_Labels] = None,
+    ) -> Epoch:
+        """Iterates one epoch in batches of ``batch_size`` (shuffled by ``seed``);
+        yields the SAME Batch every step, refilled in place."""
