@@ -2,14 +2,14 @@
 
 from collections.abc import Iterator, Sequence
 from os import PathLike
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-_Path = Union[str, PathLike[str]]
-_Positions = Union[npt.NDArray[np.int64], Sequence[int], range]
-_Labels = Union[npt.NDArray[np.int8], Sequence[int]]
+_Path = str | PathLike[str]
+_Positions = npt.NDArray[np.int64] | Sequence[int] | range
+_Labels = npt.NDArray[np.int8] | Sequence[int]
 
 FEATURE_NAMES: list[str]
 NUM_FEATURES: int
@@ -36,7 +36,7 @@ def build(
     corpus: _Path,
     cache_dir: _Path,
     *,
-    threads: Optional[int] = None,
+    threads: int | None = None,
     strict: bool = False,
     extended: bool = True,
     progress: bool = True,
@@ -72,9 +72,9 @@ class Cache:
     def __getitem__(self, i: int) -> Thread:
         """The thread at position ``i`` (negative counts from the end; ``IndexError`` past it)."""
     def __iter__(self) -> Iterator[Thread]: ...
-    def get(self, source_id: int) -> Optional[Thread]:
+    def get(self, source_id: int) -> Thread | None:
         """The thread with this source id, or None (O(log n))."""
-    def position(self, source_id: int) -> Optional[int]:
+    def position(self, source_id: int) -> int | None:
         """The position of this source id, or None."""
     @property
     def path(self) -> str: ...
@@ -134,11 +134,11 @@ class Thread:
     @property
     def texts(self) -> list[str]: ...
     @property
-    def descriptions(self) -> list[Optional[str]]:
+    def descriptions(self) -> list[str | None]:
         """The authors' descriptions, None where null."""
     def column(self, name: str) -> npt.NDArray[np.float32]:
         """An extended per-reaction column, [n], NaN where unknown; a read-only zero-copy view."""
-    def value(self, name: str) -> Optional[float]:
+    def value(self, name: str) -> float | None:
         """An extended per-thread value (e.g. ``"veracity"``), None when unknown."""
 
 class Split:
@@ -164,10 +164,10 @@ class FeatureStats:
     @staticmethod
     def compute(
         cache: Cache,
-        positions: Optional[_Positions] = None,
+        positions: _Positions | None = None,
         *,
         kinds: Literal["replies", "retweets", "both"] = "replies",
-        window_s: Optional[float] = None,
+        window_s: float | None = None,
     ) -> FeatureStats:
         """Statistics over the selected reactions of the threads at ``positions`` (all when None)."""
     @staticmethod
@@ -232,23 +232,23 @@ class Loader:
         *,
         kinds: Literal["replies", "retweets", "both"] = "replies",
         max_cxt: int = 200,
-        window_s: Optional[float] = None,
-        stats: Optional[FeatureStats] = None,
+        window_s: float | None = None,
+        stats: FeatureStats | None = None,
         empty: Literal["row", "masked"] = "row",
     ) -> None: ...
     @property
     def max_cxt(self) -> int: ...
     def new_batch(self, batch_size: int) -> Batch:
         """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
-    def fill(self, positions: _Positions, batch: Batch, labels: Optional[_Labels] = None) -> None:
+    def fill(self, positions: _Positions, batch: Batch, labels: _Labels | None = None) -> None:
         """Writes the threads at ``positions`` into ``batch`` in place (GIL released)."""
     def epoch(
         self,
         positions: _Positions,
         batch_size: int,
         *,
-        seed: Optional[int] = None,
-        labels: Optional[_Labels] = None,
+        seed: int | None = None,
+        labels: _Labels | None = None,
     ) -> Epoch:
         """Iterates one epoch in batches of ``batch_size`` (shuffled by ``seed``);
         yields the SAME Batch every step, refilled in place."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any, Optional, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,7 @@ from . import Cache, FeatureStats, Loader, open, shuffled
 __all__ = ["CacheDataset"]
 
 
-class CacheDataset(IterableDataset):  # type: ignore[type-arg]
+class CacheDataset(IterableDataset):  # type: ignore[misc]
     """One epoch of ``batch_size`` batches over ``positions`` of a cache.
 
     ``cache`` is a cache directory or an open :class:`socialctx.Cache` (its
@@ -53,13 +53,13 @@ class CacheDataset(IterableDataset):  # type: ignore[type-arg]
 
     def __init__(
         self,
-        cache: Union[str, "os.PathLike[str]", Cache],
-        positions: Union[npt.NDArray[np.int64], Sequence[int], range],
+        cache: str | os.PathLike[str] | Cache,
+        positions: npt.NDArray[np.int64] | Sequence[int] | range,
         batch_size: int,
         *,
-        labels: Optional[Union[npt.NDArray[np.int8], Sequence[int]]] = None,
-        seed: Optional[int] = None,
-        stats: Optional[FeatureStats] = None,
+        labels: npt.NDArray[np.int8] | Sequence[int] | None = None,
+        seed: int | None = None,
+        stats: FeatureStats | None = None,
         **loader_kwargs: Any,
     ) -> None:
         super().__init__()

@@ -1,0 +1,173 @@
+"""Batches through the binding equal the documented selection procedure
+applied to the thread views, labels come from the cache or the caller, and
+the buffers are filled in place."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import socialctx
+
+
+def reference(t, kinds, window_s, max_cxt, stats):
+    rows = t.features
+    keep = {
+        "replies": t.kinds == 1,
+        "retweets": t.kinds == 0,
+        "both": np.ones(len(t), bool),
+    }[kinds]
+    if window_s is not None:
+        dt = t.created_at - t.source_created_at
+        keep &= (dt >= 0) & (dt <= int(window_s))
+    rows = rows[keep][:max_cxt]
+    if stats is not None:
+        rows = ((rows.astype(np.float64) - stats.mean) / (stats.std + 1e-6)).astype(np.float32)
+    return rows
+
+
+SETTINGS = [
+    ("replies", None, 200, False),
+    ("both", None, 5, True),
+    ("retweets", 3600.0, 40, False),
+    ("replies", 600.0, 3, True),
+]
+
+
+@pytest.mark.parametrize("kinds,window_s,max_cxt,normalise", SETTINGS)
+@pytest.mark.parametrize("name", ["golden", "sample"])
+def test_batches_match_the_reference(built, name, kinds, window_s, max_cxt, normalise):
+    cache = socialctx.open(built[name])
+    stats = socialctx.FeatureStats.compute(cache, kinds=kinds) if normalise else None
+    loader = socialctx.Loader(cache, kinds=kinds, window_s=window_s, max_cxt=max_cxt, stats=stats)
+    bs = 7
+    seen = []
+    for batch in loader.epoch(np.arange(len(cache)), bs, seed=3):
+        assert batch.features.shape == (bs, max_cxt, 28) and batch.features.dtype == np.float32
+        for b in range(batch.size):
+            t = cache.get(int(batch.source_ids[b]))
+            seen.append(t.position)
+            want = reference(t, kinds, window_s, max_cxt, stats)
+            n = len(want) if len(want) else 1  # the reference's zero row
+            assert batch.lengths[b] == n
+            assert batch.mask[b, :n].all() and not batch.mask[b, n:].any()
+            if len(want):
+                assert np.array_equal(batch.features[b, :n].view(np.uint32), want.view(np.uint32))
+            else:
+                assert not batch.features[b, 0].any()
+            assert not batch.features[b, n:].any()
+            assert batch.labels[b] == t.label_code
+        assert not batch.mask[batch.size :].any() and not batch.lengths[batch.size :].any()
+    assert sorted(seen) == list(range(len(cache)))
+    order = socialctx.shuffled(len(cache), 3)
+    assert seen == order.tolist()
+
+
+def test_fill_writes_in_place_with_given_labels(built):
+    cache = socialctx.open(built["golden"])
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=16, empty="masked")
+    batch = loader.new_batch(4)
+    arrays = [batch.features, batch.mask, batch.lengths, batch.source_ids, batch.labels]
+    pointers = [a.ctypes.data for a in arrays]
+    for a in arrays:
+        assert a.flags.writeable and a.flags.c_contiguous
+    batch.features[...] = np.nan
+    loader.fill([0, 2, -1], batch, labels=[1, 0, 1])
+    assert [
+        a.ctypes.data
+        for a in (
+            batch.features,
+            batch.mask,
+            batch.lengths,
+            batch.source_ids,
+            batch.labels,
+        )
+    ] == pointers
+    assert batch.size == len(batch) == 3
+    assert batch.labels.tolist() == [1, 0, 1, 0]
+    assert batch.source_ids[2] == cache[-1].source_id
+    assert not np.isnan(batch.features).any()
+    loader.fill(np.array([1], dtype=np.int64), batch)
+    assert batch.size == 1 and batch.labels[0] == cache[1].label_code
+    assert not batch.features[1:].any() and batch.source_ids[1:].tolist() == [0, 0, 0]
+    with pytest.raises(IndexError):
+        loader.fill([len(cache)], batch)
+    with pytest.raises(ValueError):
+        loader.fill([0, 1, 2, 3, 4], batch)
+    with pytest.raises(ValueError):
+        loader.fill([0, 1], batch, labels=[1])
+    with pytest.raises(ValueError):
+        socialctx.Loader(cache, kinds="quotes")
+    with pytest.raises(ValueError):
+        socialctx.Loader(cache, empty="none")
+
+
+def test_epoch_reuses_one_batch_and_covers_every_position(built):
+    cache = socialctx.open(built["sample"])
+    loader = socialctx.Loader(cache)
+    positions = np.arange(len(cache))
+    labels = (positions % 2).astype(np.int8)
+    epoch = loader.epoch(positions, 5, labels=labels)
+    assert len(epoch) == -(-len(cache) // 5)
+    batches = list(epoch)
+    assert all(b is batches[0] for b in batches)
+    got_ids, got_labels = [], []
+    for b in loader.epoch(positions, 5, labels=labels):
+        got_ids += b.source_ids[: b.size].tolist()
+        got_labels += b.labels[: b.size].tolist()
+    assert got_ids == cache.source_ids.tolist()
+    assert got_labels == labels.tolist()
+
+
+def test_split_labels_flow_into_batches(built, tmp_path):
+    cache = socialctx.open(built["sample"])
+    ids = cache.source_ids.tolist()
+    csv = tmp_path / "split.csv"
+    csv.write_text(
+        "tweet_id,created_at,text,label,user_id,user_name\n"
+        f'{ids[4]},2015-01-07,"a, ""quoted"" text",1,1,u\n'
+        "999,2015-01-07,missing,0,2,v\n"
+        f"{ids[1]},2015-01-07,plain,0,3,w\n"
+    )
+    split = socialctx.read_split(csv, cache)
+    assert split.positions.tolist() == [4, 1] and split.positions.dtype == np.int64
+    assert split.ids.tolist() == [ids[4], ids[1]]
+    assert split.labels.tolist() == [1, 0] and split.labels.dtype == np.int8
+    assert split.missing.tolist() == [999]
+    loader = socialctx.Loader(cache)
+    batch = loader.new_batch(2)
+    loader.fill(split.positions, batch, split.labels)
+    assert batch.labels.tolist() == [1, 0]
+    csv.write_text("id,label\n1,1\n")
+    with pytest.raises(socialctx.Error, match="tweet_id"):
+        socialctx.read_split(csv, cache)
+
+
+def test_stats_match_numpy_and_the_rust_file(built, tmp_path):
+    import json
+    import subprocess
+
+    from conftest import binary
+
+    cache = socialctx.open(built["sample"])
+    stats = socialctx.FeatureStats.compute(cache)
+    rows = np.concatenate([t.features[t.kinds == 1] for t in cache]).astype(np.float64)
+    assert stats.count == len(rows) and stats.threads == len(cache)
+    assert np.allclose(stats.mean, rows.mean(axis=0), rtol=1e-12, atol=1e-9)
+    assert np.allclose(stats.std, rows.std(axis=0), rtol=1e-9, atol=1e-9)
+    assert np.array_equal(stats.min, rows.min(axis=0)) and np.array_equal(
+        stats.max, rows.max(axis=0)
+    )
+    stats.save(tmp_path / "py.json")
+    subprocess.run(
+        [binary("stats"), built["sample"], "--save", tmp_path / "rs.json"],
+        check=True,
+        capture_output=True,
+    )
+    assert json.loads((tmp_path / "py.json").read_text()) == json.loads(
+        (tmp_path / "rs.json").read_text()
+    )
+    again = socialctx.FeatureStats.load(tmp_path / "rs.json")
+    assert np.array_equal(again.mean, stats.mean) and again.feature_names == socialctx.FEATURE_NAMES
+    sub = socialctx.FeatureStats.compute(cache, [0, 1, 2], kinds="both")
+    assert sub.threads == 3

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test of the repository, Rust and Python, in one command:
+#
+#   bash scripts/test-all.sh
+#
+# 1. the Rust workspace (the crate, gen-corpus, the binding crate compiles);
+# 2. the release binaries the Python tests compare against (precache, dump,
+#    stats, gen-corpus);
+# 3. the Python package, installed with `pip install ./python` into a venv
+#    (target/py-venv, made on first use; set SOCIALCTX_PYTHON to use another
+#    interpreter that can pip-install), then its pytest suite. torch tests run
+#    only where torch is importable.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+cargo test --workspace --release --locked
+cargo build --release --locked --examples -p socialctx -p gen-corpus
+
+py=${SOCIALCTX_PYTHON:-}
+if [[ -z $py ]]; then
+    venv=target/py-venv
+    [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+    py=$venv/bin/python
+fi
+"$py" -m pip install --quiet --disable-pip-version-check ./python pytest
+"$py" -m pytest python/tests -q
