@@ -15,9 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use numpy::ndarray::{ArrayView1, ArrayView2};
-use numpy::{
-    Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods,
-};
+use numpy::{Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods};
 use pyo3::exceptions::{PyException, PyIndexError, PyKeyError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -56,7 +54,10 @@ fn open_err(e: sc::OpenError) -> PyErr {
 
 fn build_err(py: Python<'_>, e: sc::BuildError) -> PyErr {
     match e {
-        sc::BuildError::StrictBadInput { ref path, ref reason } => {
+        sc::BuildError::StrictBadInput {
+            ref path,
+            ref reason,
+        } => {
             let err = BadInputError::new_err(e.to_string());
             let value = err.value(py);
             let _ = value.setattr("path", path.to_string_lossy().into_owned());
@@ -439,7 +440,11 @@ impl PyThread {
     #[getter]
     fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let t = self.view()?;
-        view2(self.owner(py), t.features().as_flattened(), sc::NUM_FEATURES)
+        view2(
+            self.owner(py),
+            t.features().as_flattened(),
+            sc::NUM_FEATURES,
+        )
     }
 
     /// Reaction tweet ids (np.uint64 [n]), in (created_at, id) order.
@@ -472,7 +477,11 @@ impl PyThread {
     /// Reaction texts.
     #[getter]
     fn texts(&self) -> PyResult<Vec<String>> {
-        Ok(self.view()?.reactions().map(|r| r.text().to_owned()).collect())
+        Ok(self
+            .view()?
+            .reactions()
+            .map(|r| r.text().to_owned())
+            .collect())
     }
 
     /// The reaction authors' descriptions (None where null).
@@ -566,7 +575,12 @@ fn build<'py>(
             let _ = tx.send(sc::build(&c, &d, &opts, &*worker_state));
         })
         .map_err(|e| BuildError::new_err(format!("cannot start the build thread: {e}")))?;
-    let show = progress && py.import("sys")?.getattr("stderr")?.call_method0("isatty")?.is_truthy()?;
+    let show = progress
+        && py
+            .import("sys")?
+            .getattr("stderr")?
+            .call_method0("isatty")?
+            .is_truthy()?;
     let started = Instant::now();
     let mut interrupted = None;
     let result = loop {
@@ -629,7 +643,9 @@ fn open(py: Python<'_>, cache_dir: PathBuf, validate: &str) -> PyResult<PyCache>
         "lazy" => py
             .detach(|| sc::LazyCache::open(&cache_dir))
             .map(AnyCache::Lazy),
-        "all" => py.detach(|| sc::Cache::open(&cache_dir)).map(AnyCache::Full),
+        "all" => py
+            .detach(|| sc::Cache::open(&cache_dir))
+            .map(AnyCache::Full),
         other => {
             return Err(PyValueError::new_err(format!(
                 "validate must be \"lazy\" or \"all\", not {other:?}"
@@ -1103,7 +1119,10 @@ impl Epoch {
 /// Rust crate's `shuffled`, on every machine).
 #[pyfunction]
 fn shuffled<'py>(py: Python<'py>, n: usize, seed: u64) -> Bound<'py, PyArray1<i64>> {
-    let v: Vec<i64> = sc::shuffled(n, seed).into_iter().map(|i| i as i64).collect();
+    let v: Vec<i64> = sc::shuffled(n, seed)
+        .into_iter()
+        .map(|i| i as i64)
+        .collect();
     v.into_pyarray(py)
 }
 
