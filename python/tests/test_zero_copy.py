@@ -51,3 +51,19 @@ def test_thread_values_and_columns(built):
         cache[0].value("nope")
     with pytest.raises(KeyError):
         cache[0].column("nope")
+
+
+def test_an_open_cache_keeps_its_generation_through_a_rebuild(tmp_path):
+    from conftest import REPO
+
+    out = tmp_path / "c"
+    socialctx.build(REPO / "tests/fixtures/golden/corpus", out, progress=False)
+    old = socialctx.open(out)  # lazy: nothing but the manifest read yet
+    shards = old.manifest["shards"]
+    socialctx.build(REPO / "data-samples/corpus", out, progress=False)
+    new = socialctx.open(out)
+    assert len(new) != len(old) and new.manifest["shards"] != shards
+    # Every thread of the old generation, none of them touched before.
+    for t in old:
+        assert t.features.shape == (len(t), 28)
+    assert old.source_ids.tolist() != new.source_ids.tolist()
