@@ -24,8 +24,10 @@ use socialctx::{Batch, Kinds, Loader, Selection};
 
 /// Time one epoch of padded, masked (optionally normalised) batches from a
 /// cache, against the time to merely zero-fill the same buffers.
-/// With --normalize, statistics are read from CACHE_DIR/stats.json, or
-/// computed over the selected threads first (not timed) and saved there.
+/// With --normalize, statistics are read from
+/// CACHE_DIR/derived/stats-<content id>[-<split>][-both].json, or computed
+/// over the selected threads first (not timed) and saved there; rebuilds
+/// keep derived/, and the content id keeps a stale file from being used.
 #[derive(Parser, Debug)]
 #[command(about, long_about)]
 struct Args {
@@ -58,7 +60,19 @@ fn run(args: &Args) -> socialctx::Result<String> {
         window: None,
         max_cxt: args.max_cxt,
     };
-    let stats_path = args.cache.join("stats.json");
+    // Derived files live in the cache's derived/ directory, named after its
+    // content id, so a rebuild keeps them and never reuses a stale one.
+    let stats_path = {
+        let cache = LazyCache::open(&args.cache)?;
+        // The selection is part of the name: other threads or kinds, other stats.
+        let split = args.split.as_ref().map_or(String::new(), |p| {
+            format!("-{}", p.file_stem().unwrap_or_default().to_string_lossy())
+        });
+        let kinds = if args.retweets { "-both" } else { "" };
+        cache
+            .derived_dir()
+            .join(format!("stats-{}{split}{kinds}.json", cache.content_id()))
+    };
     let positions_of = |cache: &LazyCache| -> socialctx::Result<Vec<usize>> {
         match &args.split {
             Some(csv) => {
@@ -81,6 +95,9 @@ fn run(args: &Args) -> socialctx::Result<String> {
             max_cxt: usize::MAX,
             ..selection
         };
+        if let Some(dir) = stats_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| socialctx::LoadError::io(dir, e))?;
+        }
         FeatureStats::compute(&cache, &all, &sel)?.save(&stats_path)?;
     }
 

@@ -75,8 +75,11 @@ fn round_trip_preserves_threads_reactions_and_text() {
     let t = cache.get(524922078638903296).expect("thread present");
     assert_eq!(t.label(), "non-rumours");
     assert_eq!(t.label_code(), 0);
-    assert!(t.event().ends_with("-all-rnr-threads"));
+    // The event without PHEME's folder suffix (issue 11, item 7).
     let thread_dir = walk_find(&golden(), "524922078638903296");
+    let event_folder = thread_dir.parent().unwrap().parent().unwrap();
+    let folder = event_folder.file_name().unwrap().to_str().unwrap();
+    assert_eq!(Some(t.event()), folder.strip_suffix("-all-rnr-threads"));
     for r in t.reactions() {
         let sub = if r.kind() == ReactionKind::Reply {
             "reactions"
@@ -108,22 +111,6 @@ fn round_trip_preserves_threads_reactions_and_text() {
     let src: serde_json::Value = serde_json::from_slice(&fs::read(src_file).unwrap()).unwrap();
     assert_eq!(t.source_text(), src["text"].as_str().unwrap());
     assert_eq!(t.source_user_id(), src["user"]["id_str"].as_str().unwrap());
-}
-
-fn walk_find(root: &Path, name: &str) -> PathBuf {
-    for e in fs::read_dir(root).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().unwrap() == name {
-                return p;
-            }
-            let found = walk_find(&p, name);
-            if !found.as_os_str().is_empty() {
-                return found;
-            }
-        }
-    }
-    PathBuf::new()
 }
 
 #[test]
@@ -687,4 +674,84 @@ fn opens_racing_rebuilds_always_succeed() {
             opens += 1;
         }
     });
+}
+
+/// A symlinked cache directory stays a symlink: the new cache goes where it
+/// points (staging, lock and all beside the real directory).
+#[test]
+fn a_symlinked_cache_dir_stays_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disk = tmp.path().join("big-disk");
+    fs::create_dir(&disk).unwrap();
+    let link = tmp.path().join("cache");
+    std::os::unix::fs::symlink(disk.join("cache"), &link).unwrap(); // dangling at first
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &link, 2);
+    build_cache(&golden(), &link, 2);
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let real = Cache::open(disk.join("cache")).unwrap();
+    assert_eq!(real.len(), Cache::open(&link).unwrap().len());
+    assert_eq!(
+        real.manifest().threads,
+        Cache::open(&link).unwrap().manifest().threads
+    );
+    let mut beside: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["big-disk", "cache"]);
+    // A relative link works the same.
+    let rel = tmp.path().join("rel");
+    std::os::unix::fs::symlink("big-disk/cache", &rel).unwrap();
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &rel, 2);
+    assert!(fs::symlink_metadata(&rel).unwrap().file_type().is_symlink());
+    assert_ne!(Cache::open(disk.join("cache")).unwrap().len(), real.len());
+}
+
+/// Files in the cache directory that the cache did not write (notes,
+/// derived statistics) survive a rebuild; the cache's own files do not.
+#[test]
+fn a_rebuild_keeps_the_users_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let first = Cache::open(&out).unwrap();
+    let (old_id, derived) = (first.content_id(), first.derived_dir());
+    assert_eq!(derived, out.join("derived"));
+    fs::create_dir(&derived).unwrap();
+    fs::write(derived.join(format!("stats-{old_id}.json")), "{}").unwrap();
+    fs::write(out.join("NOTES.txt"), "my notes").unwrap();
+    drop(first);
+    // Many small shards now: the old shard files must all go.
+    let opts = socialctx::BuildOptions::default().threads(2).shard_bytes(1);
+    socialctx::build(golden(), &out, &opts, &socialctx::NoProgress).unwrap();
+    let cache = Cache::open(&out).unwrap();
+    assert_ne!(cache.content_id(), old_id);
+    assert_eq!(
+        fs::read_to_string(out.join("NOTES.txt")).unwrap(),
+        "my notes"
+    );
+    assert!(derived.join(format!("stats-{old_id}.json")).is_file());
+    let mut expected: Vec<String> = cache
+        .manifest()
+        .shards
+        .iter()
+        .flat_map(|s| [s.numbers.file.clone(), s.text.file.clone()])
+        .chain(["manifest.json", "report.jsonl", "NOTES.txt", "derived"].map(String::from))
+        .collect();
+    expected.sort();
+    let mut names: Vec<String> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, expected);
+    // Same content, same id: a derived file named after it stays valid.
+    socialctx::build(golden(), &out, &opts, &socialctx::NoProgress).unwrap();
+    assert_eq!(Cache::open(&out).unwrap().content_id(), cache.content_id());
 }

@@ -170,7 +170,8 @@ fn dump_extended_prints_the_columns() {
         .unwrap();
     assert_eq!(t["annotated_rumour"], "rumour");
     assert!(t["veracity"].is_string());
-    assert_eq!(t["event"], "de");
+    // The journalism layout is <lang>/<event>/<id>: the event is the parent.
+    assert_eq!(t["event"], "gurlitt");
     let r = t["reactions"]
         .as_array()
         .unwrap()
@@ -436,4 +437,69 @@ fn retweets_json_is_streamed_line_by_line_whatever_its_size() {
     assert_eq!(thread.reaction_count() as u64, n - 1);
     let ids: Vec<u64> = thread.reactions().map(|r| r.id()).collect();
     assert!(!ids.contains(&1007) && ids.contains(&1008) && ids.contains(&(1000 + n - 1)));
+}
+
+/// Events and label codes follow the layout: PHEME's `<event>-all-rnr-threads/
+/// <label>/<id>` (suffix dropped), RumourEval's `<event>/<id>`, the
+/// journalism release's `<lang>/<event>/<id>` with labels from
+/// annotation.json, with and without the extended features.
+#[test]
+fn events_and_labels_follow_the_layout() {
+    use socialctx::Label;
+    for extended in [true, false] {
+        let tmp = tempfile::tempdir().unwrap();
+        let build = |corpus: &str| {
+            let out = tmp.path().join(corpus.replace('/', "_"));
+            let opts = BuildOptions::default().extended(extended);
+            build(repo(corpus), &out, &opts, &NoProgress).unwrap();
+            Cache::open(&out).unwrap()
+        };
+        let journalism = build("tests/fixtures/real/pheme-journalism/corpus");
+        for t in journalism.iter() {
+            let dir = walk_find(
+                &repo("tests/fixtures/real/pheme-journalism/corpus"),
+                &t.source_id().to_string(),
+            );
+            assert_eq!(
+                t.event(),
+                dir.parent().unwrap().file_name().unwrap().to_str().unwrap()
+            );
+            let annotation: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("annotation.json")).unwrap())
+                    .unwrap();
+            let want = match annotation["is_rumour"].as_str() {
+                Some("rumour") => Label::Rumour,
+                Some("nonrumour") => Label::NonRumour,
+                _ => Label::Unknown,
+            };
+            assert_eq!(
+                t.label_code(),
+                want.code(),
+                "{} extended={extended}",
+                t.source_id()
+            );
+        }
+        assert!(journalism.iter().any(|t| t.label_code() == 1));
+        let rumoureval = build("tests/fixtures/real/rumoureval2017/corpus");
+        let events: std::collections::BTreeSet<&str> =
+            rumoureval.iter().map(|t| t.event()).collect();
+        assert!(
+            events.contains("charliehebdo") && events.contains("ferguson"),
+            "{events:?}"
+        );
+        for t in rumoureval.iter() {
+            assert_eq!(
+                t.event(),
+                t.label(),
+                "RumourEval: the parent folder is the event"
+            );
+        }
+        let veracity = build("tests/fixtures/real/pheme-veracity/corpus");
+        assert!(
+            veracity
+                .iter()
+                .all(|t| !t.event().ends_with("-all-rnr-threads"))
+        );
+        assert!(veracity.iter().all(|t| t.label_code() != -1));
+    }
 }

@@ -117,9 +117,13 @@ def main() -> int:
             file=sys.stderr,
         )
         return 1
-    stats_path = args.cache / "stats.json"
+    # Where loadbench --normalize keeps its statistics (derived/, by content id).
+    stats_path = Path(socialctx.open(args.cache).derived_dir) / (
+        f"stats-{socialctx.open(args.cache).content_id}.json"
+    )
     if not stats_path.is_file():
         # Replies of every thread: what loadbench --normalize computes too.
+        stats_path.parent.mkdir(exist_ok=True)
         socialctx.FeatureStats.compute(socialctx.open(args.cache)).save(stats_path)
     cache = socialctx.open(args.cache)
     with tempfile.TemporaryDirectory() as tmp:

@@ -79,6 +79,12 @@ class Cache:
     @property
     def path(self) -> str: ...
     @property
+    def content_id(self) -> str:
+        """16 hex digits, equal for equal content: name derived files after it."""
+    @property
+    def derived_dir(self) -> str:
+        """``CACHE_DIR/derived``: where files computed from the cache belong (rebuilds keep it)."""
+    @property
     def feature_names(self) -> list[str]:
         """The 28 feature names, in column order."""
     @property

@@ -265,6 +265,27 @@ impl PyCache {
         self.dir.to_string_lossy().into_owned()
     }
 
+    /// The cache's content id (16 hex digits): equal for equal content.
+    /// Name files derived from the cache after it.
+    #[getter]
+    fn content_id(&self) -> String {
+        match &*self.inner {
+            AnyCache::Lazy(c) => c.content_id(),
+            AnyCache::Full(c) => c.content_id(),
+        }
+    }
+
+    /// `CACHE_DIR/derived`: where files computed from the cache belong
+    /// (rebuilds keep it).
+    #[getter]
+    fn derived_dir(&self) -> String {
+        let d = match &*self.inner {
+            AnyCache::Lazy(c) => c.derived_dir(),
+            AnyCache::Full(c) => c.derived_dir(),
+        };
+        d.to_string_lossy().into_owned()
+    }
+
     /// The 28 feature names, in column order.
     #[getter]
     fn feature_names(&self) -> Vec<&'static str> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use jwalk::{Parallelism, WalkDirGeneric};
 
 use crate::error::BuildError;
-use crate::schema::ReactionKind;
+use crate::schema::{Label, ReactionKind};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 use crate::format::report::BadInput;
@@ -91,6 +91,21 @@ impl ThreadDir {
     /// Whether the thread has `THREAD_FILES[i]`.
     pub fn has_file(&self, i: usize) -> bool {
         self.entries & (1 << (5 + i)) != 0
+    }
+
+    /// The event, from the layout: the grandparent folder when the parent
+    /// is a label folder (`rumours`, `non-rumours`: PHEME), else the parent
+    /// (RumourEval's `<event>/<id>`, the journalism release's
+    /// `<lang>/<event>/<id>`); PHEME's `-all-rnr-threads` suffix removed, so
+    /// one event has one name across datasets.
+    pub fn event_name(&self) -> &str {
+        let raw = match Label::from_folder(&self.label) {
+            Label::Rumour | Label::NonRumour => &self.event,
+            Label::Unknown => &self.label,
+        };
+        raw.strip_suffix("-all-rnr-threads")
+            .filter(|e| !e.is_empty())
+            .unwrap_or(raw)
     }
 }
 

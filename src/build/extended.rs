@@ -131,6 +131,29 @@ pub(super) fn read_thread_files(
     ext
 }
 
+/// Reads a thread's `annotation.json`, if it has one, for its
+/// `annotated_rumour` code (a build without the extended features still
+/// takes label codes from it); a bad file is reported.
+pub(super) fn read_annotation(
+    reader: &mut TweetReader,
+    max: u64,
+    td: &ThreadDir,
+    bad: &mut Vec<BadInput>,
+) -> Option<f32> {
+    if !td.has_file(ANNOTATION_FILE) {
+        return None;
+    }
+    let name = THREAD_FILES[ANNOTATION_FILE];
+    let r = reader.read_file(&td.path.join(name), max);
+    match r.and_then(|()| reader.parse(annotation)?) {
+        Ok(a) => Some(a.annotated_rumour),
+        Err(reason) => {
+            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
+            None
+        }
+    }
+}
+
 /// Builds the corpus-wide rumour index from the source tweets of the
 /// threads labelled rumour: in a `rumours` folder, or in a folder that is
 /// neither `rumours` nor `non-rumours` with an `annotation.json` that says

@@ -16,12 +16,18 @@
 //!
 //! Dropping a [`Staging`] before [`Staging::publish`] removes the staging
 //! directory and leaves any existing cache untouched.
+//!
+//! What the user had is kept: a symlinked CACHE_DIR stays a symlink (the new
+//! cache replaces its target), and entries of the old cache directory that
+//! the cache did not write (notes, `derived/` files such as statistics) are
+//! moved into the new one just before the swap.
 
 use std::fs::{self, File, TryLockError};
 use std::path::{Path, PathBuf};
 
 use crate::error::BuildError;
-use crate::format::layout::{CacheLayout, MANIFEST_FILE};
+use crate::format::layout::{CacheLayout, MANIFEST_FILE, REPORT_FILE};
+use crate::format::manifest::Manifest;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -49,6 +55,7 @@ impl Staging {
     /// Fails if another build holds the lock, or if `target` exists and is
     /// neither a cache nor an empty directory (it would be replaced).
     pub fn begin(target: &Path) -> Result<Staging> {
+        let target = &resolve_symlinks(target)?;
         let layout = CacheLayout::new(target).map_err(|e| BuildError::io(target, e))?;
         let parent = layout.parent();
         io(parent, fs::create_dir_all(parent))?;
@@ -124,10 +131,27 @@ impl Staging {
         &self.dir
     }
 
-    /// Swaps the (complete, synced) staging directory in as the cache.
+    /// Swaps the (complete, synced) staging directory in as the cache,
+    /// carrying over what the old cache directory held that the cache did
+    /// not write.
     pub fn publish(mut self) -> Result<()> {
         let target = self.layout.target().to_path_buf();
         let parent = self.layout.parent().to_path_buf();
+        if target.is_dir() {
+            for name in foreign_entries(&target)? {
+                let (from, to) = (target.join(&name), self.dir.join(&name));
+                if fs::symlink_metadata(&to).is_ok() {
+                    return Err(BuildError::io(
+                        &from,
+                        std::io::Error::new(
+                            std::io::ErrorKind::AlreadyExists,
+                            "not written by socialctx, and the new cache has a file of that name; move it away",
+                        ),
+                    ));
+                }
+                io(&from, fs::rename(&from, &to))?;
+            }
+        }
         sync_dir(&self.dir)?;
         if target.exists() {
             if !exchange(&self.dir, &target)? {
@@ -158,6 +182,62 @@ impl Drop for Staging {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// `target` with symlinks in its last component followed (a chain of them,
+/// relative ones resolved against their own directory), so that the new
+/// cache goes where the link points and the link stays.
+fn resolve_symlinks(target: &Path) -> Result<PathBuf> {
+    let mut p = target.to_path_buf();
+    for _ in 0..40 {
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = io(&p, fs::read_link(&p))?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(BuildError::io(
+        target,
+        std::io::Error::other("too many levels of symbolic links"),
+    ))
+}
+
+/// Entries of the cache directory `dir` that the cache did not write: not
+/// the manifest, the report, or a shard or text file (by the old
+/// manifest's names and by the names a cache uses).
+fn foreign_entries(dir: &Path) -> Result<Vec<std::ffi::OsString>> {
+    let mut ours: Vec<String> = vec![MANIFEST_FILE.into(), REPORT_FILE.into()];
+    if let Ok(bytes) = fs::read(dir.join(MANIFEST_FILE))
+        && let Ok(m) = serde_json::from_slice::<Manifest>(&bytes)
+    {
+        ours.push(m.report.file);
+        for s in m.shards {
+            ours.push(s.numbers.file);
+            ours.push(s.text.file);
+        }
+    }
+    let cache_name = |n: &str| {
+        ["shard-", "text-"].iter().any(|prefix| {
+            n.strip_prefix(prefix)
+                .and_then(|rest| rest.strip_suffix(".rkyv"))
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
+    let mut out = Vec::new();
+    for entry in io(dir, fs::read_dir(dir))? {
+        let name = io(dir, entry)?.file_name();
+        let s = name.to_string_lossy();
+        if !ours.iter().any(|o| *o == s) && !cache_name(&s) {
+            out.push(name);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// Atomically swaps two directories. `Ok(false)` when the system cannot.

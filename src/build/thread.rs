@@ -6,7 +6,7 @@
 use std::fs::File;
 
 use super::discover::ThreadDir;
-use super::extended::read_thread_files;
+use super::extended::{read_annotation, read_thread_files};
 use super::features::propagation::author_counts;
 use super::features::reliability::RumourIndex;
 use super::files::{Names, Row, STRAY, is_json_name, reaction_row, read_source};
@@ -14,7 +14,7 @@ use super::parse::{TweetReader, source_fields, user_key};
 use super::writer::{THREAD_EXTRA, ThreadData, ThreadText};
 use crate::format::ThreadRecord;
 use crate::format::report::BadInput;
-use crate::schema::Label;
+use crate::schema::{Annotated, Label};
 
 /// One processed thread: its data (None if the thread was skipped) and the
 /// bad inputs met on the way.
@@ -118,6 +118,21 @@ impl<'i> Worker<'i> {
             (index, ext)
         });
 
+        // The folder's label, else (RumourEval, journalism) annotation.json's.
+        let label = match Label::from_folder(&td.label) {
+            Label::Unknown => {
+                let annotated = match &extended {
+                    Some((_, ext)) => Some(ext.annotation.annotated_rumour),
+                    None => read_annotation(&mut self.extra, self.max_file_bytes, td, &mut bad),
+                };
+                match annotated.and_then(Annotated::from_code) {
+                    Some(Annotated::Rumour) => Label::Rumour,
+                    Some(Annotated::NonRumour) => Label::NonRumour,
+                    _ => Label::Unknown,
+                }
+            }
+            known => known,
+        };
         rows.sort_by_key(|r| (r.rec.created_at, r.rec.id));
         let source_author = user_key(source.user_id_str);
         let mut data = ThreadData {
@@ -126,10 +141,10 @@ impl<'i> Worker<'i> {
                 source_created_at: source.created_at.unix_seconds(),
                 first_reaction: 0,
                 reaction_count: 0,
-                label_code: Label::from_folder(&td.label).code(),
+                label_code: label.code(),
             },
             text: ThreadText {
-                event: td.event.clone(),
+                event: td.event_name().to_owned(),
                 label: td.label.clone(),
                 source_user_id: source.user_id_str.to_owned(),
                 source_text: source.text.to_owned(),

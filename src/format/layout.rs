@@ -8,7 +8,9 @@
 //!     manifest.json
 //!     report.jsonl
 //!     shard-00000.rkyv  text-00000.rkyv  ...
-//!   .NAME.lock                  held by the build writing NAME
+//!     derived/                  files computed from the cache (kept by rebuilds)
+//!   .NAME.lock                  held by the build writing NAME; stays (a killed
+//!                               build could not remove it; an unlocked one is free)
 //!   .NAME.tmp-<pid>/            a build in progress (or a dead build's leftovers)
 //!   .NAME.tmp-old-<pid>/        the previous cache, parked during a two-rename publish
 //! ```
@@ -21,6 +23,10 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 
 /// Report file name inside a cache directory.
 pub const REPORT_FILE: &str = "report.jsonl";
+
+/// Directory inside a cache for files computed from it (statistics,
+/// embeddings): never written by a build, kept by every rebuild.
+pub const DERIVED_DIR: &str = "derived";
 
 /// File name of shard `n`'s numbers.
 pub fn shard_file(n: usize) -> String {

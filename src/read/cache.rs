@@ -62,6 +62,8 @@ struct Core {
     /// The directory as opened: files not opened yet are opened through it.
     dir_file: File,
     report_file: Option<File>,
+    /// xxh3 of the manifest's bytes.
+    content_id: u64,
     manifest: Manifest,
     shards: Vec<ShardSlot>,
     len: usize,
@@ -150,7 +152,7 @@ impl Core {
 
     fn open_once(dir: &Path) -> Result<Core> {
         let dir_file = open_dir(dir)?;
-        let manifest = read_manifest(&dir_file, dir)?;
+        let (manifest, content_id) = read_manifest(&dir_file, dir)?;
         let pinned = |name: &str| match pin(&dir_file, dir, name) {
             // A file the manifest names is gone: if the directory at `dir`
             // is no longer the one we opened, a publish swapped it and the
@@ -187,6 +189,7 @@ impl Core {
             dir: dir.to_path_buf(),
             dir_file,
             report_file,
+            content_id,
             len: manifest.threads as usize,
             manifest,
             shards,
@@ -358,6 +361,21 @@ impl Cache {
         &self.core.manifest
     }
 
+    /// The cache's content id: 16 hex digits of the xxh3 of its manifest.
+    /// Builds are deterministic, so a rebuild of the same corpus with the
+    /// same options has the same id, and any other content another one:
+    /// name derived files after it (see [`derived_dir`](Self::derived_dir)).
+    pub fn content_id(&self) -> String {
+        format!("{:016x}", self.core.content_id)
+    }
+
+    /// `CACHE_DIR/derived/`: the place for files computed from the cache
+    /// (statistics, embeddings). Rebuilds keep it; name files after
+    /// [`content_id`](Self::content_id) so that a stale one is never used.
+    pub fn derived_dir(&self) -> PathBuf {
+        self.core.dir.join(crate::format::layout::DERIVED_DIR)
+    }
+
     /// The bad-input report of the build that wrote this cache.
     pub fn report(&self) -> &[BadInput] {
         &self.report
@@ -467,6 +485,16 @@ impl LazyCache {
     /// Index of the extra per-thread column `name`, as [`Cache::thread_column`].
     pub fn thread_column(&self, name: &str) -> Option<usize> {
         self.core.thread_column(name)
+    }
+
+    /// As [`Cache::content_id`].
+    pub fn content_id(&self) -> String {
+        format!("{:016x}", self.core.content_id)
+    }
+
+    /// As [`Cache::derived_dir`].
+    pub fn derived_dir(&self) -> PathBuf {
+        self.core.dir.join(crate::format::layout::DERIVED_DIR)
     }
 
     /// The bad-input report of the build that wrote this cache, read and

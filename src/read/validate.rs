@@ -127,7 +127,9 @@ pub(super) fn open_file(dir: &File, dir_path: &Path, name: &str) -> Result<File>
     Ok(file)
 }
 
-pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<Manifest> {
+/// Reads and checks the manifest; also returns the xxh3 of its bytes (the
+/// cache's content id: builds are deterministic, so equal content, equal id).
+pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<(Manifest, u64)> {
     let path = dir.join(MANIFEST_FILE);
     let mut bytes = Vec::new();
     match open_file(dir_file, dir, MANIFEST_FILE) {
@@ -205,7 +207,7 @@ pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<Manifest> {
     {
         return Err(OpenError::corrupt(&path, "totals do not match the shards"));
     }
-    Ok(manifest)
+    Ok((manifest, xxh3_64(&bytes)))
 }
 
 /// Maps `path` and checks its footer and checksum against `info`.

@@ -101,3 +101,20 @@ pub fn example(name: &str) -> Command {
     );
     Command::new(path)
 }
+
+/// The directory called `name` somewhere under `root` (empty if none).
+pub fn walk_find(root: &Path, name: &str) -> PathBuf {
+    for e in std::fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().unwrap() == name {
+                return p;
+            }
+            let found = walk_find(&p, name);
+            if !found.as_os_str().is_empty() {
+                return found;
+            }
+        }
+    }
+    PathBuf::new()
+}
