@@ -8,17 +8,24 @@
 //! into `target/socialctx-cache`.
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use socialctx::internals::write_jsonl;
-use socialctx::{BuildOptions, Progress, build};
+use socialctx::{BadInput, BuildError, BuildOptions, Cache, Progress, build};
 
-const SAMPLE_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data-samples/corpus");
-const DEFAULT_CACHE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/socialctx-cache");
+// Relative to the working directory (the repository root for `cargo run`),
+// not paths fixed at compile time.
+const SAMPLE_CORPUS: &str = "data-samples/corpus";
+const DEFAULT_CACHE: &str = "target/socialctx-cache";
+
+/// Set by SIGINT or SIGTERM: the build stops between threads.
+static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Build the RPDNN social-context feature cache for a PHEME-style corpus.
 ///
@@ -82,6 +89,9 @@ impl Progress for Bar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
     }
+    fn cancelled(&self) -> bool {
+        STOP.load(Ordering::Relaxed)
+    }
     fn thread_done(&self, reactions: u64) {
         let total = self.reactions.get() + reactions;
         self.reactions.set(total);
@@ -121,19 +131,46 @@ fn main() -> ExitCode {
         bar: bar.clone(),
         reactions: Cell::new(0),
     };
+    // Outputs are checked before anything is replaced: an unwritable
+    // --report fails now, not after the cache was swapped.
+    let report_file = match &args.report {
+        Some(path) => match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("error: cannot write the report to {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    // SIGINT/SIGTERM: stop between threads, remove the staging directory,
+    // keep any existing cache (without a handler, the next build cleans up).
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
     let result = build(&corpus, &cache, &opts, &progress);
     bar.finish_and_clear();
 
     let summary = match result {
         Ok(s) => s,
+        Err(BuildError::Cancelled) => {
+            eprintln!(
+                "interrupted: nothing was published; {} is as it was",
+                cache.display()
+            );
+            return ExitCode::from(130);
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Some(path) = &args.report {
-        let written = std::fs::File::create(path)
-            .and_then(|f| write_jsonl(std::io::BufWriter::new(f), &summary.report));
+    if let (Some(path), Some(file)) = (&args.report, report_file) {
+        let written = file
+            .set_len(0)
+            .and_then(|()| write_jsonl(std::io::BufWriter::new(file), &summary.report));
         if let Err(e) = written {
             eprintln!("error: cannot write the report to {}: {e}", path.display());
             return ExitCode::FAILURE;
@@ -147,7 +184,7 @@ fn main() -> ExitCode {
         "threads    {} (source tweets with their context)",
         m.threads
     );
-    println!("workers    {}", summary.workers);
+    println!("workers    {} (worker threads used)", summary.workers);
     println!(
         "reactions  {} ({} replies, {} retweets)",
         m.reactions, m.replies, m.retweets
@@ -156,6 +193,29 @@ fn main() -> ExitCode {
         "skipped    {} (files or threads; see report.jsonl in the cache)",
         m.skipped
     );
+    for (reason, n) in by_reason(&summary.report) {
+        println!("  {n:>8}  {reason}");
+    }
+    if let Ok(built) = Cache::open(&cache) {
+        let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
+        for t in built.iter() {
+            let label = match t.label_code() {
+                1 => "rumour",
+                0 => "non-rumour",
+                _ => "unknown",
+            };
+            *labels.entry(label.to_owned()).or_insert(0u64) += 1;
+            *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
+        }
+        let line = |m: BTreeMap<String, u64>| {
+            m.into_iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!("labels     {}", line(labels));
+        println!("events     {}", line(events));
+    }
     println!("shards     {}", m.shards.len());
     let p = &summary.phases;
     println!(
@@ -169,4 +229,33 @@ fn main() -> ExitCode {
         m.reactions as f64 / secs.max(1e-9)
     );
     ExitCode::SUCCESS
+}
+
+/// Skipped inputs counted by kind of reason, most frequent first: the
+/// reason without its file names, line numbers and quoted values.
+fn by_reason(report: &[BadInput]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for b in report {
+        *counts.entry(reason_kind(&b.reason)).or_default() += 1;
+    }
+    let mut v: Vec<_> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+fn reason_kind(reason: &str) -> String {
+    let mut r = reason;
+    let mut prefix = "";
+    if let Some(rest) = r.strip_prefix("source tweet ") {
+        prefix = "source tweet: ";
+        r = rest.split_once(": ").map_or(rest, |(_, tail)| tail);
+    }
+    if let Some(rest) = r.strip_prefix("line ")
+        && let Some((n, tail)) = rest.split_once(": ")
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        r = tail;
+    }
+    let end = r.find([':', '"']).unwrap_or(r.len());
+    format!("{prefix}{}", r[..end].trim())
 }

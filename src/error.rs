@@ -20,7 +20,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Any error of this crate: what callers doing several operations with `?`
 /// hold. It displays as the error it wraps.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A build failed.
@@ -35,7 +35,7 @@ pub enum Error {
 }
 
 /// Everything that can stop a build. Any existing cache is then left as it was.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
     /// An I/O operation on `path` failed.
@@ -135,7 +135,7 @@ impl BuildError {
 }
 
 /// Everything that makes a cache unreadable.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
     /// An I/O operation on `path` failed.
@@ -196,7 +196,7 @@ impl OpenError {
 }
 
 /// Everything that can stop a training-time read: a batch, a split, statistics.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
     /// The cache (or one of its files, validated on first use) is unreadable.
@@ -273,5 +273,34 @@ impl LoadError {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// `Debug` is the message, not the variant's fields: `fn main() ->
+/// Result<(), socialctx::Error>` then prints `Error: no cache at ...` rather
+/// than `CacheMissing("...")`. Match on the variants for details.
+macro_rules! debug_is_display {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(self, f)
+            }
+        }
+    )*};
+}
+debug_is_display!(Error, BuildError, OpenError, LoadError);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_reads_like_display() {
+        let e = Error::from(OpenError::CacheMissing("/x/cache".into()));
+        assert_eq!(
+            format!("{e:?}"),
+            "no cache at /x/cache (manifest.json not found)"
+        );
+        assert_eq!(format!("{e:?}"), e.to_string());
     }
 }

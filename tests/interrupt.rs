@@ -552,3 +552,69 @@ fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
         .unwrap();
     assert_failed_cleanly(&o, &fs_dir, &target, &old, "No space left on device");
 }
+
+/// SIGINT or SIGTERM stops a build between threads: one line on stderr,
+/// exit status 130, the old cache byte for byte, no staging directory.
+#[test]
+fn sigint_and_sigterm_cancel_cleanly() {
+    let corpus = big_corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("cache");
+    let o = precache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &target, &[])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let old = files(&target);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = precache(corpus, &target, KILLED_ARGS)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the build is writing (its staging directory exists).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !names(tmp.path()).iter().any(|n| n.contains(".tmp-")) {
+            assert!(Instant::now() < deadline, "the build never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(130), "signal {signal}: {err}");
+        assert!(err.trim_end().ends_with("is as it was"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert_eq!(files(&target), old);
+        assert_eq!(names(tmp.path()), vec![".cache.lock", "cache"]);
+    }
+}
+
+/// An unwritable --report fails before anything is replaced.
+#[test]
+fn an_unwritable_report_fails_before_the_cache_is_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("cache");
+    let corpus = repo("tests/fixtures/real/pheme-rnr/corpus");
+    assert!(
+        precache(&corpus, &target, &[])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let old = files(&target);
+    let o = precache(
+        &repo("tests/fixtures/golden/corpus"),
+        &target,
+        &["--report", "/nonexistent-dir/report.jsonl"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).1.contains("cannot write the report"),
+        "{}",
+        text(&o).1
+    );
+    assert_eq!(files(&target), old, "the old cache is kept");
+}
