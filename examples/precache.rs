@@ -184,7 +184,7 @@ fn main() -> ExitCode {
         "threads    {} (source tweets with their context)",
         m.threads
     );
-    println!("workers    {} (worker threads used)", summary.workers);
+    println!("workers    {}", summary.workers);
     println!(
         "reactions  {} ({} replies, {} retweets)",
         m.reactions, m.replies, m.retweets

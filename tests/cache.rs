@@ -755,3 +755,35 @@ fn a_rebuild_keeps_the_users_files() {
     socialctx::build(golden(), &out, &opts, &socialctx::NoProgress).unwrap();
     assert_eq!(Cache::open(&out).unwrap().content_id(), cache.content_id());
 }
+
+/// An archive that fails rkyv's bytecheck says why, in release builds too.
+#[test]
+fn a_malformed_archive_with_valid_checksums_says_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = small_cache(tmp.path());
+    let m_path = out.join(MANIFEST_FILE);
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&m_path).unwrap()).unwrap();
+    let file = out.join(m["shards"][0]["file"].as_str().unwrap());
+    let mut bytes = fs::read(&file).unwrap();
+    let archive_len = bytes.len() - socialctx::internals::footer::LEN;
+    // Point the root's relative pointers far outside the archive.
+    for b in &mut bytes[archive_len - 16..archive_len] {
+        *b = 0x7f;
+    }
+    let sum = xxhash_rust::xxh3::xxh3_64(&bytes[..archive_len]);
+    bytes[archive_len + 24..].copy_from_slice(&sum.to_le_bytes());
+    m["shards"][0]["xxh3"] = format!("{sum:016x}").into();
+    fs::write(&file, &bytes).unwrap();
+    fs::write(&m_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    match Cache::open(&out) {
+        Err(OpenError::Corrupt { reason, .. }) => {
+            assert!(reason.starts_with("archive does not validate"), "{reason}");
+            assert!(!reason.contains("without error information"), "{reason}");
+            assert!(
+                reason.len() > "archive does not validate: ".len() + 10,
+                "{reason}"
+            );
+        }
+        other => panic!("expected a corrupt-archive error, got {other:?}"),
+    }
+}

@@ -45,7 +45,8 @@ def build(
 
     The same bytes as ``cargo run --release --example precache`` with the same
     options. The GIL is released; Ctrl-C raises ``KeyboardInterrupt`` within a
-    second and leaves any old cache intact and no temporary directory. With
+    second and leaves any old cache intact and no temporary directory (if
+    the build had already published, the message says so). With
     ``progress`` and a terminal on stderr, a progress line is shown.
 
     Returns ``{"cache_dir", "threads", "reactions", "replies", "retweets",

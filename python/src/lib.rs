@@ -639,6 +639,14 @@ fn build<'py>(
         eprint!("\r\x1b[K");
     }
     if let Some(e) = interrupted {
+        // Too late to stop: the build finished and published before it saw
+        // the flag. Still raise (the user asked to stop), but say so.
+        if result.is_ok() {
+            return Err(PyKeyboardInterrupt::new_err(format!(
+                "interrupted after the build finished: the new cache at {} is published",
+                cache_dir.display()
+            )));
+        }
         return Err(e);
     }
     let summary = result.map_err(|e| build_err(py, e))?;

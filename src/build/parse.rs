@@ -41,6 +41,8 @@ pub type Reason = String;
 /// ```
 pub struct TweetReader {
     buf: Vec<u8>,
+    /// The JSON error of the last parse, for [`explain`](Self::explain).
+    failure: std::cell::Cell<Option<JsonFailure>>,
     len: usize,
     buffers: Buffers,
     tape: Tape<'static>,
@@ -66,6 +68,7 @@ impl TweetReader {
     pub fn new() -> Self {
         TweetReader {
             buf: Vec::with_capacity(64 * 1024),
+            failure: std::cell::Cell::new(None),
             len: 0,
             buffers: Buffers::new(16 * 1024),
             tape: Tape::null(),
@@ -143,15 +146,32 @@ impl TweetReader {
             return Err("empty file".into());
         }
         let len = self.len;
+        self.failure.set(None);
         self.buf.resize(len + simd_json::INPUT_PADDING, 0);
         let mut tape: Tape<'s> = std::mem::replace(&mut self.tape, Tape::null()).reset();
         let result =
             match simd_json::fill_tape_padded(&mut self.buf, len, &mut self.buffers, &mut tape) {
                 Ok(()) => Ok(f(tape.as_value())),
-                Err(e) => Err(json_error(&e, len)),
+                Err(e) => {
+                    let failure = JsonFailure::of(&e);
+                    self.failure.set(Some(failure));
+                    Err(failure.short())
+                }
             };
         self.tape = tape.reset();
         result
+    }
+
+    /// `reason` in more words if it is the JSON error of the last
+    /// [`parse`](Self::parse): where it is (`line 1 column 643 (char 642)`, as
+    /// Python says it) and, for a structural error, what (an unterminated
+    /// string, a file that ends inside an object, NaN). Other reasons are
+    /// returned as they are.
+    pub fn explain(&self, reason: Reason) -> Reason {
+        match self.failure.take() {
+            Some(f) if reason == f.short() => f.explain(&self.buf[..self.len.min(self.buf.len())]),
+            _ => reason,
+        }
     }
 
     /// [`load_bytes`](Self::load_bytes) then [`parse`](Self::parse).
@@ -191,13 +211,175 @@ fn open_options() -> OpenOptions {
     o
 }
 
-fn json_error(e: &simd_json::Error, len: usize) -> Reason {
-    use simd_json::ErrorType as E;
-    match e.error() {
-        E::InvalidUtf8 => "not valid UTF-8".into(),
-        E::Eof | E::UnterminatedString => format!("truncated JSON (ends after {len} bytes)"),
-        _ => format!("invalid JSON: {e}"),
+/// What went wrong in a parse, kept so that [`TweetReader::explain`] can say
+/// it in more words once the buffer is no longer borrowed by the tape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JsonFailure {
+    Utf8,
+    /// simd-json's first stage: the buffer is untouched, so it can be scanned.
+    Structure,
+    Number(usize),
+    Escape(usize),
+    Other(usize),
+}
+
+impl JsonFailure {
+    fn of(e: &simd_json::Error) -> JsonFailure {
+        use simd_json::ErrorType as E;
+        match e.error() {
+            E::InvalidUtf8 => JsonFailure::Utf8,
+            E::InvalidNumber | E::InvalidExponent => JsonFailure::Number(e.index()),
+            E::InvalidUnicodeCodepoint | E::InvalidUnicodeEscape | E::InvalidEscape => {
+                JsonFailure::Escape(e.index())
+            }
+            E::Syntax | E::Eof | E::UnterminatedString => JsonFailure::Structure,
+            _ => JsonFailure::Other(e.index()),
+        }
     }
+
+    /// The reason without looking at the bytes.
+    fn short(self) -> Reason {
+        match self {
+            JsonFailure::Utf8 => "not valid UTF-8".into(),
+            JsonFailure::Number(_) => {
+                "invalid JSON: a malformed number, or an integer too large for 64 bits".into()
+            }
+            JsonFailure::Escape(_) => "invalid JSON: a malformed \\u escape, or one that encodes \
+                 a lone surrogate (a Rust string cannot hold one)"
+                .into(),
+            JsonFailure::Structure | JsonFailure::Other(_) => "invalid JSON".into(),
+        }
+    }
+
+    fn explain(self, bytes: &[u8]) -> Reason {
+        let short = self.short();
+        match self {
+            JsonFailure::Utf8 => short,
+            JsonFailure::Number(i) => format!("{short}, near {}", position(bytes, i)),
+            JsonFailure::Escape(i) => {
+                let i = lone_surrogate(bytes).unwrap_or(i);
+                format!("{short}, near {}", position(bytes, i))
+            }
+            JsonFailure::Structure => match scan(bytes) {
+                Some(what) => format!("{short}: {what}"),
+                None => short,
+            },
+            JsonFailure::Other(i) => match scan(bytes) {
+                Some(what) => format!("{short}: {what}"),
+                None => format!("{short} near {}", position(bytes, i)),
+            },
+        }
+    }
+}
+
+/// Offset of the first `\\uXXXX` escape that encodes a surrogate not part
+/// of a high-low pair.
+fn lone_surrogate(bytes: &[u8]) -> Option<usize> {
+    let hex = |i: usize| {
+        let h = bytes.get(i + 2..i + 6)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut i = 0;
+    while i + 6 <= bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes[i + 1] == b'u'
+                && let Some(u) = hex(i)
+            {
+                match u {
+                    0xD800..=0xDBFF => {
+                        let low = (bytes.get(i + 6) == Some(&b'\\'))
+                            .then(|| hex(i + 6))
+                            .flatten();
+                        if !matches!(low, Some(0xDC00..=0xDFFF)) {
+                            return Some(i);
+                        }
+                        i += 12;
+                        continue;
+                    }
+                    0xDC00..=0xDFFF => return Some(i),
+                    _ => {}
+                }
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// `line L column C (char N)` of byte offset `i`, counted in characters.
+fn position(bytes: &[u8], i: usize) -> String {
+    let i = i.min(bytes.len());
+    let before = String::from_utf8_lossy(&bytes[..i]);
+    let char_index = before.chars().count();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line} column {column} (char {char_index})")
+}
+
+/// Finds why an (untouched) JSON text is malformed, for the messages simd-json's
+/// first stage gives without a position.
+fn scan(bytes: &[u8]) -> Option<String> {
+    let mut depth: Vec<u8> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                loop {
+                    match bytes.get(i) {
+                        None => {
+                            return Some(format!(
+                                "unterminated string starting at {} (the file is truncated?)",
+                                position(bytes, start)
+                            ));
+                        }
+                        Some(b'\\') => i += 2,
+                        Some(b'"') => break,
+                        Some(_) => i += 1,
+                    }
+                }
+            }
+            open @ (b'{' | b'[') => depth.push(open),
+            close @ (b'}' | b']') => {
+                let want = if close == b'}' { b'{' } else { b'[' };
+                if depth.pop() != Some(want) {
+                    return Some(format!(
+                        "unexpected {:?} at {}",
+                        close as char,
+                        position(bytes, i)
+                    ));
+                }
+            }
+            b'N' | b'I' | b'-'
+                if bytes[i..].starts_with(b"NaN")
+                    || bytes[i..].starts_with(b"Infinity")
+                    || bytes[i..].starts_with(b"-Infinity") =>
+            {
+                return Some(format!(
+                    "NaN or Infinity at {} is not JSON (Python's json module accepts it; \
+                     we do not)",
+                    position(bytes, i)
+                ));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !depth.is_empty() {
+        return Some(format!(
+            "the file ends inside an {} at {} (truncated?)",
+            if depth.last() == Some(&b'{') {
+                "object"
+            } else {
+                "array"
+            },
+            position(bytes, bytes.len())
+        ));
+    }
+    None
 }
 
 /// The fields of a reaction (reply or retweet) that the features use.
@@ -390,7 +572,13 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
     let entities = entities
         .as_object()
         .ok_or_else(|| wrong("entities", "an object", entities))?;
-    let urls = req(entities.get("urls"), "entities.urls")?;
+    // A repeated key takes its last value, as Python's json module does.
+    let urls = entities
+        .iter()
+        .filter(|(k, _)| *k == "urls")
+        .map(|(_, v)| v)
+        .last();
+    let urls = req(urls, "entities.urls")?;
     let url_count = match urls.value_type() {
         ValueType::Null => 0,
         ValueType::Array => urls.as_array().map_or(0, |a| a.len()),
@@ -501,4 +689,80 @@ pub fn source_fields<'i>(root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason
         user_id_str: string(id_str, "user.id_str")?,
         screen_name: string(screen_name, "user.screen_name")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tweet(entities: &str) -> String {
+        format!(
+            r#"{{"created_at": "Wed Jan 07 11:06:08 +0000 2015", "id_str": "5", "text": "hi",
+            "retweet_count": 0, "favorite_count": 0, "entities": {entities},
+            "user": {{"id_str": "1", "created_at": "Wed Jan 07 11:06:08 +0000 2014",
+            "statuses_count": 1, "listed_count": 0, "followers_count": 0, "friends_count": 0,
+            "favourites_count": 0, "verified": false, "geo_enabled": false,
+            "profile_use_background_image": true, "description": null, "name": "a"}}}}"#
+        )
+    }
+
+    fn url_count(entities: &str) -> Result<usize, Reason> {
+        let mut r = TweetReader::new();
+        r.parse_bytes(tweet(entities).as_bytes(), |v| {
+            reaction_fields(v).map(|f| f.url_count)
+        })
+        .and_then(|x| x)
+    }
+
+    /// A repeated key takes its last value, as in Python, in nested objects too.
+    #[test]
+    fn duplicate_keys_take_the_last_value() {
+        assert_eq!(url_count(r#"{"urls": [], "urls": [{"url": "x"}]}"#), Ok(1));
+        assert_eq!(
+            url_count(r#"{"urls": [{"url": "x"}], "urls": null}"#),
+            Ok(0)
+        );
+        let mut r = TweetReader::new();
+        let json =
+            tweet(r#"{"urls": []}"#).replace(r#""text": "hi""#, r#""text": "a", "text": "b?""#);
+        let text = r.parse_bytes(json.as_bytes(), |v| {
+            reaction_fields(v).map(|f| f.text.to_owned())
+        });
+        assert_eq!(text, Ok(Ok("b?".to_string())));
+    }
+
+    fn explained(json: &str) -> String {
+        let mut r = TweetReader::new();
+        let err = r.parse_bytes(json.as_bytes(), |_| ()).unwrap_err();
+        r.explain(err)
+    }
+
+    /// JSON errors say what and where, in Python's position style.
+    #[test]
+    fn json_errors_say_what_and_where() {
+        let t = tweet(r#"{"urls": []}"#);
+        let cut = &t[..40];
+        let e = explained(cut);
+        assert!(
+            e.contains("unterminated string starting at line 1 column"),
+            "{e}"
+        );
+        let e = explained(&t.replace(r#""verified": false"#, r#""verified": NaN"#));
+        assert!(e.contains("NaN or Infinity at line"), "{e}");
+        let e = explained(&t.replace(r#""text": "hi""#, r#""text": "\ud800 x""#));
+        assert!(e.contains("lone surrogate") && e.contains("(char "), "{e}");
+        let e = explained(&t.replace(
+            r#""retweet_count": 0"#,
+            r#""retweet_count": 18446744073709551616"#,
+        ));
+        assert!(
+            e.contains("too large for 64 bits, near line 2 column"),
+            "{e}"
+        );
+        let e = explained(r#"{"a": [1, 2"#);
+        assert!(e.contains("ends inside an array"), "{e}");
+        // A reason that is not the last parse's JSON error is kept as it is.
+        let r = TweetReader::new();
+        assert_eq!(r.explain("missing field x".into()), "missing field x");
+    }
 }

@@ -61,7 +61,11 @@ impl<'i> Worker<'i> {
             };
         let source = match self.source.parse(source_fields) {
             Ok(Ok(s)) => s,
-            Ok(Err(r)) | Err(r) => return fail(format!("source tweet {source_rel}: {r}")),
+            Ok(Err(r)) => return fail(format!("source tweet {source_rel}: {r}")),
+            Err(r) => {
+                let r = self.source.explain(r);
+                return fail(format!("source tweet {source_rel}: {r}"));
+            }
         };
 
         let mut bad = Vec::new();
@@ -100,7 +104,7 @@ impl<'i> Worker<'i> {
                     .and_then(|()| reaction_row(&mut self.reaction, &source, kind, &mut arena));
                 match row {
                     Ok(row) => rows.push(row),
-                    Err(r) => bad.push(BadInput::new(file_rel(), r)),
+                    Err(r) => bad.push(BadInput::new(file_rel(), self.reaction.explain(r))),
                 }
             }
         }

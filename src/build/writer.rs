@@ -181,7 +181,7 @@ impl CacheWriter {
                 rkyv::api::high::HighSerializer<
                     IoWriter<HashingWriter>,
                     rkyv::ser::allocator::ArenaHandle<'a>,
-                    rkyv::rancor::Error,
+                    rkyv::rancor::BoxedError,
                 >,
             >,
     {
@@ -193,7 +193,7 @@ impl CacheWriter {
             len: 0,
         };
         let written =
-            rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(value, IoWriter::new(sink))
+            rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(value, IoWriter::new(sink))
                 .map_err(|e| match io_cause(&e) {
                     Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
                     None => BuildError::Internal {
@@ -325,7 +325,7 @@ impl Write for HashingWriter {
 
 /// The I/O error message inside a serialization error, if that is its cause
 /// (rkyv wraps the writer's error in its own type).
-fn io_cause(e: &rkyv::rancor::Error) -> Option<String> {
+fn io_cause(e: &rkyv::rancor::BoxedError) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
         if let Some(io) = err.downcast_ref::<std::io::Error>() {

@@ -277,7 +277,7 @@ fn map_numbers(
     columns: (usize, usize),
 ) -> Result<Mapped> {
     let mapped = map_archive(file, path, &info.numbers)?;
-    let shard = rkyv::access::<ArchivedShard, rkyv::rancor::Error>(mapped.bytes())
+    let shard = rkyv::access::<ArchivedShard, rkyv::rancor::BoxedError>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
     check_shard(shard, info).map_err(|r| OpenError::corrupt(path, r))?;
     if (shard.reaction_columns.len(), shard.thread_columns.len()) != columns {
@@ -292,7 +292,7 @@ fn map_numbers(
 /// Maps and fully checks a shard's text file.
 fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
     let mapped = map_archive(file, path, &info.text)?;
-    let text = rkyv::access::<ArchivedTextShard, rkyv::rancor::Error>(mapped.bytes())
+    let text = rkyv::access::<ArchivedTextShard, rkyv::rancor::BoxedError>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
     if text.threads.len() as u64 != info.threads || text.reactions.len() as u64 != info.reactions {
         return Err(OpenError::corrupt(
