@@ -31,6 +31,38 @@ fn precache_builds_reports_and_dump_prints_oracle_lines() {
     assert!(out.contains("threads    38"), "{out}");
     assert!(out.contains("skipped    17"), "{out}");
     assert!(out.contains("reactions/s"), "{out}");
+    // Skipped inputs by kind of reason: the counts add up to the total.
+    let by_reason: usize = out
+        .lines()
+        .skip_while(|l| !l.starts_with("skipped"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| {
+            l.split_whitespace()
+                .next()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(by_reason, 17, "{out}");
+    assert!(
+        out.contains("  not valid UTF-8") && out.contains("  invalid JSON"),
+        "{out}"
+    );
+    // Threads per label code and per event (the layout's event names).
+    assert!(
+        out.contains("labels     non-rumour 13, rumour 21, unknown 4"),
+        "{out}"
+    );
+    let events = out
+        .lines()
+        .find(|l| l.starts_with("events"))
+        .expect("events line");
+    assert!(
+        events.contains("ferguson 7") && !events.contains("-all-rnr-threads"),
+        "{events}"
+    );
     let lines = jsonl(&fs::read_to_string(&report).unwrap());
     assert_eq!(lines.len(), 17);
     assert!(
