@@ -67,6 +67,10 @@ struct Args {
     /// who-follows-whom.dat and retweets.json (the extended features)
     #[arg(long)]
     no_extended: bool,
+    /// Prefetch threads that keep reads in flight when the corpus is not in
+    /// the page cache (0 = none) [default: 32; 0 under `ulimit -v`]
+    #[arg(long, value_name = "N")]
+    io_depth: Option<usize>,
     /// Do not show a progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -113,6 +117,9 @@ fn main() -> ExitCode {
         .extended(!args.no_extended);
     if let Some(n) = args.threads {
         opts = opts.threads(usize::from(n));
+    }
+    if let Some(d) = args.io_depth {
+        opts = opts.io_depth(d);
     }
 
     let bar = if args.quiet {

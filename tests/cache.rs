@@ -787,3 +787,45 @@ fn a_malformed_archive_with_valid_checksums_says_what_is_wrong() {
         other => panic!("expected a corrupt-archive error, got {other:?}"),
     }
 }
+
+/// Prefetching (on a corpus just evicted from the page cache, so that it
+/// really runs) changes nothing in the cache's bytes.
+#[test]
+fn prefetching_leaves_the_cache_byte_identical() {
+    fn evict(dir: &Path) {
+        use std::os::fd::AsRawFd;
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                evict(&p);
+            } else if let Ok(f) = fs::File::open(&p) {
+                // SAFETY: a valid descriptor; offset 0, length 0 = whole file.
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            }
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = repo("tests/fixtures/real/pheme-veracity/corpus");
+    let mut caches = Vec::new();
+    for depth in [0, 1, 64] {
+        evict(&corpus);
+        let out = tmp.path().join(format!("d{depth}"));
+        let opts = socialctx::BuildOptions::default()
+            .threads(2)
+            .io_depth(depth);
+        socialctx::build(&corpus, &out, &opts, &socialctx::NoProgress).unwrap();
+        let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(&out)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().into_string().unwrap(),
+                    fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        caches.push(files);
+    }
+    assert!(caches.windows(2).all(|w| w[0] == w[1]));
+}

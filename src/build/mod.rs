@@ -26,6 +26,7 @@ pub mod features;
 mod files;
 pub mod parse;
 mod pool;
+mod prefetch;
 mod publish;
 pub mod pytext;
 mod thread;
@@ -47,6 +48,9 @@ use crate::format::report::BadInput;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
+/// Default number of prefetch threads (see [`BuildOptions::io_depth`]).
+pub const DEFAULT_IO_DEPTH: usize = 32;
+
 /// Options of a build.
 ///
 /// ```
@@ -64,6 +68,11 @@ pub struct BuildOptions {
     pub max_file_bytes: u64,
     /// Cap on one shard's archive size.
     pub shard_bytes: usize,
+    /// Prefetch threads that keep reads in flight ahead of the workers when
+    /// the corpus is not in the page cache (0: none). Default 32, or 0 under
+    /// an address-space limit; a warm build skips cached threads, so the
+    /// default costs little there.
+    pub io_depth: usize,
     /// Also compute the extended features (structure, relations, reliability,
     /// annotations) and read `retweets.json`; off gives exactly the
     /// reference's 28 features over `reactions/`, `replies/` and `retweets/`.
@@ -77,6 +86,7 @@ impl Default for BuildOptions {
             strict: false,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             shard_bytes: DEFAULT_SHARD_BYTES,
+            io_depth: DEFAULT_IO_DEPTH,
             extended: true,
         }
     }
@@ -101,6 +111,11 @@ impl BuildOptions {
     /// Sets [`shard_bytes`](Self::shard_bytes).
     pub fn shard_bytes(mut self, bytes: usize) -> Self {
         self.shard_bytes = bytes;
+        self
+    }
+    /// Sets [`io_depth`](Self::io_depth).
+    pub fn io_depth(mut self, depth: usize) -> Self {
+        self.io_depth = depth;
         self
     }
     /// Sets [`extended`](Self::extended).
@@ -251,36 +266,59 @@ pub fn build(
 
     let t = Instant::now();
     let list = &found.threads;
-    let workers = pool::run_ordered(
-        list.len(),
-        threads,
-        || Worker::new(opts.max_file_bytes, index.as_ref()),
-        |worker, i| worker.process(&list[i]),
-        |i| PathBuf::from(&list[i].rel),
-        |i, outcome| {
-            if progress.cancelled() {
-                return Err(BuildError::Cancelled);
-            }
-            if opts.strict
-                && let Some(first) = outcome.bad.first()
-            {
-                return Err(BuildError::StrictBadInput {
-                    path: first.path.clone().into(),
-                    reason: first.reason.clone(),
+    let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
+    let workers = std::thread::scope(|scope| {
+        let prefetch = &prefetch;
+        for k in 0..io_depth(opts.io_depth) {
+            // Small stacks: they only list, open and hint. A thread the OS
+            // refuses is one prefetcher fewer, not an error.
+            let _ = std::thread::Builder::new()
+                .name(format!("socialctx-prefetch-{k}"))
+                .stack_size(256 << 10)
+                .spawn_scoped(scope, move || {
+                    if k == 0 {
+                        prefetch.run()
+                    } else {
+                        prefetch.help()
+                    }
                 });
-            }
-            report.extend(outcome.bad);
-            let n = outcome
-                .data
-                .as_ref()
-                .map_or(0, |d| d.reactions.len() as u64);
-            if let Some(data) = outcome.data {
-                writer.push(data, &list[i].rel)?;
-            }
-            progress.thread_done(n);
-            Ok(())
-        },
-    )?;
+        }
+        let result = pool::run_ordered(
+            list.len(),
+            threads,
+            || Worker::new(opts.max_file_bytes, index.as_ref()),
+            |worker, i| worker.process(&list[i]),
+            |i| PathBuf::from(&list[i].rel),
+            |i, outcome| {
+                if progress.cancelled() {
+                    return Err(BuildError::Cancelled);
+                }
+                if opts.strict
+                    && let Some(first) = outcome.bad.first()
+                {
+                    return Err(BuildError::StrictBadInput {
+                        path: first.path.clone().into(),
+                        reason: first.reason.clone(),
+                    });
+                }
+                report.extend(outcome.bad);
+                let n = outcome
+                    .data
+                    .as_ref()
+                    .map_or(0, |d| d.reactions.len() as u64);
+                if let Some(data) = outcome.data {
+                    writer.push(data, &list[i].rel)?;
+                }
+                prefetch
+                    .done
+                    .store(i + 1, std::sync::atomic::Ordering::Relaxed);
+                progress.thread_done(n);
+                Ok(())
+            },
+        );
+        prefetch.stop();
+        result
+    })?;
 
     phases.process = t.elapsed();
     if progress.cancelled() {
@@ -308,6 +346,15 @@ const ADDRESS_SPACE_PER_THREAD: u64 = 2 * (66 << 20);
 /// Address space kept free under a finite `RLIMIT_AS` for everything that
 /// is not per thread: the shard being written, the thread list, maps.
 const ADDRESS_SPACE_RESERVE: u64 = 192 << 20;
+
+/// Prefetch threads to start: `wanted`, or none under an address-space
+/// limit (each thread that allocates may reserve a glibc heap arena).
+fn io_depth(wanted: usize) -> usize {
+    match rustix::process::getrlimit(rustix::process::Resource::As).current {
+        Some(_) => 0,
+        None => wanted,
+    }
+}
 
 /// How many of `wanted` threads fit under the process's address-space limit.
 ///
