@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use socialctx::internals::write_jsonl;
-use socialctx::{BadInput, BuildError, BuildOptions, Cache, Progress, build};
+use socialctx::{BadInput, BuildError, BuildOptions, Progress, build};
 
 // Relative to the working directory (the repository root for `cargo run`),
 // not paths fixed at compile time.
@@ -203,26 +203,31 @@ fn main() -> ExitCode {
     for (reason, n) in by_reason(&summary.report) {
         println!("  {n:>8}  {reason}");
     }
-    if let Ok(built) = Cache::open(&cache) {
-        let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
-        for t in built.iter() {
-            let label = match t.label_code() {
-                1 => "rumour",
-                0 => "non-rumour",
-                _ => "unknown",
-            };
-            *labels.entry(label.to_owned()).or_insert(0u64) += 1;
-            *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
-        }
-        let line = |m: BTreeMap<String, u64>| {
-            m.into_iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+    let labels = summary.labels.iter().map(|(code, n)| {
+        let label = match code {
+            1 => "rumour",
+            0 => "non-rumour",
+            _ => "unknown",
         };
-        println!("labels     {}", line(labels));
-        println!("events     {}", line(events));
-    }
+        (label, *n)
+    });
+    let mut labels: Vec<_> = labels.collect();
+    labels.sort();
+    let line = |items: Vec<String>| items.join(", ");
+    println!(
+        "labels     {}",
+        line(labels.iter().map(|(k, n)| format!("{k} {n}")).collect())
+    );
+    println!(
+        "events     {}",
+        line(
+            summary
+                .events
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect()
+        )
+    );
     println!("shards     {}", m.shards.len());
     let p = &summary.phases;
     println!(

@@ -33,6 +33,7 @@ mod thread;
 pub mod timestamp;
 pub mod writer;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -156,6 +157,10 @@ pub struct BuildSummary {
     pub elapsed: Duration,
     /// Wall time of each phase.
     pub phases: Phases,
+    /// Threads in the cache per label code (1 rumour, 0 non-rumour, -1 unknown).
+    pub labels: BTreeMap<i8, u64>,
+    /// Threads in the cache per event (as [`ThreadView::event`](crate::ThreadView::event)).
+    pub events: BTreeMap<String, u64>,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -266,6 +271,7 @@ pub fn build(
 
     let t = Instant::now();
     let list = &found.threads;
+    let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
         let prefetch = &prefetch;
@@ -307,6 +313,13 @@ pub fn build(
                     .as_ref()
                     .map_or(0, |d| d.reactions.len() as u64);
                 if let Some(data) = outcome.data {
+                    *labels.entry(data.record.label_code).or_insert(0) += 1;
+                    match events.get_mut(&data.text.event) {
+                        Some(n) => *n += 1,
+                        None => {
+                            events.insert(data.text.event.clone(), 1);
+                        }
+                    }
                     writer.push(data, &list[i].rel)?;
                 }
                 prefetch
@@ -333,6 +346,8 @@ pub fn build(
         report,
         elapsed: start.elapsed(),
         phases,
+        labels,
+        events,
         workers,
     })
 }
