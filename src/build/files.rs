@@ -3,7 +3,7 @@
 //! cache row, streaming a JSON Lines file. Shared by the thread assembly and
 //! the extended-feature pass.
 
-use std::fs;
+pub(super) use rustix::fs::Dir;
 
 use std::path::Path;
 
@@ -26,12 +26,26 @@ pub(super) struct Names {
 impl Names {
     /// Lists `dir` (hidden names skipped) in byte order.
     pub(super) fn list(&mut self, dir: &Path) -> std::io::Result<()> {
+        self.list_open(dir).map(drop)
+    }
+
+    /// Lists `dir` as [`list`](Self::list) does and returns it open, for
+    /// opening its files relative to it: one open of the directory, and no
+    /// allocation per entry (names are copied straight from `getdents`).
+    pub(super) fn list_open(&mut self, dir: &Path) -> std::io::Result<Dir> {
+        use rustix::fs::{CWD, Mode, OFlags, openat};
         self.bytes.clear();
         self.spans.clear();
-        for entry in fs::read_dir(dir)? {
+        let fd = openat(
+            CWD,
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut listing = rustix::fs::Dir::new(fd)?;
+        while let Some(entry) = listing.read() {
             let entry = entry?;
-            let name = entry.file_name();
-            let name = std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str());
+            let name = entry.file_name().to_bytes();
             if !name.starts_with(b".") {
                 self.spans.push((self.bytes.len(), name.len()));
                 self.bytes.extend_from_slice(name);
@@ -40,7 +54,7 @@ impl Names {
         let bytes = &self.bytes;
         self.spans
             .sort_unstable_by(|a, b| bytes[a.0..a.0 + a.1].cmp(&bytes[b.0..b.0 + b.1]));
-        Ok(())
+        Ok(listing)
     }
 
     /// The names, in order.

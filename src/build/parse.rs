@@ -91,7 +91,7 @@ impl TweetReader {
     #[cfg(unix)]
     pub fn read_file_in(
         &mut self,
-        dir: &File,
+        dir: &rustix::fs::Dir,
         name: &std::ffi::OsStr,
         max_bytes: u64,
     ) -> Result<(), Reason> {
@@ -101,6 +101,9 @@ impl TweetReader {
         }
         // rustix converts short names to C strings on the stack: no
         // allocation per file.
+        let dir = dir
+            .fd()
+            .map_err(|e| format!("cannot open: {}", std::io::Error::from(e)))?;
         let fd = openat(
             dir,
             name,

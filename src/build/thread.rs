@@ -3,8 +3,6 @@
 //! the extended columns when asked, all in `(created_at, id)` order and
 //! ready for the writer. Bad files become report lines, never errors.
 
-use std::fs::File;
-
 use super::discover::ThreadDir;
 use super::extended::{read_annotation, read_thread_files};
 use super::features::propagation::author_counts;
@@ -81,8 +79,7 @@ impl<'i> Worker<'i> {
         let mut arena = String::new();
         for (dir_name, kind) in td.reaction_dirs() {
             let dir = td.path.join(dir_name);
-            let listed = self.names.list(&dir).and_then(|()| File::open(&dir));
-            let dir_file = match listed {
+            let dir_file = match self.names.list_open(&dir) {
                 Ok(f) => f,
                 Err(e) => {
                     bad.push(BadInput::new(
