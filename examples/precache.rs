@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use socialctx::internals::write_jsonl;
-use socialctx::{BadInput, BuildError, BuildOptions, Progress, build};
+use socialctx::{BadInput, BuildError, BuildOptions, Plan, Progress, build, build_partition};
 
 // Relative to the working directory (the repository root for `cargo run`),
 // not paths fixed at compile time.
@@ -71,6 +71,17 @@ struct Args {
     /// the page cache (0 = none) [default: 32; 0 under `ulimit -v`]
     #[arg(long, value_name = "N")]
     io_depth: Option<usize>,
+    /// Partitioned builds: without --partition, walk CORPUS_DIR once and
+    /// write the plan to this file (then build its partitions anywhere and
+    /// join them with the merge example); with --partition, the plan to build
+    /// a partition of
+    #[arg(long, value_name = "PLAN_FILE")]
+    plan: Option<PathBuf>,
+    /// Build partition I of N of --plan into CACHE_DIR (I from 0; contiguous
+    /// source-id ranges balanced by file count; reads no other partition's
+    /// files). Slurm: --partition $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT
+    #[arg(long, value_name = "I/N", value_parser = parse_partition, requires = "plan")]
+    partition: Option<(usize, usize)>,
     /// Do not show a progress bar
     #[arg(long, short)]
     quiet: bool,
@@ -104,6 +115,24 @@ impl Progress for Bar {
             self.bar.set_message(format!("threads, {total} reactions"));
         }
     }
+}
+
+fn parse_partition(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?} is not I/N (e.g. 0/4)"))?;
+    let (i, n): (usize, usize) = (
+        i.trim()
+            .parse()
+            .map_err(|_| format!("{i:?} is not a number"))?,
+        n.trim()
+            .parse()
+            .map_err(|_| format!("{n:?} is not a number"))?,
+    );
+    if n == 0 || i >= n {
+        return Err(format!("partition {i}/{n}: need 0 <= I < N"));
+    }
+    Ok((i, n))
 }
 
 fn main() -> ExitCode {
@@ -157,7 +186,34 @@ fn main() -> ExitCode {
     // SIGINT/SIGTERM: stop between threads, remove the staging directory,
     // keep any existing cache (without a handler, the next build cleans up).
     let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::Relaxed));
-    let result = build(&corpus, &cache, &opts, &progress);
+    let result = match (&args.plan, args.partition) {
+        (Some(plan_file), None) => {
+            bar.finish_and_clear();
+            let written = Plan::create(&corpus, &opts).and_then(|plan| {
+                plan.save(plan_file)?;
+                Ok(plan)
+            });
+            return match written {
+                Ok(plan) => {
+                    println!(
+                        "plan       {} ({} threads, id {})",
+                        plan_file.display(),
+                        plan.len(),
+                        plan.id()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        (Some(plan_file), Some(part)) => Plan::load(plan_file).and_then(|plan| {
+            build_partition(&corpus, &plan, part, &cache, opts.threads, &progress)
+        }),
+        (None, _) => build(&corpus, &cache, &opts, &progress),
+    };
     bar.finish_and_clear();
 
     let summary = match result {

@@ -109,6 +109,16 @@ pub enum BuildError {
         source: io::Error,
     },
 
+    /// A partition given to a merge is missing, repeated, damaged, or of
+    /// another plan.
+    #[error("{path}: {reason}")]
+    BadPartition {
+        /// The partition directory (or the first of the set).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// The caller's [`Progress::cancelled`](crate::Progress::cancelled) said
     /// stop. Any existing cache is left as it was.
     #[error("build cancelled; any existing cache is unchanged")]

@@ -34,15 +34,18 @@ mod build;
 pub mod dump;
 mod error;
 mod format;
+mod merge;
 mod read;
 mod schema;
 mod train;
 
+pub use build::plan::{Plan, build_partition};
 pub use build::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
 pub use error::{BuildError, Error, LoadError, OpenError, Result};
 pub use format::FORMAT_VERSION;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
+pub use merge::merge;
 pub use read::{Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView};
 pub use schema::{
     Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,

@@ -25,6 +25,7 @@ mod extended;
 pub mod features;
 mod files;
 pub mod parse;
+pub(crate) mod plan;
 mod pool;
 mod prefetch;
 mod publish;
@@ -37,8 +38,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use self::discover::discover;
+use self::discover::{ThreadDir, discover};
 use self::extended::rumour_index;
+use self::features::reliability::RumourIndex;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
 use self::thread::Worker;
 use self::writer::{CacheWriter, WriterOptions};
@@ -222,28 +224,7 @@ pub fn build(
 ) -> Result<BuildSummary> {
     let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
     let start = Instant::now();
-    if !corpus.is_dir() {
-        return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
-    }
-    let corpus_abs = canonical_lenient(corpus);
-    let cache_abs = canonical_lenient(cache);
-    if cache_abs.starts_with(&corpus_abs) {
-        return Err(BuildError::OutputInsideCorpus {
-            corpus: corpus.to_path_buf(),
-            cache: cache.to_path_buf(),
-        });
-    }
-    let threads = threads_that_fit(opts.threads.max(1));
-    let mut writer = CacheWriter::create(
-        cache,
-        WriterOptions {
-            shard_bytes: opts.shard_bytes,
-            strict: opts.strict,
-            max_file_bytes: opts.max_file_bytes,
-            extended: opts.extended,
-        },
-    )?;
-
+    let (threads, writer) = prepare(corpus, cache, opts)?;
     let mut phases = Phases::default();
     let t = Instant::now();
     let found = discover(corpus, threads)?;
@@ -269,8 +250,60 @@ pub fn build(
     phases.discover = t.elapsed();
     progress.discovered(found.threads.len() as u64);
 
+    execute(
+        &found.threads,
+        index.as_ref(),
+        report,
+        writer,
+        opts,
+        threads,
+        progress,
+        (start, phases),
+    )
+}
+
+/// Checks the corpus and the cache paths, sizes the worker count and opens
+/// the writer (which takes the lock): everything before any tweet is read.
+fn prepare(corpus: &Path, cache: &Path, opts: &BuildOptions) -> Result<(usize, CacheWriter)> {
+    if !corpus.is_dir() {
+        return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
+    }
+    let corpus_abs = canonical_lenient(corpus);
+    let cache_abs = canonical_lenient(cache);
+    if cache_abs.starts_with(&corpus_abs) {
+        return Err(BuildError::OutputInsideCorpus {
+            corpus: corpus.to_path_buf(),
+            cache: cache.to_path_buf(),
+        });
+    }
+    let threads = threads_that_fit(opts.threads.max(1));
+    let writer = CacheWriter::create(
+        cache,
+        WriterOptions {
+            shard_bytes: opts.shard_bytes,
+            strict: opts.strict,
+            max_file_bytes: opts.max_file_bytes,
+            extended: opts.extended,
+        },
+    )?;
+
+    Ok((threads, writer))
+}
+
+/// The main pass over `list` (in source-id order): workers, prefetch, the
+/// ordered writer, publication. `report` holds what discovery reported.
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    list: &[ThreadDir],
+    index: Option<&RumourIndex>,
+    mut report: Vec<BadInput>,
+    mut writer: CacheWriter,
+    opts: &BuildOptions,
+    threads: usize,
+    progress: &dyn Progress,
+    (start, mut phases): (Instant, Phases),
+) -> Result<BuildSummary> {
     let t = Instant::now();
-    let list = &found.threads;
     let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
@@ -292,7 +325,7 @@ pub fn build(
         let result = pool::run_ordered(
             list.len(),
             threads,
-            || Worker::new(opts.max_file_bytes, index.as_ref()),
+            || Worker::new(opts.max_file_bytes, index),
             |worker, i| worker.process(&list[i]),
             |i| PathBuf::from(&list[i].rel),
             |i, outcome| {

@@ -187,6 +187,40 @@ impl<'a> ThreadView<'a> {
     pub fn reaction_records(&self) -> impl ExactSizeIterator<Item = ReactionNum> + 'a {
         self.num.reaction_records()
     }
+    /// The thread's reaction texts as stored: its slice of the shard's text
+    /// arena (everything after its source text, up to the next thread's
+    /// texts) and each reaction's text and description spans relative to
+    /// that slice. A merge re-packs threads with this, byte for byte.
+    pub(crate) fn stored_texts(&self) -> (&'a str, Vec<[crate::format::Span; 2]>) {
+        use crate::format::Span;
+        let arena = self.text.arena.as_str();
+        let src = &self.thread_text[3];
+        let base = (src.start.to_native() + src.len.to_native()) as usize;
+        let end = self
+            .text
+            .threads
+            .get(self.num.index + 1)
+            .map_or(arena.len(), |next| next[0].start.to_native() as usize);
+        let segment = arena.get(base..end.max(base)).unwrap_or("");
+        let r = self.num.range();
+        let relative = |s: &ArchivedSpan| {
+            let (start, len) = (s.start.to_native(), s.len.to_native());
+            if start == u32::MAX && len == 0 {
+                Span::NONE
+            } else {
+                Span {
+                    start: start - base as u32,
+                    len,
+                }
+            }
+        };
+        let spans = self.text.reactions[r]
+            .iter()
+            .map(|[t, d]| [relative(t), relative(d)])
+            .collect();
+        (segment, spans)
+    }
+
     /// The numbers alone (what a training loop reads).
     pub fn numbers(&self) -> NumView<'a> {
         self.num

@@ -37,6 +37,11 @@ impl RumourIndex {
         }
     }
 
+    /// Every (author key, earliest rumour source time), in no order.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, i64)> + '_ {
+        self.first.iter().map(|(&a, &t)| (a, t))
+    }
+
     /// Number of authors with a rumour source.
     pub fn len(&self) -> usize {
         self.first.len()

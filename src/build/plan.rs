@@ -1,0 +1,292 @@
+//! Partitioned builds: walk once into a [`Plan`], build partitions of it
+//! anywhere (other processes, other machines mounting the corpus elsewhere),
+//! then merge them into one cache byte-identical to a single build
+//! ([`merge`](crate::merge)).
+//!
+//! The plan holds what features need across threads: the sorted thread list
+//! (paths relative to the corpus root), what discovery reported, and the
+//! corpus-wide rumour-source index behind `user_reliability`. Partition `i`
+//! of `n` is a contiguous source-id range, balanced by file count; it reads
+//! only its own threads' files. Each partition is an ordinary cache with a
+//! `partition.json` beside its files that says which part of which plan it
+//! is.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::discover::{ThreadDir, discover};
+use super::extended::rumour_index;
+use super::features::reliability::RumourIndex;
+use super::{BuildOptions, BuildSummary, Phases, Progress, execute, prepare};
+use crate::error::BuildError;
+use crate::format::report::BadInput;
+
+type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+const PLAN_FORMAT: &str = "socialctx-plan";
+const PLAN_VERSION: u32 = 1;
+
+/// The sidecar file of a partition cache.
+pub(crate) const PARTITION_FILE: &str = "partition.json";
+
+/// One thread of a plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct PlanThread {
+    rel: String,
+    source_id: u64,
+    label: String,
+    event: String,
+    entries: u16,
+    /// Files in its tweet folders, for balancing partitions.
+    files: u64,
+}
+
+/// What a build of the whole corpus will do, computed once by
+/// [`Plan::create`]: the threads, the discovery report, the rumour index and
+/// the options. Save it with [`save`](Plan::save) and build its partitions
+/// with [`build_partition`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    format: String,
+    version: u32,
+    strict: bool,
+    max_file_bytes: u64,
+    shard_bytes: u64,
+    extended: bool,
+    threads: Vec<PlanThread>,
+    bad: Vec<BadInput>,
+    /// Author key -> earliest rumour source time, sorted (extended builds).
+    rumour_index: Vec<(u64, i64)>,
+}
+
+/// Which part of which plan a partition cache is (its `partition.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PartitionInfo {
+    pub(crate) plan_id: String,
+    pub(crate) index: usize,
+    pub(crate) count: usize,
+    /// Discovery's report (the same in every partition of a plan).
+    pub(crate) bad: Vec<BadInput>,
+}
+
+impl Plan {
+    /// Walks `corpus` and plans a build with `opts` (the same walk, checks
+    /// and rumour index as [`build`](crate::build)).
+    pub fn create(corpus: impl AsRef<Path>, opts: &BuildOptions) -> Result<Plan> {
+        let corpus = corpus.as_ref();
+        if !corpus.is_dir() {
+            return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
+        }
+        let threads = opts.threads.max(1);
+        let found = discover(corpus, threads)?;
+        let mut bad = found.bad;
+        bad.sort();
+        if opts.strict
+            && let Some(first) = bad.first()
+        {
+            return Err(BuildError::StrictBadInput {
+                path: first.path.clone().into(),
+                reason: first.reason.clone(),
+            });
+        }
+        if found.threads.is_empty() && bad.is_empty() {
+            return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
+        }
+        let index = opts
+            .extended
+            .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes))
+            .unwrap_or_default();
+        let mut rumour_index: Vec<(u64, i64)> = index.entries().collect();
+        rumour_index.sort_unstable();
+        let threads = found
+            .threads
+            .iter()
+            .map(|td| PlanThread {
+                rel: td.rel.clone(),
+                source_id: td.source_id,
+                label: td.label.clone(),
+                event: td.event.clone(),
+                entries: td.entries,
+                files: count_files(td),
+            })
+            .collect();
+        Ok(Plan {
+            format: PLAN_FORMAT.into(),
+            version: PLAN_VERSION,
+            strict: opts.strict,
+            max_file_bytes: opts.max_file_bytes,
+            shard_bytes: opts.shard_bytes as u64,
+            extended: opts.extended,
+            threads,
+            bad,
+            rumour_index,
+        })
+    }
+
+    /// Writes the plan as JSON.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let json = serde_json::to_vec(self).map_err(|e| BuildError::io(path, e.into()))?;
+        fs::write(path, json).map_err(|e| BuildError::io(path, e))
+    }
+
+    /// Reads a plan written by [`save`](Plan::save).
+    pub fn load(path: impl AsRef<Path>) -> Result<Plan> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|e| BuildError::io(path, e))?;
+        let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| {
+            BuildError::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not a plan: {e}")),
+            )
+        })?;
+        if plan.format != PLAN_FORMAT || plan.version != PLAN_VERSION {
+            return Err(BuildError::io(
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}",
+                        plan.format, plan.version
+                    ),
+                ),
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Number of threads planned.
+    pub fn len(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// True when no thread was found.
+    pub fn is_empty(&self) -> bool {
+        self.threads.is_empty()
+    }
+
+    /// The plan's identity: 16 hex digits of the xxh3 of its JSON.
+    pub fn id(&self) -> String {
+        format!(
+            "{:016x}",
+            xxh3_64(&serde_json::to_vec(self).unwrap_or_default())
+        )
+    }
+
+    /// The thread range of partition `index` of `count`: contiguous, in
+    /// source-id order, cut where the cumulative file count passes
+    /// `k / count` of the total.
+    pub fn partition_range(&self, index: usize, count: usize) -> std::ops::Range<usize> {
+        let total: u64 = self.threads.iter().map(|t| t.files.max(1)).sum();
+        let cut = |k: usize| -> usize {
+            if k == 0 {
+                return 0;
+            }
+            if k >= count {
+                return self.threads.len();
+            }
+            let goal = total as u128 * k as u128 / count as u128;
+            let mut acc = 0u128;
+            for (i, t) in self.threads.iter().enumerate() {
+                if acc >= goal {
+                    return i;
+                }
+                acc += u128::from(t.files.max(1));
+            }
+            self.threads.len()
+        };
+        cut(index)..cut(index + 1)
+    }
+
+    fn options(&self, threads: usize) -> BuildOptions {
+        BuildOptions::default()
+            .threads(threads)
+            .strict(self.strict)
+            .max_file_bytes(self.max_file_bytes)
+            .shard_bytes(self.shard_bytes as usize)
+            .extended(self.extended)
+    }
+}
+
+/// Files in a thread's tweet folders (an estimate of its work).
+fn count_files(td: &ThreadDir) -> u64 {
+    let dirs = td
+        .source_dir()
+        .into_iter()
+        .chain(td.reaction_dirs().map(|(d, _)| d));
+    dirs.map(|d| fs::read_dir(td.path.join(d)).map_or(0, |r| r.count() as u64))
+        .sum()
+}
+
+/// Builds partition `index` of `count` of `plan` into the cache directory
+/// `out`, reading the threads under `corpus` (the corpus root as mounted
+/// here). `threads` workers (0: the default). The result is an ordinary
+/// cache of those threads plus its `partition.json`.
+pub fn build_partition(
+    corpus: impl AsRef<Path>,
+    plan: &Plan,
+    (index, count): (usize, usize),
+    out: impl AsRef<Path>,
+    threads: usize,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
+    let (corpus, out) = (corpus.as_ref(), out.as_ref());
+    if count == 0 || index >= count {
+        return Err(BuildError::io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("partition {index}/{count}: need 0 <= I < N"),
+            ),
+        ));
+    }
+    let mut opts = plan.options(BuildOptions::default().threads);
+    if threads > 0 {
+        opts = opts.threads(threads);
+    }
+    let start = Instant::now();
+    let (workers, writer) = prepare(corpus, out, &opts)?;
+    let list: Vec<ThreadDir> = plan.threads[plan.partition_range(index, count)]
+        .iter()
+        .map(|t| ThreadDir {
+            source_id: t.source_id,
+            path: corpus.join(&t.rel),
+            rel: t.rel.clone(),
+            label: t.label.clone(),
+            event: t.event.clone(),
+            entries: t.entries,
+        })
+        .collect();
+    let index_data = plan.extended.then(|| {
+        let mut idx = RumourIndex::default();
+        for &(author, t) in &plan.rumour_index {
+            idx.add(author, t);
+        }
+        idx
+    });
+    progress.discovered(list.len() as u64);
+    let summary = execute(
+        &list,
+        index_data.as_ref(),
+        Vec::new(),
+        writer,
+        &opts,
+        workers,
+        progress,
+        (start, Phases::default()),
+    )?;
+    let info = PartitionInfo {
+        plan_id: plan.id(),
+        index,
+        count,
+        bad: plan.bad.clone(),
+    };
+    let path: PathBuf = out.join(PARTITION_FILE);
+    let json = serde_json::to_vec_pretty(&info).map_err(|e| BuildError::io(&path, e.into()))?;
+    fs::write(&path, json).map_err(|e| BuildError::io(&path, e))?;
+    Ok(summary)
+}

@@ -1,0 +1,191 @@
+//! Merging partition caches into one: re-packs their threads, in source-id
+//! order, into shards exactly as a single build would, so the merged cache
+//! is byte-identical to a single build of the same corpus.
+//!
+//! A partition is a cache built by [`build_partition`](crate::build_partition)
+//! with its `partition.json`. The set must be every partition of one plan,
+//! each once; anything else is an error and nothing is published.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::build::plan::{PARTITION_FILE, PartitionInfo};
+use crate::build::writer::{
+    CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
+};
+use crate::build::{BuildSummary, Phases};
+use crate::error::BuildError;
+use crate::format::{ReactionRecord, ThreadRecord};
+use crate::read::Cache;
+
+type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+fn bad(path: &Path, reason: impl Into<String>) -> BuildError {
+    BuildError::BadPartition {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Merges the partition caches `parts` (every partition of one plan, in any
+/// order) into the cache at `out`, published atomically.
+///
+/// ```no_run
+/// # use socialctx::{BuildOptions, NoProgress, Plan, build_partition, merge};
+/// let plan = Plan::create("corpus", &BuildOptions::default())?;
+/// for i in 0..3 {
+///     build_partition("corpus", &plan, (i, 3), format!("part-{i}"), 0, &NoProgress)?;
+/// }
+/// merge("cache", &["part-0", "part-1", "part-2"])?;
+/// # Ok::<(), socialctx::Error>(())
+/// ```
+pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildSummary> {
+    let start = Instant::now();
+    let out = out.as_ref();
+    if parts.is_empty() {
+        return Err(bad(out, "no partitions to merge"));
+    }
+    let mut infos: Vec<(PartitionInfo, PathBuf)> = Vec::new();
+    for p in parts {
+        let p = p.as_ref();
+        let file = p.join(PARTITION_FILE);
+        let bytes = fs::read(&file)
+            .map_err(|e| bad(p, format!("not a partition ({PARTITION_FILE}: {e})")))?;
+        let info: PartitionInfo = serde_json::from_slice(&bytes)
+            .map_err(|e| bad(p, format!("{PARTITION_FILE} is not valid: {e}")))?;
+        infos.push((info, p.to_path_buf()));
+    }
+    let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
+    for (info, p) in &infos {
+        if info.plan_id != first.plan_id || info.count != first.count {
+            return Err(bad(
+                p,
+                format!(
+                    "partition of plan {} ({} parts), but {} is of plan {} ({} parts)",
+                    info.plan_id,
+                    info.count,
+                    first_path.display(),
+                    first.plan_id,
+                    first.count
+                ),
+            ));
+        }
+    }
+    infos.sort_by_key(|(i, _)| i.index);
+    for (k, (info, p)) in infos.iter().enumerate() {
+        if info.index != k {
+            let what = if info.index < k {
+                "appears twice"
+            } else {
+                "is missing"
+            };
+            let which = if info.index < k { info.index } else { k };
+            return Err(bad(
+                p,
+                format!("partition {which} of {} {what}", first.count),
+            ));
+        }
+    }
+    if infos.len() != first.count {
+        return Err(bad(
+            &first_path,
+            format!("partition {} of {} is missing", infos.len(), first.count),
+        ));
+    }
+    let caches: Vec<Cache> = infos
+        .iter()
+        .map(|(_, p)| Cache::open(p).map_err(|e| bad(p, e.to_string())))
+        .collect::<Result<_>>()?;
+    let options = &caches[0].manifest().options;
+    let extended = !caches[0].manifest().reaction_columns.is_empty();
+    for (c, (_, p)) in caches.iter().zip(&infos) {
+        let m = c.manifest();
+        if &m.options != options || m.reaction_columns.is_empty() == extended {
+            return Err(bad(p, "built with other options than the first partition"));
+        }
+    }
+    let mut writer = CacheWriter::create(
+        out,
+        WriterOptions {
+            shard_bytes: options.shard_bytes as usize,
+            strict: options.strict,
+            max_file_bytes: options.max_file_bytes,
+            extended,
+        },
+    )?;
+    let (mut labels, mut events) = (
+        std::collections::BTreeMap::new(),
+        std::collections::BTreeMap::new(),
+    );
+    let mut report = first.bad;
+    let mut last_id = None;
+    for (cache, (_, p)) in caches.iter().zip(&infos) {
+        report.extend_from_slice(cache.report());
+        for t in cache.iter() {
+            if last_id.is_some_and(|l| l >= t.source_id()) {
+                return Err(bad(p, "threads overlap another partition's"));
+            }
+            last_id = Some(t.source_id());
+            let (segment, reaction_texts) = t.stored_texts();
+            let n = t.reaction_count();
+            let reaction_extra = if extended {
+                let cols: Vec<&[f32]> = (0..REACTION_EXTRA).map(|c| t.column(c)).collect();
+                (0..n)
+                    .map(|i| std::array::from_fn(|c| cols[c].get(i).copied().unwrap_or(f32::NAN)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let thread_extra: [f32; THREAD_EXTRA] =
+                std::array::from_fn(|c| t.thread_value(c).unwrap_or(f32::NAN));
+            *labels.entry(t.label_code()).or_insert(0u64) += 1;
+            *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
+            let data = ThreadData {
+                record: ThreadRecord {
+                    source_id: t.source_id(),
+                    source_created_at: t.source_created_at(),
+                    first_reaction: 0,
+                    reaction_count: 0,
+                    label_code: t.label_code(),
+                },
+                text: ThreadText {
+                    event: t.event().to_owned(),
+                    label: t.label().to_owned(),
+                    source_user_id: t.source_user_id().to_owned(),
+                    source_text: t.source_text().to_owned(),
+                },
+                reactions: t
+                    .reaction_records()
+                    .map(|r| ReactionRecord {
+                        id: r.id,
+                        created_at: r.created_at,
+                        kind: r.kind as u8,
+                    })
+                    .collect(),
+                text_arena: segment.to_owned(),
+                reaction_texts,
+                features: t.features().to_vec(),
+                reaction_extra,
+                thread_extra,
+            };
+            writer.push(data, &t.source_id().to_string())?;
+        }
+    }
+    report.sort();
+    let t = Instant::now();
+    let manifest = writer.finish(&report)?;
+    let phases = Phases {
+        publish: t.elapsed(),
+        ..Phases::default()
+    };
+    Ok(BuildSummary {
+        manifest,
+        report,
+        elapsed: start.elapsed(),
+        phases,
+        labels,
+        events,
+        workers: 1,
+    })
+}
