@@ -96,10 +96,11 @@ impl Plan {
         if found.threads.is_empty() && bad.is_empty() {
             return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
         }
-        let index = opts
-            .extended
-            .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes))
-            .unwrap_or_default();
+        let index = if opts.extended {
+            rumour_index(&found.threads, threads, opts.max_file_bytes)
+        } else {
+            RumourIndex::default()
+        };
         let mut rumour_index: Vec<(u64, i64)> = index.entries().collect();
         rumour_index.sort_unstable();
         let threads = found
