@@ -35,7 +35,10 @@ from ._socialctx import (
     Split,
     Thread,
     build,
+    build_partition,
+    merge,
     open,
+    plan,
     read_split,
     shuffled,
 )
@@ -58,7 +61,10 @@ __all__ = [
     "Split",
     "Thread",
     "build",
+    "build_partition",
+    "merge",
     "open",
+    "plan",
     "read_split",
     "shuffled",
 ]

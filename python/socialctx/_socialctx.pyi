@@ -54,6 +54,32 @@ def build(
     strict mode on the first bad input, ``BuildError`` otherwise.
     """
 
+def plan(
+    corpus: _Path,
+    plan_file: _Path,
+    *,
+    threads: int | None = None,
+    strict: bool = False,
+    extended: bool = True,
+) -> dict[str, Any]:
+    """Walks ``corpus`` once and writes the plan of a partitioned build; returns ``{"threads", "id"}``."""
+
+def build_partition(
+    corpus: _Path,
+    plan_file: _Path,
+    index: int,
+    count: int,
+    out: _Path,
+    *,
+    threads: int = 1,
+) -> dict[str, Any]:
+    """Builds partition ``index`` of ``count`` of a plan into the cache directory ``out``
+    (reads only that partition's threads; GIL released)."""
+
+def merge(out: _Path, parts: Sequence[_Path]) -> dict[str, Any]:
+    """Merges every partition of one plan into the cache ``out``, byte-identical to a
+    single build; raises ``BuildError`` for a missing, repeated, damaged or foreign part."""
+
 def open(cache_dir: _Path, *, validate: Literal["lazy", "all"] = "lazy") -> Cache:
     """Opens a cache. ``"lazy"`` reads only the manifest (microseconds) and checks
     each file on first use; ``"all"`` checks every file now. The cache keeps

@@ -664,6 +664,87 @@ fn build<'py>(
     Ok(d)
 }
 
+/// Walks `corpus` once and writes the plan of a partitioned build to
+/// `plan_file`; returns `{"threads", "id"}`.
+#[pyfunction]
+#[pyo3(signature = (corpus, plan_file, *, threads=None, strict=false, extended=true))]
+fn plan<'py>(
+    py: Python<'py>,
+    corpus: PathBuf,
+    plan_file: PathBuf,
+    threads: Option<usize>,
+    strict: bool,
+    extended: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut opts = sc::BuildOptions::default()
+        .strict(strict)
+        .extended(extended);
+    if let Some(n) = threads {
+        opts = opts.threads(n.max(1));
+    }
+    let plan = py
+        .detach(|| {
+            let plan = sc::Plan::create(&corpus, &opts)?;
+            plan.save(&plan_file)?;
+            Ok::<_, sc::BuildError>(plan)
+        })
+        .map_err(|e| build_err(py, e))?;
+    let d = PyDict::new(py);
+    d.set_item("threads", plan.len())?;
+    d.set_item("id", plan.id())?;
+    Ok(d)
+}
+
+/// Builds partition `index` of `count` of the plan in `plan_file` into the
+/// cache directory `out` (GIL released); returns `{"threads", "reactions"}`.
+#[pyfunction]
+#[pyo3(signature = (corpus, plan_file, index, count, out, *, threads=1))]
+fn build_partition<'py>(
+    py: Python<'py>,
+    corpus: PathBuf,
+    plan_file: PathBuf,
+    index: usize,
+    count: usize,
+    out: PathBuf,
+    threads: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let summary = py
+        .detach(|| {
+            let plan = sc::Plan::load(&plan_file)?;
+            sc::build_partition(
+                &corpus,
+                &plan,
+                (index, count),
+                &out,
+                threads,
+                &sc::NoProgress,
+            )
+        })
+        .map_err(|e| build_err(py, e))?;
+    let d = PyDict::new(py);
+    d.set_item("threads", summary.manifest.threads)?;
+    d.set_item("reactions", summary.manifest.reactions)?;
+    Ok(d)
+}
+
+/// Merges the partition caches `parts` into the cache at `out`,
+/// byte-identical to a single build (GIL released); returns a summary dict.
+#[pyfunction]
+fn merge<'py>(py: Python<'py>, out: PathBuf, parts: Vec<PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+    let summary = py
+        .detach(|| sc::merge(&out, &parts))
+        .map_err(|e| build_err(py, e))?;
+    let m = &summary.manifest;
+    let d = PyDict::new(py);
+    d.set_item("cache_dir", out.to_string_lossy())?;
+    d.set_item("threads", m.threads)?;
+    d.set_item("reactions", m.reactions)?;
+    d.set_item("skipped", m.skipped)?;
+    d.set_item("shards", m.shards.len())?;
+    d.set_item("seconds", summary.elapsed.as_secs_f64())?;
+    Ok(d)
+}
+
 /// Opens the cache in `cache_dir`.
 #[pyfunction]
 #[pyo3(signature = (cache_dir, *, validate="lazy"))]
@@ -1167,6 +1248,9 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(build_partition, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(read_split, m)?)?;
     m.add_function(wrap_pyfunction!(shuffled, m)?)?;
     m.add_class::<PyCache>()?;

@@ -1,0 +1,51 @@
+"""Partitioned builds from Python, and on Dask when it is installed."""
+
+from __future__ import annotations
+
+import pytest
+
+import socialctx
+from conftest import REPO
+
+
+def files(d):
+    return {p.name: p.read_bytes() for p in d.iterdir()}
+
+
+def test_plan_partitions_merge_equal_a_single_build(tmp_path):
+    corpus = REPO / "tests/fixtures/golden/corpus"
+    socialctx.build(corpus, tmp_path / "single", progress=False)
+    planned = socialctx.plan(corpus, tmp_path / "plan.json")
+    # Thread directories found; the cache holds those whose source is usable.
+    assert planned["threads"] >= len(socialctx.open(tmp_path / "single")) > 0
+    assert len(planned["id"]) == 16
+    parts = [tmp_path / f"p{i}" for i in range(3)]
+    for i, p in enumerate(parts):
+        socialctx.build_partition(corpus, tmp_path / "plan.json", i, 3, p)
+    summary = socialctx.merge(tmp_path / "merged", parts[::-1])
+    assert summary["threads"] == len(socialctx.open(tmp_path / "single"))
+    assert files(tmp_path / "merged") == files(tmp_path / "single")
+    with pytest.raises(socialctx.BuildError, match="missing"):
+        socialctx.merge(tmp_path / "again", parts[:2])
+
+
+def test_dask_local_cluster_build_equals_a_single_build(tmp_path):
+    pytest.importorskip("dask")
+    distributed = pytest.importorskip("dask.distributed")
+    import socialctx.dask
+
+    corpus = REPO / "data-samples/corpus"
+    socialctx.build(corpus, tmp_path / "single", progress=False)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        summary = socialctx.dask.build(corpus, tmp_path / "cache", partitions=3, client=client)
+    assert summary["partitions"] == 3
+    assert files(tmp_path / "cache") == files(tmp_path / "single")
+    assert not (tmp_path / ".cache.parts").exists()
+    # The default scheduler, no client.
+    socialctx.dask.build(corpus, tmp_path / "cache2", partitions=2)
+    assert files(tmp_path / "cache2") == files(tmp_path / "single")
