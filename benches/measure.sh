@@ -143,6 +143,31 @@ m_floor_wb=$(printf '%s\n' "${floor_wb[@]}" | median)
 m_pre_w=$(printf '%s\n' "${pre_w[@]}" | median)
 m_pre_1=$(printf '%s\n' "${pre_1[@]}" | median)
 
+# --- partitioned: plan + 2 partitions + merge (warm) --------------------------------
+
+PARTS=$WORK/parts-$(basename "$CORPUS")
+rm -rf "$PARTS"
+mkdir -p "$PARTS"
+seconds_of() { sed -n 's/^seconds *\([0-9.]*\).*/\1/p' | awk '{printf "%.1f", $1 * 1000}'; }
+plan_ms=() parts_ms=() merge_ms=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    log "partitioned round $i/$ROUNDS: plan, 2 partitions, merge"
+    t0=$(now_ms)
+    "$EX/precache" "$CORPUS" --quiet --plan "$PARTS/plan.json" >/dev/null || die "plan failed"
+    plan_ms+=($(($(now_ms) - t0)))
+    t0=$(now_ms)
+    for p in 0 1; do
+        "$EX/precache" "$CORPUS" "$PARTS/p$p" --quiet --threads "$THREADS" \
+            --plan "$PARTS/plan.json" --partition "$p/2" >/dev/null || die "partition $p failed"
+    done
+    parts_ms+=($(($(now_ms) - t0)))
+    merge_ms+=("$("$EX/merge" "$PARTS/merged" "$PARTS/p0" "$PARTS/p1" | seconds_of)")
+done
+diff -rq "$PARTS/merged" "$CACHE" >/dev/null || die "the merged cache differs from the single build"
+m_plan=$(printf '%s\n' "${plan_ms[@]}" | median)
+m_parts=$(printf '%s\n' "${parts_ms[@]}" | median)
+m_merge=$(printf '%s\n' "${merge_ms[@]}" | median)
+
 # --- cold: evict before each run -------------------------------------------------
 
 floor_c=() floor_cb=() pre_c=() pre_c0=()
@@ -230,6 +255,8 @@ echo "| precache, cold | $(ms "$m_pre_c") | |"
 echo "| precache, cold, --io-depth 0 (no prefetch) | $(ms "$m_pre_c0") | |"
 echo "| **precache / floor, cold** | **$(x "$m_pre_c" "$m_floor_c")** | |"
 echo "| **precache / best floor, cold** | **$(x "$m_pre_c" "$m_floor_cb")** | ≤ 1.3x |"
+echo "| plan / 2 partitions one after the other / merge (byte-identical) | $(ms "$m_plan") / $(ms "$m_parts") / $(ms "$m_merge") | |"
+echo "| **merge / single build, warm** | **$(x "$m_merge" "$m_pre_w")** | ≤ 0.10x |"
 echo "| precache, warm, 1 thread | $(ms "$m_pre_1") | |"
 echo "| **throughput 2 threads / 1 thread** | **$(x "$m_pre_1" "$m_pre_w")** | ≥ 1.8x |"
 echo "| reactions/s, warm, 1 / 2 threads | $(rate "$reactions" "$m_pre_1") / $(rate "$reactions" "$m_pre_w") | |"

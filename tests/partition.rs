@@ -164,6 +164,25 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
     for mut c in children {
         assert!(c.wait().unwrap().success());
     }
+    // A partition killed mid-build is rebuilt alone; the others are reused.
+    let killed = &parts[1];
+    let mut child = example("precache")
+        .arg(&corpus)
+        .arg(killed)
+        .args(["-q", "--threads", "1", "--plan"])
+        .arg(&plan)
+        .args(["--partition", "1/3"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(15));
+    let _ = child.kill();
+    let _ = child.wait();
+    run(example("precache")
+        .arg(&corpus)
+        .arg(killed)
+        .args(["-q", "--threads", "1", "--plan"])
+        .arg(&plan)
+        .args(["--partition", "1/3"]));
     let merged = tmp.path().join("merged");
     run(example("merge").arg(&merged).args(&parts));
     assert_eq!(files(&merged), files(&single));
