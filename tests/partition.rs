@@ -144,26 +144,35 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
         .args(["-q", "--shard-mib", "1", "--plan"])
         .arg(&plan));
     assert!(out.starts_with("plan "), "{out}");
-    let n = 3;
-    let mut parts = Vec::new();
-    let children: Vec<_> = (0..n)
-        .map(|i| {
-            let dir = tmp.path().join(format!("part-{i}"));
-            parts.push(dir.clone());
-            example("precache")
-                .arg(&corpus)
-                .arg(&dir)
-                .args(["-q", "--threads", "1", "--plan"])
-                .arg(&plan)
-                .arg("--partition")
-                .arg(format!("{i}/{n}"))
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    for n in [1, 3, 7] {
+        let parts: Vec<PathBuf> = (0..n)
+            .map(|i| tmp.path().join(format!("n{n}-part-{i}")))
+            .collect();
+        let children: Vec<_> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, dir)| {
+                example("precache")
+                    .arg(&corpus)
+                    .arg(dir)
+                    .args(["-q", "--threads", "1", "--plan"])
+                    .arg(&plan)
+                    .arg("--partition")
+                    .arg(format!("{i}/{n}"))
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        let merged = tmp.path().join(format!("merged-{n}"));
+        run(example("merge").arg(&merged).args(&parts));
+        assert_eq!(files(&merged), files(&single), "{n} partitions");
     }
+    let parts: Vec<PathBuf> = (0..3)
+        .map(|i| tmp.path().join(format!("n3-part-{i}")))
+        .collect();
     // A partition killed mid-build is rebuilt alone; the others are reused.
     let killed = &parts[1];
     let mut child = example("precache")
@@ -183,7 +192,7 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
         .args(["-q", "--threads", "1", "--plan"])
         .arg(&plan)
         .args(["--partition", "1/3"]));
-    let merged = tmp.path().join("merged");
+    let merged = tmp.path().join("merged-after-kill");
     run(example("merge").arg(&merged).args(&parts));
     assert_eq!(files(&merged), files(&single));
     // Bad usage is refused with the option named.
