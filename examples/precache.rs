@@ -17,7 +17,9 @@ use std::time::Duration;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use socialctx::internals::write_jsonl;
-use socialctx::{BadInput, BuildError, BuildOptions, Plan, Progress, build, build_partition};
+use socialctx::{
+    BadInput, BuildError, BuildOptions, Plan, Progress, build, build_incremental, build_partition,
+};
 
 // Relative to the working directory (the repository root for `cargo run`),
 // not paths fixed at compile time.
@@ -71,6 +73,12 @@ struct Args {
     /// the page cache (0 = none) [default: 32; 0 under `ulimit -v`]
     #[arg(long, value_name = "N")]
     io_depth: Option<usize>,
+    /// Re-read only the threads whose files changed since the cache in
+    /// CACHE_DIR was built (by metadata: size, mtime, ctime, inode), take the
+    /// others from it; byte-identical to a full build. Falls back to a full
+    /// build, and says why, when reuse is not safe
+    #[arg(long, conflicts_with = "plan")]
+    incremental: bool,
     /// Partitioned builds: without --partition, walk CORPUS_DIR once and
     /// write the plan to this file (then build its partitions anywhere and
     /// join them with the merge example); with --partition, the plan to build
@@ -212,6 +220,7 @@ fn main() -> ExitCode {
         (Some(plan_file), Some(part)) => Plan::load(plan_file).and_then(|plan| {
             build_partition(&corpus, &plan, part, &cache, opts.threads, &progress)
         }),
+        (None, _) if args.incremental => build_incremental(&corpus, &cache, &opts, &progress),
         (None, _) => build(&corpus, &cache, &opts, &progress),
     };
     bar.finish_and_clear();
@@ -248,6 +257,10 @@ fn main() -> ExitCode {
         m.threads
     );
     println!("workers    {}", summary.workers);
+    if let Some(note) = &summary.incremental {
+        println!("build      {note}");
+    }
+    println!("files read {}", summary.files_read);
     println!(
         "reactions  {} ({} replies, {} retweets)",
         m.reactions, m.replies, m.retweets

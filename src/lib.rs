@@ -34,6 +34,7 @@ mod build;
 pub mod dump;
 mod error;
 mod format;
+mod incremental;
 mod merge;
 mod read;
 mod schema;
@@ -45,6 +46,7 @@ pub use error::{BuildError, Error, LoadError, OpenError, Result};
 pub use format::FORMAT_VERSION;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
+pub use incremental::build_incremental;
 pub use merge::merge;
 pub use read::{Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView};
 pub use schema::{

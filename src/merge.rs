@@ -17,7 +17,7 @@ use crate::build::writer::{
 use crate::build::{BuildSummary, Phases};
 use crate::error::BuildError;
 use crate::format::{ReactionRecord, ThreadRecord};
-use crate::read::Cache;
+use crate::read::{Cache, ThreadView};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -127,48 +127,9 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
                 return Err(bad(p, "threads overlap another partition's"));
             }
             last_id = Some(t.source_id());
-            let (segment, reaction_texts) = t.stored_texts();
-            let n = t.reaction_count();
-            let reaction_extra = if extended {
-                let cols: Vec<&[f32]> = (0..REACTION_EXTRA).map(|c| t.column(c)).collect();
-                (0..n)
-                    .map(|i| std::array::from_fn(|c| cols[c].get(i).copied().unwrap_or(f32::NAN)))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let thread_extra: [f32; THREAD_EXTRA] =
-                std::array::from_fn(|c| t.thread_value(c).unwrap_or(f32::NAN));
             *labels.entry(t.label_code()).or_insert(0u64) += 1;
             *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
-            let data = ThreadData {
-                record: ThreadRecord {
-                    source_id: t.source_id(),
-                    source_created_at: t.source_created_at(),
-                    first_reaction: 0,
-                    reaction_count: 0,
-                    label_code: t.label_code(),
-                },
-                text: ThreadText {
-                    event: t.event().to_owned(),
-                    label: t.label().to_owned(),
-                    source_user_id: t.source_user_id().to_owned(),
-                    source_text: t.source_text().to_owned(),
-                },
-                reactions: t
-                    .reaction_records()
-                    .map(|r| ReactionRecord {
-                        id: r.id,
-                        created_at: r.created_at,
-                        kind: r.kind as u8,
-                    })
-                    .collect(),
-                text_arena: segment.to_owned(),
-                reaction_texts,
-                features: t.features().to_vec(),
-                reaction_extra,
-                thread_extra,
-            };
+            let data = thread_data(&t, extended);
             writer.push(data, &t.source_id().to_string())?;
         }
     }
@@ -186,6 +147,54 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
         phases,
         labels,
         events,
+        incremental: None,
+        reused: 0,
+        files_read: 0,
         workers: 1,
     })
+}
+
+/// One thread of a cache as the writer takes it, reconstructed so that
+/// writing it again gives the same bytes (its stored text arena included).
+pub(crate) fn thread_data(t: &ThreadView<'_>, extended: bool) -> ThreadData {
+    let (segment, reaction_texts) = t.stored_texts();
+    let n = t.reaction_count();
+    let reaction_extra = if extended {
+        let cols: Vec<&[f32]> = (0..REACTION_EXTRA).map(|c| t.column(c)).collect();
+        (0..n)
+            .map(|i| std::array::from_fn(|c| cols[c].get(i).copied().unwrap_or(f32::NAN)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let thread_extra: [f32; THREAD_EXTRA] =
+        std::array::from_fn(|c| t.thread_value(c).unwrap_or(f32::NAN));
+    ThreadData {
+        record: ThreadRecord {
+            source_id: t.source_id(),
+            source_created_at: t.source_created_at(),
+            first_reaction: 0,
+            reaction_count: 0,
+            label_code: t.label_code(),
+        },
+        text: ThreadText {
+            event: t.event().to_owned(),
+            label: t.label().to_owned(),
+            source_user_id: t.source_user_id().to_owned(),
+            source_text: t.source_text().to_owned(),
+        },
+        reactions: t
+            .reaction_records()
+            .map(|r| ReactionRecord {
+                id: r.id,
+                created_at: r.created_at,
+                kind: r.kind as u8,
+            })
+            .collect(),
+        text_arena: segment.to_owned(),
+        reaction_texts,
+        features: t.features().to_vec(),
+        reaction_extra,
+        thread_extra,
+    }
 }

@@ -159,10 +159,25 @@ pub(super) fn read_annotation(
 /// neither `rumours` nor `non-rumours` with an `annotation.json` that says
 /// `"is_rumour": "rumour"` (the PHEME journalism layout). A thread whose
 /// source cannot be read is skipped here and reported by the main pass.
-pub(super) fn rumour_index(
+pub(crate) fn rumour_index(
     threads: &[ThreadDir],
     workers: usize,
     max_file_bytes: u64,
+) -> RumourIndex {
+    rumour_index_with(threads, workers, max_file_bytes, None)
+}
+
+/// What an incremental build already knows of thread `i`: `Some(entry)` (its
+/// rumour-source entry, or None if it is not a rumour source) for a thread
+/// taken from the old cache, `None` to read it.
+pub(crate) type Known<'a> = &'a (dyn Fn(usize) -> Option<Option<(u64, i64)>> + Sync);
+
+/// [`rumour_index`], taking what `known` says instead of reading.
+pub(crate) fn rumour_index_with(
+    threads: &[ThreadDir],
+    workers: usize,
+    max_file_bytes: u64,
+    known: Option<Known<'_>>,
 ) -> RumourIndex {
     let is_rumour = |td: &ThreadDir, reader: &mut TweetReader| match Label::from_folder(&td.label) {
         Label::Rumour => true,
@@ -173,7 +188,11 @@ pub(super) fn rumour_index(
         }
         _ => false,
     };
-    let one = |td: &ThreadDir, reader: &mut TweetReader, names: &mut Names| {
+    let one = |i: usize, reader: &mut TweetReader, names: &mut Names| {
+        if let Some(entry) = known.and_then(|k| k(i)) {
+            return entry;
+        }
+        let td = &threads[i];
         if !is_rumour(td, reader) {
             return None;
         }
@@ -186,11 +205,11 @@ pub(super) fn rumour_index(
             .ok()
     };
     let collect = || {
-        threads
-            .par_iter()
+        (0..threads.len())
+            .into_par_iter()
             .map_init(
                 || (TweetReader::new(), Names::default()),
-                |(reader, names), td| one(td, reader, names),
+                |(reader, names), i| one(i, reader, names),
             )
             .flatten()
             .collect::<Vec<_>>()
@@ -205,9 +224,8 @@ pub(super) fn rumour_index(
         Some(pool) => pool.install(collect),
         None => {
             let (mut reader, mut names) = (TweetReader::new(), Names::default());
-            threads
-                .iter()
-                .filter_map(|td| one(td, &mut reader, &mut names))
+            (0..threads.len())
+                .filter_map(|i| one(i, &mut reader, &mut names))
                 .collect()
         }
     };

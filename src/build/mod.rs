@@ -21,7 +21,7 @@
 //! left untouched.
 
 pub mod discover;
-mod extended;
+pub(crate) mod extended;
 pub mod features;
 mod files;
 pub mod parse;
@@ -43,6 +43,7 @@ use self::extended::rumour_index;
 use self::features::reliability::RumourIndex;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
 use self::thread::Worker;
+use self::writer::ThreadData;
 use self::writer::{CacheWriter, WriterOptions};
 use crate::error::BuildError;
 use crate::format::DEFAULT_SHARD_BYTES;
@@ -163,6 +164,13 @@ pub struct BuildSummary {
     pub labels: BTreeMap<i8, u64>,
     /// Threads in the cache per event (as [`ThreadView::event`](crate::ThreadView::event)).
     pub events: BTreeMap<String, u64>,
+    /// For [`build_incremental`](crate::build_incremental): what it did
+    /// ("incremental: N threads reused, M re-read" or "full build: why").
+    pub incremental: Option<String>,
+    /// Threads taken from the old cache without reading their files.
+    pub reused: u64,
+    /// Tweet and thread files the workers opened and read.
+    pub files_read: u64,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -259,12 +267,17 @@ pub fn build(
         threads,
         progress,
         (start, phases),
+        None,
     )
 }
 
 /// Checks the corpus and the cache paths, sizes the worker count and opens
 /// the writer (which takes the lock): everything before any tweet is read.
-fn prepare(corpus: &Path, cache: &Path, opts: &BuildOptions) -> Result<(usize, CacheWriter)> {
+pub(crate) fn prepare(
+    corpus: &Path,
+    cache: &Path,
+    opts: &BuildOptions,
+) -> Result<(usize, CacheWriter)> {
     if !corpus.is_dir() {
         return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
     }
@@ -290,10 +303,15 @@ fn prepare(corpus: &Path, cache: &Path, opts: &BuildOptions) -> Result<(usize, C
     Ok((threads, writer))
 }
 
+/// Where an incremental build takes an unchanged thread from: its data and
+/// report lines as the old cache holds them, or None to read it.
+pub(crate) type Reuse<'a> = &'a (dyn Fn(usize) -> Option<(ThreadData, Vec<BadInput>)> + Sync);
+
 /// The main pass over `list` (in source-id order): workers, prefetch, the
-/// ordered writer, publication. `report` holds what discovery reported.
+/// ordered writer, publication. `report` holds what discovery reported;
+/// `reuse` (incremental builds) supplies unchanged threads.
 #[allow(clippy::too_many_arguments)]
-fn execute(
+pub(crate) fn execute(
     list: &[ThreadDir],
     index: Option<&RumourIndex>,
     mut report: Vec<BadInput>,
@@ -302,9 +320,11 @@ fn execute(
     threads: usize,
     progress: &dyn Progress,
     (start, mut phases): (Instant, Phases),
+    reuse: Option<Reuse<'_>>,
 ) -> Result<BuildSummary> {
     let t = Instant::now();
     let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
+    let mut files_read = 0u64;
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
         let prefetch = &prefetch;
@@ -326,7 +346,14 @@ fn execute(
             list.len(),
             threads,
             || Worker::new(opts.max_file_bytes, index),
-            |worker, i| worker.process(&list[i]),
+            |worker, i| match reuse.and_then(|r| r(i)) {
+                Some((data, bad)) => thread::Outcome {
+                    data: Some(data),
+                    bad,
+                    files_read: 0,
+                },
+                None => worker.process(&list[i]),
+            },
             |i| PathBuf::from(&list[i].rel),
             |i, outcome| {
                 if progress.cancelled() {
@@ -341,6 +368,7 @@ fn execute(
                     });
                 }
                 report.extend(outcome.bad);
+                files_read += outcome.files_read;
                 let n = outcome
                     .data
                     .as_ref()
@@ -381,6 +409,9 @@ fn execute(
         phases,
         labels,
         events,
+        incremental: None,
+        reused: 0,
+        files_read,
         workers,
     })
 }

@@ -43,6 +43,8 @@ pub struct TweetReader {
     buf: Vec<u8>,
     /// The JSON error of the last parse, for [`explain`](Self::explain).
     failure: std::cell::Cell<Option<JsonFailure>>,
+    /// Files read so far (for the build summary).
+    files_read: u64,
     len: usize,
     buffers: Buffers,
     tape: Tape<'static>,
@@ -69,6 +71,7 @@ impl TweetReader {
         TweetReader {
             buf: Vec::with_capacity(64 * 1024),
             failure: std::cell::Cell::new(None),
+            files_read: 0,
             len: 0,
             buffers: Buffers::new(16 * 1024),
             tape: Tape::null(),
@@ -114,7 +117,13 @@ impl TweetReader {
         self.read_from(File::from(fd), max_bytes)
     }
 
+    /// Files this reader has read (opened and read, whatever the outcome).
+    pub fn files_read(&self) -> u64 {
+        self.files_read
+    }
+
     fn read_from(&mut self, file: File, max_bytes: u64) -> Result<(), Reason> {
+        self.files_read += 1;
         self.buf.clear();
         // `take` caps what a huge (or endless) file can make us read.
         file.take(max_bytes + 1)

@@ -279,6 +279,7 @@ pub fn build_partition(
         workers,
         progress,
         (start, Phases::default()),
+        None,
     )?;
     let info = PartitionInfo {
         plan_id: plan.id(),

@@ -19,6 +19,8 @@ use crate::schema::{Annotated, Label};
 pub(super) struct Outcome {
     pub(super) data: Option<ThreadData>,
     pub(super) bad: Vec<BadInput>,
+    /// Files opened and read for it.
+    pub(super) files_read: u64,
 }
 
 /// Per-worker reusable state.
@@ -48,9 +50,21 @@ impl<'i> Worker<'i> {
     }
 
     pub(super) fn process(&mut self, td: &ThreadDir) -> Outcome {
+        let before = self.files_read();
+        let mut out = self.assemble(td);
+        out.files_read = self.files_read() - before;
+        out
+    }
+
+    fn files_read(&self) -> u64 {
+        self.source.files_read() + self.reaction.files_read() + self.extra.files_read()
+    }
+
+    fn assemble(&mut self, td: &ThreadDir) -> Outcome {
         let fail = |reason: String| Outcome {
             data: None,
             bad: vec![BadInput::new(&td.rel, reason)],
+            files_read: 0,
         };
         let source_rel =
             match read_source(td, &mut self.source, &mut self.names, self.max_file_bytes) {
@@ -174,6 +188,7 @@ impl<'i> Worker<'i> {
         Outcome {
             data: Some(data),
             bad,
+            files_read: 0,
         }
     }
 }

@@ -1,0 +1,393 @@
+//! Incremental builds: re-read only the threads whose files changed, take
+//! the others from the old cache, and publish a cache byte-identical to a
+//! full build of the same corpus state.
+//!
+//! Change detection is by metadata: each thread's fingerprint is an xxh3 of
+//! (name, size, mtime ns, ctime ns, inode) of every file it uses and of which
+//! of its folders exist. ctime catches an in-place edit that restores the
+//! mtime. A file modified at or after the previous build's start (taken from
+//! the old manifest's mtime: nothing time-dependent enters the cache) counts
+//! as changed, as git's racy-clean rule. Fingerprints are kept beside the
+//! cache in `derived/fingerprints-<content id>.json`, so they belong to
+//! exactly one cache content.
+//!
+//! `user_reliability` depends on every rumour source of the corpus. The new
+//! rumour index is computed from the old cache for reused threads and from
+//! the files for the others; if it differs from the old one, the build is a
+//! full one. So is it when anything else makes reuse unsafe (no or a damaged
+//! old cache, other options, another corpus root, no fingerprints), and the
+//! summary says why.
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::Xxh3Default;
+
+use crate::build::discover::{THREAD_FILES, ThreadDir, discover};
+use crate::build::extended::{rumour_index, rumour_index_with};
+use crate::build::parse::user_key;
+use crate::build::{BuildOptions, BuildSummary, Phases, Progress, Reuse, execute, prepare};
+use crate::error::BuildError;
+use crate::format::report::BadInput;
+use crate::merge::thread_data;
+use crate::read::Cache;
+
+type Result<T, E = BuildError> = std::result::Result<T, E>;
+
+/// The fingerprints of the threads of one cache content.
+#[derive(Debug, Serialize, Deserialize)]
+struct Fingerprints {
+    corpus: String,
+    strict: bool,
+    max_file_bytes: u64,
+    shard_bytes: u64,
+    extended: bool,
+    /// Wall-clock start of the build that wrote these (ns since the epoch):
+    /// a file modified at or after it may have been read before the change.
+    /// It lives here, beside the cache, never in the cache's bytes.
+    started_ns: i128,
+    /// Thread rel path -> fingerprint.
+    threads: HashMap<String, u64>,
+}
+
+fn fingerprint_file(cache: &Cache) -> PathBuf {
+    cache
+        .derived_dir()
+        .join(format!("fingerprints-{}.json", cache.content_id()))
+}
+
+/// A thread's fingerprint and the newest mtime/ctime among its files (ns).
+fn fingerprint(td: &ThreadDir) -> (u64, i128) {
+    let mut h = Xxh3Default::new();
+    let mut newest = i128::MIN;
+    h.update(&td.entries.to_le_bytes());
+    let mut add = |name: &[u8], path: &Path| {
+        h.update(&(name.len() as u64).to_le_bytes());
+        h.update(name);
+        match fs::metadata(path) {
+            Ok(m) => {
+                let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+                let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+                newest = newest.max(mtime).max(ctime);
+                for x in [m.len(), m.ino(), m.dev()] {
+                    h.update(&x.to_le_bytes());
+                }
+                h.update(&mtime.to_le_bytes());
+                h.update(&ctime.to_le_bytes());
+            }
+            Err(_) => h.update(b"missing"),
+        }
+    };
+    let dirs = td
+        .source_dir()
+        .into_iter()
+        .chain(td.reaction_dirs().map(|(d, _)| d));
+    for dir in dirs {
+        let path = td.path.join(dir);
+        add(dir.as_bytes(), &path);
+        let mut names: Vec<_> = fs::read_dir(&path)
+            .map(|r| r.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        names.sort();
+        for n in names {
+            add(n.as_encoded_bytes(), &path.join(&n));
+        }
+    }
+    for (i, name) in THREAD_FILES.iter().enumerate() {
+        if td.has_file(i) {
+            add(name.as_bytes(), &td.path.join(name));
+        }
+    }
+    (h.digest(), newest)
+}
+
+/// Every thread's fingerprint, on `threads` threads (serially if a pool
+/// cannot start).
+fn fingerprints(list: &[ThreadDir], threads: usize) -> Vec<(u64, i128)> {
+    use rayon::prelude::*;
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(|| list.par_iter().map(fingerprint).collect()),
+        Err(_) => list.iter().map(fingerprint).collect(),
+    }
+}
+
+/// The old cache and what of it can be reused, or why nothing can.
+struct Old {
+    cache: Cache,
+    /// rel -> position in the old cache, for threads whose files are unchanged.
+    reuse: HashMap<String, usize>,
+    /// Report lines of the old cache by thread rel.
+    report: HashMap<String, Vec<BadInput>>,
+}
+
+fn canonical(p: &Path) -> String {
+    p.canonicalize()
+        .unwrap_or_else(|_| p.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Why the old cache at `cache_dir` cannot serve an incremental build of
+/// `corpus` with `opts`, or what it offers.
+fn old_cache(
+    corpus: &Path,
+    cache_dir: &Path,
+    opts: &BuildOptions,
+    list: &[ThreadDir],
+    fps: &[(u64, i128)],
+) -> std::result::Result<Old, String> {
+    let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
+    let file = fingerprint_file(&cache);
+    let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
+    let old: Fingerprints =
+        serde_json::from_slice(&bytes).map_err(|e| format!("fingerprints unreadable ({e})"))?;
+    let m = cache.manifest();
+    if old.corpus != canonical(corpus) {
+        return Err(format!("the old cache was built from {}", old.corpus));
+    }
+    if (
+        old.strict,
+        old.max_file_bytes,
+        old.shard_bytes,
+        old.extended,
+    ) != (
+        opts.strict,
+        opts.max_file_bytes,
+        opts.shard_bytes as u64,
+        opts.extended,
+    ) || (
+        m.options.strict,
+        m.options.max_file_bytes,
+        m.options.shard_bytes,
+    ) != (opts.strict, opts.max_file_bytes, opts.shard_bytes as u64)
+    {
+        return Err("the old cache was built with other options".into());
+    }
+    let built_at = old.started_ns;
+    let mut reuse = HashMap::new();
+    for (td, &(fp, newest)) in list.iter().zip(fps) {
+        if old.threads.get(&td.rel) == Some(&fp)
+            && newest < built_at
+            && let Some(pos) = cache.position(td.source_id)
+        {
+            reuse.insert(td.rel.clone(), pos);
+        }
+    }
+    // Each report line belongs to the thread whose rel path prefixes it.
+    let rels: std::collections::HashSet<&str> = list.iter().map(|td| td.rel.as_str()).collect();
+    let mut report: HashMap<String, Vec<BadInput>> = HashMap::new();
+    for line in cache.report() {
+        let mut prefix = line.path.as_str();
+        loop {
+            if rels.contains(prefix) {
+                report
+                    .entry(prefix.to_string())
+                    .or_default()
+                    .push(line.clone());
+                break;
+            }
+            match prefix.rfind('/') {
+                Some(i) => prefix = &prefix[..i],
+                None => break,
+            }
+        }
+    }
+    Ok(Old {
+        cache,
+        reuse,
+        report,
+    })
+}
+
+/// Builds `corpus` into `cache` as [`build`](crate::build) does, re-reading
+/// only the threads that changed since the cache there was built (see the
+/// module docs). The summary's `incremental` says what was reused or why a
+/// full build was done.
+pub fn build_incremental(
+    corpus: impl AsRef<Path>,
+    cache: impl AsRef<Path>,
+    opts: &BuildOptions,
+    progress: &dyn Progress,
+) -> Result<BuildSummary> {
+    let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
+    let start = Instant::now();
+    let started_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let (threads, writer) = prepare(corpus, cache, opts)?;
+    let t = Instant::now();
+    let found = discover(corpus, threads)?;
+    let mut report = found.bad;
+    report.sort();
+    if opts.strict
+        && let Some(first) = report.first()
+    {
+        return Err(BuildError::StrictBadInput {
+            path: first.path.clone().into(),
+            reason: first.reason.clone(),
+        });
+    }
+    if found.threads.is_empty() && report.is_empty() {
+        return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
+    }
+    let list = &found.threads;
+    let fps = fingerprints(list, threads);
+    let mut old = old_cache(corpus, cache, opts, list, &fps);
+
+    // The rumour index: from the old cache where a thread is reused.
+    let entry_of = |o: &Old, pos: usize| {
+        let t = o.cache.thread(pos)?;
+        Some((t.label_code() == 1).then(|| (user_key(t.source_user_id()), t.source_created_at())))
+    };
+    let index = opts.extended.then(|| match &old {
+        Ok(o) => {
+            let known = |i: usize| o.reuse.get(&list[i].rel).and_then(|&p| entry_of(o, p));
+            rumour_index_with(list, threads, opts.max_file_bytes, Some(&known))
+        }
+        Err(_) => rumour_index(list, threads, opts.max_file_bytes),
+    });
+    if let (Some(new_index), Ok(o)) = (&index, &old) {
+        let mut previous = crate::build::features::reliability::RumourIndex::default();
+        for t in o.cache.iter() {
+            if t.label_code() == 1 {
+                previous.add(user_key(t.source_user_id()), t.source_created_at());
+            }
+        }
+        let sorted = |i: &crate::build::features::reliability::RumourIndex| {
+            let mut v: Vec<_> = i.entries().collect();
+            v.sort_unstable();
+            v
+        };
+        if sorted(&previous) != sorted(new_index) {
+            old = Err("rumour sources changed (user_reliability of other threads)".into());
+        }
+    }
+    let mut phases = Phases {
+        discover: t.elapsed(),
+        ..Phases::default()
+    };
+    progress.discovered(list.len() as u64);
+
+    let reused = old.as_ref().map_or(0, |o| o.reuse.len() as u64);
+    // Nothing changed at all (every thread reused, none added or gone, and
+    // discovery reports what it reported): the old cache is exactly what a
+    // full build would publish, so it stays, untouched.
+    if let Ok(o) = &old
+        && reused as usize == list.len()
+        && o.cache.len() == list.len()
+    {
+        let attributed: usize = o.report.values().map(Vec::len).sum();
+        let by_thread: std::collections::HashSet<&BadInput> = o.report.values().flatten().collect();
+        let mut rest: Vec<BadInput> = o
+            .cache
+            .report()
+            .iter()
+            .filter(|b| !by_thread.contains(b))
+            .cloned()
+            .collect();
+        rest.sort();
+        if rest == report && attributed + rest.len() == o.cache.report().len() {
+            drop(writer);
+            let mut labels = std::collections::BTreeMap::new();
+            let mut events = std::collections::BTreeMap::new();
+            for t in o.cache.iter() {
+                *labels.entry(t.label_code()).or_insert(0u64) += 1;
+                *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
+            }
+            phases.discover = t.elapsed();
+            return Ok(BuildSummary {
+                manifest: o.cache.manifest().clone(),
+                report: o.cache.report().to_vec(),
+                elapsed: start.elapsed(),
+                phases,
+                labels,
+                events,
+                incremental: Some(format!(
+                    "incremental: nothing changed; the cache is kept as it is ({reused} threads)"
+                )),
+                reused,
+                files_read: 0,
+                workers: 0,
+            });
+        }
+    }
+    // Prefetching would open the reused threads' files; reads of the
+    // changed ones are few.
+    let opts = &if old.is_ok() {
+        opts.clone().io_depth(0)
+    } else {
+        opts.clone()
+    };
+    let summary = match &old {
+        Ok(o) => {
+            let extended = opts.extended;
+            let reuse = |i: usize| {
+                let td = &list[i];
+                let &pos = o.reuse.get(&td.rel)?;
+                let t = o.cache.thread(pos)?;
+                let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
+                Some((thread_data(&t, extended), bad))
+            };
+            let reuse: Reuse<'_> = &reuse;
+            execute(
+                list,
+                index.as_ref(),
+                report,
+                writer,
+                opts,
+                threads,
+                progress,
+                (start, phases),
+                Some(reuse),
+            )?
+        }
+        Err(_) => execute(
+            list,
+            index.as_ref(),
+            report,
+            writer,
+            opts,
+            threads,
+            progress,
+            (start, phases),
+            None,
+        )?,
+    };
+    let mut summary = summary;
+    summary.incremental = Some(match &old {
+        Ok(_) => format!(
+            "incremental: {reused} threads reused, {} re-read",
+            list.len() as u64 - reused
+        ),
+        Err(why) => format!("full build: {why}"),
+    });
+    summary.reused = reused;
+    drop(old);
+
+    // Fingerprints of what was just published, for the next run.
+    let new = Cache::open(cache)
+        .map_err(|e| BuildError::io(cache, std::io::Error::other(e.to_string())))?;
+    let fingerprints = Fingerprints {
+        corpus: canonical(corpus),
+        strict: opts.strict,
+        max_file_bytes: opts.max_file_bytes,
+        shard_bytes: opts.shard_bytes as u64,
+        extended: opts.extended,
+        started_ns,
+        threads: list
+            .iter()
+            .zip(&fps)
+            .map(|(td, &(fp, _))| (td.rel.clone(), fp))
+            .collect(),
+    };
+    let file = fingerprint_file(&new);
+    let dir = new.derived_dir();
+    fs::create_dir_all(&dir).map_err(|e| BuildError::io(&dir, e))?;
+    let json = serde_json::to_vec(&fingerprints).map_err(|e| BuildError::io(&file, e.into()))?;
+    fs::write(&file, json).map_err(|e| BuildError::io(&file, e))?;
+    Ok(summary)
+}

@@ -1,0 +1,277 @@
+//! Incremental builds: after each kind of change, the cache an incremental
+//! build publishes is byte-identical to a full build of the same corpus
+//! state, and only changed threads are read.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+use socialctx::{BuildOptions, NoProgress, build, build_incremental};
+
+/// The cache's own files (not derived/).
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        let to = dst.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &to);
+        } else {
+            fs::copy(&p, &to).unwrap();
+        }
+    }
+}
+
+/// All thread directories under `root`, sorted.
+fn threads(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
+                    out.push(p);
+                } else {
+                    walk(&p, out);
+                }
+            }
+        }
+    }
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+fn first_file(dir: &Path) -> PathBuf {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v.remove(0)
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    corpus: PathBuf,
+    cache: PathBuf,
+    full: PathBuf,
+}
+
+fn opts() -> BuildOptions {
+    BuildOptions::default().threads(2).shard_bytes(256 << 10)
+}
+
+impl Setup {
+    fn new(fixture: &str) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let corpus = tmp.path().join("corpus");
+        copy_tree(&repo(fixture), &corpus);
+        let cache = tmp.path().join("cache");
+        let full = tmp.path().join("full");
+        let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+        assert!(
+            s.incremental.as_deref().unwrap().starts_with("full build"),
+            "{:?}",
+            s.incremental
+        );
+        Setup {
+            _tmp: tmp,
+            corpus,
+            cache,
+            full,
+        }
+    }
+
+    /// Runs an incremental build and a full one, compares them, and returns
+    /// (threads reused, the summary's note).
+    fn check(&self, what: &str) -> (u64, String) {
+        let (reused, note, _) = self.check_reads(what);
+        (reused, note)
+    }
+
+    /// As `check`, also returning the files the incremental build read.
+    fn check_reads(&self, what: &str) -> (u64, String, u64) {
+        let s = build_incremental(&self.corpus, &self.cache, &opts(), &NoProgress)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let full = build(&self.corpus, &self.full, &opts(), &NoProgress).unwrap();
+        assert_eq!(files(&self.cache), files(&self.full), "{what}");
+        assert!(s.files_read <= full.files_read, "{what}");
+        (s.reused, s.incremental.unwrap(), s.files_read)
+    }
+}
+
+#[test]
+fn every_kind_of_change_gives_the_full_builds_bytes() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let all = threads(&s.corpus);
+    let n = socialctx::Cache::open(&s.cache).unwrap().len() as u64;
+
+    let (reused, note, read) = s.check_reads("no change");
+    assert_eq!(reused, n, "{note}");
+    assert_eq!(read, 0, "a no-change rebuild reads no tweet file");
+    assert!(note.starts_with("incremental"), "{note}");
+
+    // A reply edited.
+    let reply = first_file(&all[3].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 1", 1),
+    )
+    .unwrap();
+    let (reused, note, read) = s.check_reads("reply edited");
+    assert_eq!(reused, n - 1, "{note}");
+    let in_thread = fs::read_dir(all[3].join("reactions")).unwrap().count() as u64;
+    assert!(
+        read >= in_thread && read <= in_thread + 4,
+        "only that thread is read: {read}"
+    );
+
+    // Edited in place: same size, mtime restored (ctime still moves).
+    let reply = first_file(&all[5].join("reactions"));
+    let before = fs::metadata(&reply).unwrap();
+    let text = fs::read_to_string(&reply).unwrap();
+    let i = text.find("\"favorite_count\": ").unwrap() + "\"favorite_count\": ".len();
+    let mut bytes = text.into_bytes();
+    bytes[i] = if bytes[i] == b'7' { b'8' } else { b'7' };
+    fs::write(&reply, &bytes).unwrap();
+    let mtime = filetime(&before);
+    set_mtime(&reply, mtime);
+    assert_eq!(fs::metadata(&reply).unwrap().len(), before.len());
+    let (reused, note) = s.check("reply edited in place, mtime restored");
+    assert_eq!(reused, n - 1, "{note}");
+
+    // A reply added, one deleted.
+    let dir = all[7].join("reactions");
+    let src = first_file(&dir);
+    fs::copy(&src, dir.join("999999999999999999.json")).unwrap();
+    fs::remove_file(first_file(&all[9].join("reactions"))).unwrap();
+    s.check("reply added and another deleted");
+
+    // Thread files: structure.json and annotation.json edited.
+    let structure = all[11].join("structure.json");
+    fs::write(&structure, "{}").unwrap();
+    let annotation = all[12].join("annotation.json");
+    let a = fs::read_to_string(&annotation).unwrap();
+    fs::write(
+        &annotation,
+        a.replace("\"true\": \"0\"", "\"true\": \"1\"")
+            .replace("\"true\": 0", "\"true\": 1"),
+    )
+    .unwrap();
+    s.check("structure.json and annotation.json edited");
+
+    // A source tweet edited (a non-rumour, so the rumour index is unchanged).
+    let nonrumour = all
+        .iter()
+        .find(|t| t.parent().unwrap().ends_with("non-rumours"))
+        .unwrap();
+    let source = first_file(&nonrumour.join("source-tweets"));
+    let text = fs::read_to_string(&source).unwrap();
+    fs::write(
+        &source,
+        text.replacen("\"text\": \"", "\"text\": \"edited ", 1),
+    )
+    .unwrap();
+    let (reused, note) = s.check("source tweet edited");
+    assert!(reused >= n - 2, "{note}");
+
+    // A thread removed, one renamed (moved to another label folder).
+    fs::remove_dir_all(&all[20]).unwrap();
+    let moved = &all[21];
+    let label = moved.parent().unwrap();
+    let other = if label.ends_with("rumours") && !label.ends_with("non-rumours") {
+        label.with_file_name("non-rumours")
+    } else {
+        label.with_file_name("rumours")
+    };
+    fs::create_dir_all(&other).unwrap();
+    fs::rename(moved, other.join(moved.file_name().unwrap())).unwrap();
+    let (_, note) = s.check("thread removed and another moved between labels");
+    // Moving a thread between labels can change who is a rumour source.
+    assert!(
+        note.starts_with("incremental") || note.contains("rumour sources"),
+        "{note}"
+    );
+
+    // A thread added (a copy of another under a new id).
+    let copy_from = &all[30];
+    let new_id = "999999999999999990";
+    copy_tree(copy_from, &copy_from.with_file_name(new_id));
+    s.check("thread added");
+
+    // A rumour source's time changed: user_reliability of other threads may change.
+    let rumour = threads(&s.corpus)
+        .into_iter()
+        .find(|t| t.parent().unwrap().file_name().unwrap() == "rumours")
+        .unwrap();
+    let source = first_file(&rumour.join("source-tweets"));
+    let mut tweet: serde_json::Value = serde_json::from_slice(&fs::read(&source).unwrap()).unwrap();
+    tweet["created_at"] = "Mon Jan 01 00:00:00 +0000 2001".into();
+    fs::write(&source, serde_json::to_vec(&tweet).unwrap()).unwrap();
+    let (_, note) = s.check("rumour source time changed");
+    assert!(note.contains("rumour sources changed"), "{note}");
+
+    // Other options: a full build, said so.
+    let o = build_incremental(
+        &s.corpus,
+        &s.cache,
+        &opts().shard_bytes(1 << 20),
+        &NoProgress,
+    )
+    .unwrap();
+    assert!(o.incremental.unwrap().contains("other options"));
+}
+
+#[test]
+fn retweets_and_retweets_json_changes() {
+    let s = Setup::new("data-samples/corpus");
+    let all = threads(&s.corpus);
+    let with_retweets = all.iter().find(|t| t.join("retweets").is_dir()).unwrap();
+    let rt = first_file(&with_retweets.join("retweets"));
+    let text = fs::read_to_string(&rt).unwrap();
+    fs::write(
+        &rt,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 2", 1),
+    )
+    .unwrap();
+    let (reused, note) = s.check("retweet edited");
+    assert!(note.starts_with("incremental") && reused > 0, "{note}");
+    if let Some(t) = all.iter().find(|t| t.join("retweets.json").is_file()) {
+        let p = t.join("retweets.json");
+        let text = fs::read_to_string(&p).unwrap();
+        let first = text.lines().next().unwrap_or("").to_string();
+        fs::write(&p, format!("{text}{first}\n")).unwrap();
+        s.check("retweets.json grew");
+    }
+}
+
+fn filetime(m: &fs::Metadata) -> (i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.mtime(), m.mtime_nsec())
+}
+
+fn set_mtime(p: &Path, (secs, nsec): (i64, i64)) {
+    let f = fs::File::options().write(true).open(p).unwrap();
+    let t = std::fs::FileTimes::new()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::new(secs as u64, nsec as u32));
+    f.set_times(t).unwrap();
+}
