@@ -79,6 +79,10 @@ struct Args {
     /// build, and says why, when reuse is not safe
     #[arg(long, conflicts_with = "plan")]
     incremental: bool,
+    /// With --incremental: also compare file contents (xxh3), for file
+    /// systems with coarse or unreliable timestamps (reads every file)
+    #[arg(long, requires = "incremental")]
+    verify: bool,
     /// Partitioned builds: without --partition, walk CORPUS_DIR once and
     /// write the plan to this file (then build its partitions anywhere and
     /// join them with the merge example); with --partition, the plan to build
@@ -158,6 +162,7 @@ fn main() -> ExitCode {
     if let Some(d) = args.io_depth {
         opts = opts.io_depth(d);
     }
+    opts = opts.verify(args.verify);
 
     let bar = if args.quiet {
         ProgressBar::hidden()

@@ -46,6 +46,9 @@ struct Fingerprints {
     max_file_bytes: u64,
     shard_bytes: u64,
     extended: bool,
+    /// Whether the fingerprints include content hashes.
+    #[serde(default)]
+    verify: bool,
     /// Wall-clock start of the build that wrote these (ns since the epoch):
     /// a file modified at or after it may have been read before the change.
     /// It lives here, beside the cache, never in the cache's bytes.
@@ -61,7 +64,7 @@ fn fingerprint_file(cache: &Cache) -> PathBuf {
 }
 
 /// A thread's fingerprint and the newest mtime/ctime among its files (ns).
-fn fingerprint(td: &ThreadDir) -> (u64, i128) {
+fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
     let mut h = Xxh3Default::new();
     let mut newest = i128::MIN;
     h.update(&td.entries.to_le_bytes());
@@ -73,11 +76,21 @@ fn fingerprint(td: &ThreadDir) -> (u64, i128) {
                 let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
                 let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
                 newest = newest.max(mtime).max(ctime);
-                for x in [m.len(), m.ino(), m.dev()] {
-                    h.update(&x.to_le_bytes());
+                h.update(&m.len().to_le_bytes());
+                // With content hashes, the contents decide, not the times.
+                if !verify {
+                    for x in [m.ino(), m.dev()] {
+                        h.update(&x.to_le_bytes());
+                    }
+                    h.update(&mtime.to_le_bytes());
+                    h.update(&ctime.to_le_bytes());
                 }
-                h.update(&mtime.to_le_bytes());
-                h.update(&ctime.to_le_bytes());
+                if verify && m.is_file() {
+                    match fs::read(path) {
+                        Ok(bytes) => h.update(&xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes()),
+                        Err(_) => h.update(b"unreadable"),
+                    }
+                }
             }
             Err(_) => h.update(b"missing"),
         }
@@ -107,19 +120,21 @@ fn fingerprint(td: &ThreadDir) -> (u64, i128) {
 
 /// Every thread's fingerprint, on `threads` threads (serially if a pool
 /// cannot start).
-fn fingerprints(list: &[ThreadDir], threads: usize) -> Vec<(u64, i128)> {
+fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<(u64, i128)> {
     use rayon::prelude::*;
+    let one = |td: &ThreadDir| fingerprint(td, verify);
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(|| list.par_iter().map(fingerprint).collect()),
-        Err(_) => list.iter().map(fingerprint).collect(),
+        Ok(pool) => pool.install(|| list.par_iter().map(one).collect()),
+        Err(_) => list.iter().map(one).collect(),
     }
 }
 
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
     cache: Cache,
-    /// rel -> position in the old cache, for threads whose files are unchanged.
-    reuse: HashMap<String, usize>,
+    /// rel -> position in the old cache (None: the thread was skipped, its
+    /// report lines say why), for threads whose files are unchanged.
+    reuse: HashMap<String, Option<usize>>,
     /// Report lines of the old cache by thread rel.
     report: HashMap<String, Vec<BadInput>>,
 }
@@ -149,6 +164,13 @@ fn old_cache(
     if old.corpus != canonical(corpus) {
         return Err(format!("the old cache was built from {}", old.corpus));
     }
+    if old.verify != opts.verify {
+        return Err(if opts.verify {
+            "the old fingerprints have no content hashes (--verify)".into()
+        } else {
+            "the old fingerprints were made with --verify".into()
+        });
+    }
     if (
         old.strict,
         old.max_file_bytes,
@@ -167,16 +189,6 @@ fn old_cache(
     {
         return Err("the old cache was built with other options".into());
     }
-    let built_at = old.started_ns;
-    let mut reuse = HashMap::new();
-    for (td, &(fp, newest)) in list.iter().zip(fps) {
-        if old.threads.get(&td.rel) == Some(&fp)
-            && newest < built_at
-            && let Some(pos) = cache.position(td.source_id)
-        {
-            reuse.insert(td.rel.clone(), pos);
-        }
-    }
     // Each report line belongs to the thread whose rel path prefixes it.
     let rels: std::collections::HashSet<&str> = list.iter().map(|td| td.rel.as_str()).collect();
     let mut report: HashMap<String, Vec<BadInput>> = HashMap::new();
@@ -194,6 +206,27 @@ fn old_cache(
                 Some(i) => prefix = &prefix[..i],
                 None => break,
             }
+        }
+    }
+    let built_at = old.started_ns;
+    let mut reuse = HashMap::new();
+    for (td, &(fp, newest)) in list.iter().zip(fps) {
+        // With content hashes, contents decide; else the racy-clean rule.
+        if old.threads.get(&td.rel) != Some(&fp) || !(opts.verify || newest < built_at) {
+            continue;
+        }
+        match cache.position(td.source_id) {
+            Some(pos) => {
+                reuse.insert(td.rel.clone(), Some(pos));
+            }
+            // Skipped last time, and unchanged: skipped again, same lines.
+            None if report
+                .get(&td.rel)
+                .is_some_and(|lines| lines.iter().any(|l| l.path == td.rel)) =>
+            {
+                reuse.insert(td.rel.clone(), None);
+            }
+            None => {}
         }
     }
     Ok(Old {
@@ -235,7 +268,7 @@ pub fn build_incremental(
         return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
     }
     let list = &found.threads;
-    let fps = fingerprints(list, threads);
+    let fps = fingerprints(list, threads, opts.verify);
     let mut old = old_cache(corpus, cache, opts, list, &fps);
 
     // The rumour index: from the old cache where a thread is reused.
@@ -245,7 +278,10 @@ pub fn build_incremental(
     };
     let index = opts.extended.then(|| match &old {
         Ok(o) => {
-            let known = |i: usize| o.reuse.get(&list[i].rel).and_then(|&p| entry_of(o, p));
+            let known = |i: usize| match o.reuse.get(&list[i].rel)? {
+                Some(p) => entry_of(o, *p),
+                None => Some(None),
+            };
             rumour_index_with(list, threads, opts.max_file_bytes, Some(&known))
         }
         Err(_) => rumour_index(list, threads, opts.max_file_bytes),
@@ -278,7 +314,7 @@ pub fn build_incremental(
     // full build would publish, so it stays, untouched.
     if let Ok(o) = &old
         && reused as usize == list.len()
-        && o.cache.len() == list.len()
+        && o.cache.len() == o.reuse.values().filter(|p| p.is_some()).count()
     {
         let attributed: usize = o.report.values().map(Vec::len).sum();
         let by_thread: std::collections::HashSet<&BadInput> = o.report.values().flatten().collect();
@@ -327,10 +363,12 @@ pub fn build_incremental(
             let extended = opts.extended;
             let reuse = |i: usize| {
                 let td = &list[i];
-                let &pos = o.reuse.get(&td.rel)?;
-                let t = o.cache.thread(pos)?;
+                let pos = o.reuse.get(&td.rel)?;
                 let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
-                Some((thread_data(&t, extended), bad))
+                match pos {
+                    Some(pos) => Some((Some(thread_data(&o.cache.thread(*pos)?, extended)), bad)),
+                    None => Some((None, bad)),
+                }
             };
             let reuse: Reuse<'_> = &reuse;
             execute(
@@ -377,6 +415,7 @@ pub fn build_incremental(
         max_file_bytes: opts.max_file_bytes,
         shard_bytes: opts.shard_bytes as u64,
         extended: opts.extended,
+        verify: opts.verify,
         started_ns,
         threads: list
             .iter()

@@ -244,6 +244,10 @@ fn every_kind_of_change_gives_the_full_builds_bytes() {
 #[test]
 fn retweets_and_retweets_json_changes() {
     let s = Setup::new("data-samples/corpus");
+    // A thread skipped for a bad source is skipped again without reading it.
+    let (_, note, read) = s.check_reads("no change, with skipped threads");
+    assert!(note.contains("nothing changed"), "{note}");
+    assert_eq!(read, 0);
     let all = threads(&s.corpus);
     let with_retweets = all.iter().find(|t| t.join("retweets").is_dir()).unwrap();
     let rt = first_file(&with_retweets.join("retweets"));
@@ -274,4 +278,47 @@ fn set_mtime(p: &Path, (secs, nsec): (i64, i64)) {
     let t = std::fs::FileTimes::new()
         .set_modified(std::time::UNIX_EPOCH + std::time::Duration::new(secs as u64, nsec as u32));
     f.set_times(t).unwrap();
+}
+
+/// With --verify, contents decide: an edit that keeps size, mtime and (as far
+/// as a test can) everything but the bytes is still seen; a touch alone is not.
+#[test]
+fn verify_compares_contents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+    let (cache, full) = (tmp.path().join("cache"), tmp.path().join("full"));
+    let v = opts().verify(true);
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert!(s.incremental.unwrap().starts_with("full build"));
+    // Without --verify the fingerprints do not match: a full build, said so.
+    let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    let note = s.incremental.unwrap();
+    assert!(note.contains("--verify"), "{note}");
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert!(s.incremental.unwrap().contains("no content hashes"));
+    // Threads reused count every thread directory, skipped ones included.
+    let n = threads(&corpus).len() as u64;
+    // Touch every file: contents unchanged, nothing re-read.
+    let all = threads(&corpus);
+    for t in &all {
+        let dir = ["source-tweets", "source-tweet"].map(|d| t.join(d));
+        let f = first_file(dir.iter().find(|d| d.is_dir()).unwrap());
+        let bytes = fs::read(&f).unwrap();
+        fs::write(&f, bytes).unwrap();
+    }
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n, "{:?}", s.incremental);
+    // A real edit is seen and the cache equals a full build.
+    let reply = first_file(&all[2].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 3", 1),
+    )
+    .unwrap();
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n - 1);
+    build(&corpus, &full, &opts(), &NoProgress).unwrap();
+    assert_eq!(files(&cache), files(&full));
 }

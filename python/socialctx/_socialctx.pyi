@@ -40,8 +40,13 @@ def build(
     strict: bool = False,
     extended: bool = True,
     progress: bool = True,
+    incremental: bool = False,
 ) -> dict[str, Any]:
     """Builds the cache for ``corpus`` at ``cache_dir``, replacing any cache there atomically.
+
+    With ``incremental``, only threads whose files changed since the cache
+    there was built are re-read (byte-identical to a full build); the result's
+    ``incremental`` says what was reused or why a full build was done.
 
     The same bytes as ``cargo run --release --example precache`` with the same
     options. The GIL is released; Ctrl-C raises ``KeyboardInterrupt`` within a
@@ -50,7 +55,8 @@ def build(
     ``progress`` and a terminal on stderr, a progress line is shown.
 
     Returns ``{"cache_dir", "threads", "reactions", "replies", "retweets",
-    "skipped", "shards", "workers", "seconds"}``. Raises ``BadInputError`` in
+    "skipped", "shards", "workers", "seconds", "reused", "files_read"}`` (and
+    ``"incremental"`` for an incremental build). Raises ``BadInputError`` in
     strict mode on the first bad input, ``BuildError`` otherwise.
     """
 

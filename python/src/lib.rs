@@ -567,7 +567,8 @@ impl sc::Progress for BuildProgress {
 /// Builds the cache for `corpus` at `cache_dir` (replacing any cache there
 /// atomically) and returns a summary dict.
 #[pyfunction]
-#[pyo3(signature = (corpus, cache_dir, *, threads=None, strict=false, extended=true, progress=true))]
+#[pyo3(signature = (corpus, cache_dir, *, threads=None, strict=false, extended=true, progress=true, incremental=false))]
+#[allow(clippy::too_many_arguments)]
 fn build<'py>(
     py: Python<'py>,
     corpus: PathBuf,
@@ -576,6 +577,7 @@ fn build<'py>(
     strict: bool,
     extended: bool,
     progress: bool,
+    incremental: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut opts = sc::BuildOptions::default()
         .strict(strict)
@@ -593,7 +595,12 @@ fn build<'py>(
     let handle = std::thread::Builder::new()
         .name("socialctx-build".into())
         .spawn(move || {
-            let _ = tx.send(sc::build(&c, &d, &opts, &*worker_state));
+            let built = if incremental {
+                sc::build_incremental(&c, &d, &opts, &*worker_state)
+            } else {
+                sc::build(&c, &d, &opts, &*worker_state)
+            };
+            let _ = tx.send(built);
         })
         .map_err(|e| BuildError::new_err(format!("cannot start the build thread: {e}")))?;
     let show = progress
@@ -661,6 +668,11 @@ fn build<'py>(
     d.set_item("shards", m.shards.len())?;
     d.set_item("workers", summary.workers)?;
     d.set_item("seconds", summary.elapsed.as_secs_f64())?;
+    d.set_item("reused", summary.reused)?;
+    d.set_item("files_read", summary.files_read)?;
+    if let Some(note) = &summary.incremental {
+        d.set_item("incremental", note)?;
+    }
     Ok(d)
 }
 

@@ -49,3 +49,15 @@ def test_dask_local_cluster_build_equals_a_single_build(tmp_path):
     # The default scheduler, no client.
     socialctx.dask.build(corpus, tmp_path / "cache2", partitions=2)
     assert files(tmp_path / "cache2") == files(tmp_path / "single")
+
+
+def test_incremental_build_from_python(tmp_path):
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "tests/fixtures/golden/corpus", corpus)
+    first = socialctx.build(corpus, tmp_path / "c", progress=False, incremental=True)
+    assert first["incremental"].startswith("full build")
+    again = socialctx.build(corpus, tmp_path / "c", progress=False, incremental=True)
+    assert again["incremental"].startswith("incremental") and again["files_read"] == 0
+    assert again["reused"] >= len(socialctx.open(tmp_path / "c"))

@@ -77,6 +77,9 @@ pub struct BuildOptions {
     /// an address-space limit; a warm build skips cached threads, so the
     /// default costs little there.
     pub io_depth: usize,
+    /// Incremental builds only: also compare file contents (xxh3), for file
+    /// systems whose timestamps are coarse or unreliable. Reads every file.
+    pub verify: bool,
     /// Also compute the extended features (structure, relations, reliability,
     /// annotations) and read `retweets.json`; off gives exactly the
     /// reference's 28 features over `reactions/`, `replies/` and `retweets/`.
@@ -91,6 +94,7 @@ impl Default for BuildOptions {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             shard_bytes: DEFAULT_SHARD_BYTES,
             io_depth: DEFAULT_IO_DEPTH,
+            verify: false,
             extended: true,
         }
     }
@@ -120,6 +124,11 @@ impl BuildOptions {
     /// Sets [`io_depth`](Self::io_depth).
     pub fn io_depth(mut self, depth: usize) -> Self {
         self.io_depth = depth;
+        self
+    }
+    /// Sets [`verify`](Self::verify).
+    pub fn verify(mut self, yes: bool) -> Self {
+        self.verify = yes;
         self
     }
     /// Sets [`extended`](Self::extended).
@@ -305,7 +314,8 @@ pub(crate) fn prepare(
 
 /// Where an incremental build takes an unchanged thread from: its data and
 /// report lines as the old cache holds them, or None to read it.
-pub(crate) type Reuse<'a> = &'a (dyn Fn(usize) -> Option<(ThreadData, Vec<BadInput>)> + Sync);
+pub(crate) type Reuse<'a> =
+    &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>)> + Sync);
 
 /// The main pass over `list` (in source-id order): workers, prefetch, the
 /// ordered writer, publication. `report` holds what discovery reported;
@@ -348,7 +358,7 @@ pub(crate) fn execute(
             || Worker::new(opts.max_file_bytes, index),
             |worker, i| match reuse.and_then(|r| r(i)) {
                 Some((data, bad)) => thread::Outcome {
-                    data: Some(data),
+                    data,
                     bad,
                     files_read: 0,
                 },
