@@ -173,6 +173,34 @@ m_plan=$(printf '%s\n' "${plan_ms[@]}" | median)
 m_parts=$(printf '%s\n' "${parts_ms[@]}" | median)
 m_merge=$(printf '%s\n' "${merge_ms[@]}" | median)
 
+# --- incremental: no change, and 1% of threads touched ------------------------------
+
+INC=$WORK/cache-incremental
+"$EX/precache" "$CORPUS" "$INC" --quiet --incremental >/dev/null || die "incremental build failed"
+touch_one_percent() {
+    local d f
+    for d in $(ls -d "$CORPUS"/*/*/* | awk 'NR % 100 == 0'); do
+        f=$(ls "$d/reactions" 2>/dev/null | head -1 || true)
+        [[ -n $f ]] && touch "$d/reactions/$f"
+    done
+    return 0
+}
+inc_w=() inc_c=() inc1_c=()
+for ((i = 1; i <= ROUNDS; i++)); do
+    log "incremental round $i/$ROUNDS: no change warm; no change cold; 1% touched cold"
+    inc_w+=("$("$EX/precache" "$CORPUS" "$INC" --quiet --incremental | seconds_of)")
+    "$EX/floor" "$CORPUS" --evict-only
+    "$EX/floor" "$INC" --evict-only
+    inc_c+=("$("$EX/precache" "$CORPUS" "$INC" --quiet --incremental | seconds_of)")
+    touch_one_percent
+    "$EX/floor" "$CORPUS" --evict-only
+    "$EX/floor" "$INC" --evict-only
+    inc1_c+=("$("$EX/precache" "$CORPUS" "$INC" --quiet --incremental | seconds_of)")
+done
+m_inc_w=$(printf '%s\n' "${inc_w[@]}" | median)
+m_inc_c=$(printf '%s\n' "${inc_c[@]}" | median)
+m_inc1_c=$(printf '%s\n' "${inc1_c[@]}" | median)
+
 # --- cold: evict before each run -------------------------------------------------
 
 floor_c=() floor_cb=() pre_c=() pre_c0=()
@@ -262,6 +290,9 @@ echo "| **precache / floor, cold** | **$(x "$m_pre_c" "$m_floor_c")** | |"
 echo "| **precache / best floor, cold** | **$(x "$m_pre_c" "$m_floor_cb")** | ≤ 1.3x |"
 echo "| plan / 2 partitions one after the other / merge (byte-identical) | $(ms "$m_plan") / $(ms "$m_parts") / $(ms "$m_merge") | |"
 echo "| **merge / single build, warm** | **$(x "$m_merge" "$m_pre_w")** | ≤ 0.10x |"
+echo "| incremental, no change, warm / vs warm floor | $(ms "$m_inc_w") / **$(x "$m_inc_w" "$m_floor_w")** | ≤ 1.0x |"
+echo "| incremental, no change, cold / vs best cold floor | $(ms "$m_inc_c") / **$(x "$m_inc_c" "$m_floor_cb")** | ≤ 0.25x |"
+echo "| incremental, 1% of threads touched, cold / vs best cold floor | $(ms "$m_inc1_c") / **$(x "$m_inc1_c" "$m_floor_cb")** | ≤ 0.35x |"
 echo "| precache, warm, 1 thread | $(ms "$m_pre_1") | |"
 echo "| **throughput 2 threads / 1 thread** | **$(x "$m_pre_1" "$m_pre_w")** | ≥ 1.8x |"
 echo "| reactions/s, warm, 1 / 2 threads | $(rate "$reactions" "$m_pre_1") / $(rate "$reactions" "$m_pre_w") | |"
