@@ -13,10 +13,11 @@
 //!
 //! `user_reliability` depends on every rumour source of the corpus. The new
 //! rumour index is computed from the old cache for reused threads and from
-//! the files for the others; if it differs from the old one, the build is a
-//! full one. So is it when anything else makes reuse unsafe (no or a damaged
-//! old cache, other options, another corpus root, no fingerprints), and the
-//! summary says why.
+//! the files for the others; if it differs from the old one, the reused
+//! threads' values are recomputed from their reactions' author keys, kept in
+//! the fingerprint file. A full build is done when anything makes reuse
+//! unsafe (no or a damaged old cache, other options, another corpus root, no
+//! fingerprints), and the summary says why.
 
 use std::collections::HashMap;
 use std::fs;
@@ -55,6 +56,10 @@ struct Fingerprints {
     started_ns: i128,
     /// Thread rel path -> fingerprint.
     threads: HashMap<String, u64>,
+    /// Thread rel path -> its reactions' author keys, in cache order: what
+    /// recomputing `user_reliability` needs when rumour sources change.
+    #[serde(default)]
+    authors: HashMap<String, Vec<u64>>,
 }
 
 fn fingerprint_file(cache: &Cache) -> PathBuf {
@@ -137,6 +142,8 @@ struct Old {
     reuse: HashMap<String, Option<usize>>,
     /// Report lines of the old cache by thread rel.
     report: HashMap<String, Vec<BadInput>>,
+    /// Author keys of the reused threads' reactions.
+    authors: HashMap<String, Vec<u64>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -216,9 +223,14 @@ fn old_cache(
             continue;
         }
         match cache.position(td.source_id) {
-            Some(pos) => {
+            // A thread without reactions has no author list stored.
+            Some(pos)
+                if Some(old.authors.get(&td.rel).map_or(0, Vec::len))
+                    == cache.thread(pos).map(|t| t.reaction_count()) =>
+            {
                 reuse.insert(td.rel.clone(), Some(pos));
             }
+            Some(_) => {}
             // Skipped last time, and unchanged: skipped again, same lines.
             None if report
                 .get(&td.rel)
@@ -229,10 +241,13 @@ fn old_cache(
             None => {}
         }
     }
+    let mut authors = old.authors;
+    authors.retain(|rel, _| reuse.get(rel).is_some_and(Option::is_some));
     Ok(Old {
         cache,
         reuse,
         report,
+        authors,
     })
 }
 
@@ -269,7 +284,7 @@ pub fn build_incremental(
     }
     let list = &found.threads;
     let fps = fingerprints(list, threads, opts.verify);
-    let mut old = old_cache(corpus, cache, opts, list, &fps);
+    let old = old_cache(corpus, cache, opts, list, &fps);
 
     // The rumour index: from the old cache where a thread is reused.
     let entry_of = |o: &Old, pos: usize| {
@@ -286,6 +301,9 @@ pub fn build_incremental(
         }
         Err(_) => rumour_index(list, threads, opts.max_file_bytes),
     });
+    // Did the rumour sources change? Then reused threads get their
+    // user_reliability recomputed from the stored author keys.
+    let mut index_changed = false;
     if let (Some(new_index), Ok(o)) = (&index, &old) {
         let mut previous = crate::build::features::reliability::RumourIndex::default();
         for t in o.cache.iter() {
@@ -298,9 +316,7 @@ pub fn build_incremental(
             v.sort_unstable();
             v
         };
-        if sorted(&previous) != sorted(new_index) {
-            old = Err("rumour sources changed (user_reliability of other threads)".into());
-        }
+        index_changed = sorted(&previous) != sorted(new_index);
     }
     let mut phases = Phases {
         discover: t.elapsed(),
@@ -313,6 +329,7 @@ pub fn build_incremental(
     // discovery reports what it reported): the old cache is exactly what a
     // full build would publish, so it stays, untouched.
     if let Ok(o) = &old
+        && !index_changed
         && reused as usize == list.len()
         && o.cache.len() == o.reuse.values().filter(|p| p.is_some()).count()
     {
@@ -347,28 +364,47 @@ pub fn build_incremental(
                 )),
                 reused,
                 files_read: 0,
+                authors: Vec::new(),
                 workers: 0,
             });
         }
     }
     // Prefetching would open the reused threads' files; reads of the
     // changed ones are few.
-    let opts = &if old.is_ok() {
-        opts.clone().io_depth(0)
-    } else {
-        opts.clone()
-    };
+    let mut opts = opts.clone();
+    opts.collect_authors = true;
+    if old.is_ok() {
+        opts = opts.io_depth(0);
+    }
+    let opts = &opts;
     let summary = match &old {
         Ok(o) => {
             let extended = opts.extended;
+            let reliability = crate::schema::REACTION_COLUMNS
+                .iter()
+                .position(|c| *c == "user_reliability");
+            let new_index = index.as_ref();
             let reuse = |i: usize| {
                 let td = &list[i];
                 let pos = o.reuse.get(&td.rel)?;
                 let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
-                match pos {
-                    Some(pos) => Some((Some(thread_data(&o.cache.thread(*pos)?, extended)), bad)),
-                    None => Some((None, bad)),
+                let Some(pos) = pos else {
+                    return Some((None, bad, Vec::new()));
+                };
+                let t = o.cache.thread(*pos)?;
+                let mut data = thread_data(&t, extended);
+                let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
+                if index_changed && let (Some(col), Some(idx)) = (reliability, new_index) {
+                    for ((row, r), &a) in data
+                        .reaction_extra
+                        .iter_mut()
+                        .zip(&data.reactions)
+                        .zip(&authors)
+                    {
+                        row[col] = idx.reliability(a, r.created_at);
+                    }
                 }
+                Some((Some(data), bad, authors))
             };
             let reuse: Reuse<'_> = &reuse;
             execute(
@@ -398,8 +434,13 @@ pub fn build_incremental(
     let mut summary = summary;
     summary.incremental = Some(match &old {
         Ok(_) => format!(
-            "incremental: {reused} threads reused, {} re-read",
-            list.len() as u64 - reused
+            "incremental: {reused} threads reused, {} re-read{}",
+            list.len() as u64 - reused,
+            if index_changed {
+                "; rumour sources changed, user_reliability recomputed"
+            } else {
+                ""
+            }
         ),
         Err(why) => format!("full build: {why}"),
     });
@@ -421,6 +462,12 @@ pub fn build_incremental(
             .iter()
             .zip(&fps)
             .map(|(td, &(fp, _))| (td.rel.clone(), fp))
+            .collect(),
+        authors: list
+            .iter()
+            .zip(std::mem::take(&mut summary.authors))
+            .filter(|(_, a)| !a.is_empty())
+            .map(|(td, a)| (td.rel.clone(), a))
             .collect(),
     };
     let file = fingerprint_file(&new);

@@ -150,6 +150,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
         incremental: None,
         reused: 0,
         files_read: 0,
+        authors: Vec::new(),
         workers: 1,
     })
 }

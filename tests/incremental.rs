@@ -218,17 +218,55 @@ fn every_kind_of_change_gives_the_full_builds_bytes() {
     copy_tree(copy_from, &copy_from.with_file_name(new_id));
     s.check("thread added");
 
-    // A rumour source's time changed: user_reliability of other threads may change.
+    // A rumour source's time changed: user_reliability of reactions in
+    // other, unchanged threads changes. First make a reply elsewhere by the
+    // same author, dated before the source (so not yet "unreliable").
     let rumour = threads(&s.corpus)
         .into_iter()
         .find(|t| t.parent().unwrap().file_name().unwrap() == "rumours")
         .unwrap();
     let source = first_file(&rumour.join("source-tweets"));
     let mut tweet: serde_json::Value = serde_json::from_slice(&fs::read(&source).unwrap()).unwrap();
+    let author = tweet["user"]["id_str"].as_str().unwrap().to_string();
+    let other = threads(&s.corpus)
+        .into_iter()
+        .find(|t| *t != rumour && t.join("reactions").is_dir())
+        .unwrap();
+    let reply_file = first_file(&other.join("reactions"));
+    let mut reply: serde_json::Value =
+        serde_json::from_slice(&fs::read(&reply_file).unwrap()).unwrap();
+    reply["user"]["id_str"] = author.clone().into();
+    reply["user"]["created_at"] = "Mon Jan 01 00:00:00 +0000 2001".into();
+    reply["created_at"] = "Mon Jan 01 00:00:00 +0000 2007".into();
+    let reply_id: u64 = reply["id_str"].as_str().unwrap().parse().unwrap();
+    fs::write(&reply_file, serde_json::to_vec(&reply).unwrap()).unwrap();
+    s.check("a reply by a rumour source's author");
+    let reliability = |cache: &Path| {
+        let c = socialctx::Cache::open(cache).unwrap();
+        let col = c.reaction_column("user_reliability").unwrap();
+        let t = c
+            .iter()
+            .find(|t| t.reactions().any(|r| r.id() == reply_id))
+            .unwrap();
+        let i = t.reactions().position(|r| r.id() == reply_id).unwrap();
+        t.column(col)[i]
+    };
+    assert_eq!(
+        reliability(&s.cache),
+        1.0,
+        "the source is later than the reply"
+    );
     tweet["created_at"] = "Mon Jan 01 00:00:00 +0000 2001".into();
     fs::write(&source, serde_json::to_vec(&tweet).unwrap()).unwrap();
-    let (_, note) = s.check("rumour source time changed");
-    assert!(note.contains("rumour sources changed"), "{note}");
+    let (reused, note) = s.check("rumour source time changed");
+    // Recomputed from stored author keys for the unchanged thread.
+    assert!(note.contains("user_reliability recomputed"), "{note}");
+    assert!(reused > 0, "{note}");
+    assert_eq!(
+        reliability(&s.cache),
+        0.0,
+        "now the author had posted a rumour before"
+    );
 
     // Other options: a full build, said so.
     let o = build_incremental(

@@ -77,6 +77,10 @@ pub struct BuildOptions {
     /// an address-space limit; a warm build skips cached threads, so the
     /// default costs little there.
     pub io_depth: usize,
+    /// Keep each reaction's author key in the summary (incremental builds
+    /// set it; not part of the public options).
+    #[doc(hidden)]
+    pub collect_authors: bool,
     /// Incremental builds only: also compare file contents (xxh3), for file
     /// systems whose timestamps are coarse or unreliable. Reads every file.
     pub verify: bool,
@@ -95,6 +99,7 @@ impl Default for BuildOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             io_depth: DEFAULT_IO_DEPTH,
             verify: false,
+            collect_authors: false,
             extended: true,
         }
     }
@@ -180,6 +185,9 @@ pub struct BuildSummary {
     pub reused: u64,
     /// Tweet and thread files the workers opened and read.
     pub files_read: u64,
+    /// Per thread of the build, its reactions' author keys (incremental
+    /// builds only; empty otherwise).
+    pub(crate) authors: Vec<Vec<u64>>,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -315,7 +323,7 @@ pub(crate) fn prepare(
 /// Where an incremental build takes an unchanged thread from: its data and
 /// report lines as the old cache holds them, or None to read it.
 pub(crate) type Reuse<'a> =
-    &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>)> + Sync);
+    &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>, Vec<u64>)> + Sync);
 
 /// The main pass over `list` (in source-id order): workers, prefetch, the
 /// ordered writer, publication. `report` holds what discovery reported;
@@ -335,6 +343,8 @@ pub(crate) fn execute(
     let t = Instant::now();
     let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
     let mut files_read = 0u64;
+    let collect_authors = reuse.is_some() || opts.collect_authors;
+    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); if collect_authors { list.len() } else { 0 }];
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
         let prefetch = &prefetch;
@@ -357,10 +367,11 @@ pub(crate) fn execute(
             threads,
             || Worker::new(opts.max_file_bytes, index),
             |worker, i| match reuse.and_then(|r| r(i)) {
-                Some((data, bad)) => thread::Outcome {
+                Some((data, bad, authors)) => thread::Outcome {
                     data,
                     bad,
                     files_read: 0,
+                    authors,
                 },
                 None => worker.process(&list[i]),
             },
@@ -379,6 +390,9 @@ pub(crate) fn execute(
                 }
                 report.extend(outcome.bad);
                 files_read += outcome.files_read;
+                if collect_authors {
+                    authors[i] = outcome.authors;
+                }
                 let n = outcome
                     .data
                     .as_ref()
@@ -422,6 +436,7 @@ pub(crate) fn execute(
         incremental: None,
         reused: 0,
         files_read,
+        authors,
         workers,
     })
 }

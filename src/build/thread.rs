@@ -21,6 +21,9 @@ pub(super) struct Outcome {
     pub(super) bad: Vec<BadInput>,
     /// Files opened and read for it.
     pub(super) files_read: u64,
+    /// Each reaction's author key, in the data's reaction order (what an
+    /// incremental build needs to recompute `user_reliability`).
+    pub(super) authors: Vec<u64>,
 }
 
 /// Per-worker reusable state.
@@ -65,6 +68,7 @@ impl<'i> Worker<'i> {
             data: None,
             bad: vec![BadInput::new(&td.rel, reason)],
             files_read: 0,
+            authors: Vec::new(),
         };
         let source_rel =
             match read_source(td, &mut self.source, &mut self.names, self.max_file_bytes) {
@@ -180,6 +184,7 @@ impl<'i> Worker<'i> {
                 .collect();
             data.thread_extra = [ext.annotation.veracity, ext.annotation.annotated_rumour];
         }
+        let authors = rows.iter().map(|r| r.author).collect();
         for row in rows {
             data.reactions.push(row.rec);
             data.reaction_texts.push(row.text);
@@ -189,6 +194,7 @@ impl<'i> Worker<'i> {
             data: Some(data),
             bad,
             files_read: 0,
+            authors,
         }
     }
 }
