@@ -360,3 +360,56 @@ fn verify_compares_contents() {
     build(&corpus, &full, &opts(), &NoProgress).unwrap();
     assert_eq!(files(&cache), files(&full));
 }
+
+/// who-follows-whom.dat edits are seen (the journalism release has them).
+#[test]
+fn follow_graph_edits_are_seen() {
+    let s = Setup::new("tests/fixtures/real/pheme-journalism/corpus");
+    let dat = threads(&s.corpus)
+        .into_iter()
+        .map(|t| t.join("who-follows-whom.dat"))
+        .find(|p| p.is_file())
+        .expect("a thread with who-follows-whom.dat");
+    let text = fs::read_to_string(&dat).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    let (a, b) = first.split_once('\t').unwrap();
+    fs::write(&dat, format!("{text}{b}\t{a}\n")).unwrap();
+    let (reused, note) = s.check("who-follows-whom.dat edited");
+    assert!(note.starts_with("incremental") && reused > 0, "{note}");
+}
+
+/// A killed incremental build leaves the old cache as it was, and the next
+/// one gives the full build's bytes.
+#[test]
+fn a_killed_incremental_build_keeps_the_old_cache() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let before = files(&s.cache);
+    let reply = first_file(&threads(&s.corpus)[4].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 5", 1),
+    )
+    .unwrap();
+    for delay in [0u64, 5, 20, 60] {
+        let mut child = example("precache")
+            .arg(&s.corpus)
+            .arg(&s.cache)
+            .args(["-q", "--incremental", "--threads", "1", "--shard-mib", "1"])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let now = files(&s.cache);
+        // Either the kill came first (the old cache) or the build finished.
+        assert!(
+            now == before || status.success(),
+            "after a kill at {delay} ms"
+        );
+        if status.success() {
+            break;
+        }
+    }
+    s.check("after kills");
+}
