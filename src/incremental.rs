@@ -28,10 +28,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3Default;
 
-use crate::build::discover::{THREAD_FILES, ThreadDir, discover};
+use crate::build::discover::{THREAD_FILES, ThreadDir};
 use crate::build::extended::{rumour_index, rumour_index_with};
 use crate::build::parse::user_key;
-use crate::build::{BuildOptions, BuildSummary, Phases, Progress, Reuse, execute, prepare};
+use crate::build::{
+    BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
+};
 use crate::error::BuildError;
 use crate::format::report::BadInput;
 use crate::merge::thread_data;
@@ -268,21 +270,8 @@ pub fn build_incremental(
         .map_or(0, |d| d.as_nanos() as i128);
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let t = Instant::now();
-    let found = discover(corpus, threads)?;
-    let mut report = found.bad;
-    report.sort();
-    if opts.strict
-        && let Some(first) = report.first()
-    {
-        return Err(BuildError::StrictBadInput {
-            path: first.path.clone().into(),
-            reason: first.reason.clone(),
-        });
-    }
-    if found.threads.is_empty() && report.is_empty() {
-        return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
-    }
-    let list = &found.threads;
+    let (list, report) = discover_checked(corpus, threads, opts.strict)?;
+    let list = &list;
     let fps = fingerprints(list, threads, opts.verify);
     let old = old_cache(corpus, cache, opts, list, &fps);
 
@@ -345,11 +334,9 @@ pub fn build_incremental(
         rest.sort();
         if rest == report && attributed + rest.len() == o.cache.report().len() {
             drop(writer);
-            let mut labels = std::collections::BTreeMap::new();
-            let mut events = std::collections::BTreeMap::new();
+            let mut tally = Tally::default();
             for t in o.cache.iter() {
-                *labels.entry(t.label_code()).or_insert(0u64) += 1;
-                *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
+                tally.add(t.label_code(), t.event());
             }
             phases.discover = t.elapsed();
             return Ok(BuildSummary {
@@ -357,8 +344,8 @@ pub fn build_incremental(
                 report: o.cache.report().to_vec(),
                 elapsed: start.elapsed(),
                 phases,
-                labels,
-                events,
+                labels: tally.labels,
+                events: tally.events,
                 incremental: Some(format!(
                     "incremental: nothing changed; the cache is kept as it is ({reused} threads)"
                 )),
@@ -377,60 +364,47 @@ pub fn build_incremental(
         opts = opts.io_depth(0);
     }
     let opts = &opts;
-    let summary = match &old {
-        Ok(o) => {
-            let extended = opts.extended;
-            let reliability = crate::schema::REACTION_COLUMNS
-                .iter()
-                .position(|c| *c == "user_reliability");
-            let new_index = index.as_ref();
-            let reuse = |i: usize| {
-                let td = &list[i];
-                let pos = o.reuse.get(&td.rel)?;
-                let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
-                let Some(pos) = pos else {
-                    return Some((None, bad, Vec::new()));
-                };
-                let t = o.cache.thread(*pos)?;
-                let mut data = thread_data(&t, extended);
-                let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
-                if index_changed && let (Some(col), Some(idx)) = (reliability, new_index) {
-                    for ((row, r), &a) in data
-                        .reaction_extra
-                        .iter_mut()
-                        .zip(&data.reactions)
-                        .zip(&authors)
-                    {
-                        row[col] = idx.reliability(a, r.created_at);
-                    }
-                }
-                Some((Some(data), bad, authors))
+    let extended = opts.extended;
+    let reliability = crate::schema::REACTION_COLUMNS
+        .iter()
+        .position(|c| *c == "user_reliability");
+    let new_index = index.as_ref();
+    let reuse_from = old.as_ref().ok().map(|o| {
+        move |i: usize| {
+            let td = &list[i];
+            let pos = o.reuse.get(&td.rel)?;
+            let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
+            let Some(pos) = pos else {
+                return Some((None, bad, Vec::new()));
             };
-            let reuse: Reuse<'_> = &reuse;
-            execute(
-                list,
-                index.as_ref(),
-                report,
-                writer,
-                opts,
-                threads,
-                progress,
-                (start, phases),
-                Some(reuse),
-            )?
+            let t = o.cache.thread(*pos)?;
+            let mut data = thread_data(&t, extended);
+            let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
+            if index_changed && let (Some(col), Some(idx)) = (reliability, new_index) {
+                for ((row, r), &a) in data
+                    .reaction_extra
+                    .iter_mut()
+                    .zip(&data.reactions)
+                    .zip(&authors)
+                {
+                    row[col] = idx.reliability(a, r.created_at);
+                }
+            }
+            Some((Some(data), bad, authors))
         }
-        Err(_) => execute(
-            list,
-            index.as_ref(),
-            report,
-            writer,
-            opts,
-            threads,
-            progress,
-            (start, phases),
-            None,
-        )?,
-    };
+    });
+    let reuse: Option<Reuse<'_>> = reuse_from.as_ref().map(|f| f as Reuse<'_>);
+    let summary = execute(
+        list,
+        index.as_ref(),
+        report,
+        writer,
+        opts,
+        threads,
+        progress,
+        (start, phases),
+        reuse,
+    )?;
     let mut summary = summary;
     summary.incremental = Some(match &old {
         Ok(_) => format!(

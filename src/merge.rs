@@ -14,7 +14,7 @@ use crate::build::plan::{PARTITION_FILE, PartitionInfo};
 use crate::build::writer::{
     CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
 };
-use crate::build::{BuildSummary, Phases};
+use crate::build::{BuildSummary, Phases, Tally};
 use crate::error::BuildError;
 use crate::format::{ReactionRecord, ThreadRecord};
 use crate::read::{Cache, ThreadView};
@@ -114,10 +114,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
             extended,
         },
     )?;
-    let (mut labels, mut events) = (
-        std::collections::BTreeMap::new(),
-        std::collections::BTreeMap::new(),
-    );
+    let mut tally = Tally::default();
     let mut report = first.bad;
     let mut last_id = None;
     for (cache, (_, p)) in caches.iter().zip(&infos) {
@@ -127,8 +124,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
                 return Err(bad(p, "threads overlap another partition's"));
             }
             last_id = Some(t.source_id());
-            *labels.entry(t.label_code()).or_insert(0u64) += 1;
-            *events.entry(t.event().to_owned()).or_insert(0u64) += 1;
+            tally.add(t.label_code(), t.event());
             let data = thread_data(&t, extended);
             writer.push(data, &t.source_id().to_string())?;
         }
@@ -145,8 +141,8 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
         report,
         elapsed: start.elapsed(),
         phases,
-        labels,
-        events,
+        labels: tally.labels,
+        events: tally.events,
         incremental: None,
         reused: 0,
         files_read: 0,

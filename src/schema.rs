@@ -82,21 +82,37 @@ pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
     "has_description",
 ];
 
-/// One of the 28 features; its discriminant is its column in a [`FeatureVec`]
-/// and its [`name`](Feature::name) is the [`FEATURE_NAMES`] entry there.
-///
-/// ```
-/// use socialctx::{Feature, FeatureVec};
-/// let mut row: FeatureVec = [0.0; 28];
-/// row[Feature::TDiff] = 12.5;
-/// assert_eq!(row[25], 12.5);
-/// assert_eq!(Feature::TDiff.name(), "t_diff");
-/// assert_eq!(Feature::from_name("c_type"), Some(Feature::CType));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(usize)]
-#[allow(missing_docs)] // each variant is its FEATURE_NAMES entry, defined in FEATURES.md
-pub enum Feature {
+/// Declares [`Feature`] and [`Feature::ALL`] from one list, so that the two
+/// cannot drift apart.
+macro_rules! features {
+    ($(#[$meta:meta])* $($name:ident,)*) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(usize)]
+        #[allow(missing_docs)] // each variant is its FEATURE_NAMES entry, defined in FEATURES.md
+        pub enum Feature {
+            $($name,)*
+        }
+
+        impl Feature {
+            /// Every feature, in storage order.
+            pub const ALL: [Feature; NUM_FEATURES] = [$(Feature::$name,)*];
+        }
+    };
+}
+
+features! {
+    /// One of the 28 features; its discriminant is its column in a [`FeatureVec`]
+    /// and its [`name`](Feature::name) is the [`FEATURE_NAMES`] entry there.
+    ///
+    /// ```
+    /// use socialctx::{Feature, FeatureVec};
+    /// let mut row: FeatureVec = [0.0; 28];
+    /// row[Feature::TDiff] = 12.5;
+    /// assert_eq!(row[25], 12.5);
+    /// assert_eq!(Feature::TDiff.name(), "t_diff");
+    /// assert_eq!(Feature::from_name("c_type"), Some(Feature::CType));
+    /// ```
     NumPosts,
     ListedCount,
     Followers,
@@ -128,41 +144,6 @@ pub enum Feature {
 }
 
 impl Feature {
-    /// Every feature, in storage order.
-    pub const ALL: [Feature; NUM_FEATURES] = {
-        use Feature::*;
-        [
-            NumPosts,
-            ListedCount,
-            Followers,
-            Followings,
-            FollowRatio,
-            FollowRatioVer2,
-            UserFavouritesCount,
-            AccountAge,
-            IsVerified,
-            EngagementScr,
-            FollowingRate,
-            FavouritesScr,
-            IsGeoEnabled,
-            DescriptionLen,
-            LenProfilename,
-            IsSourceUser,
-            NumRetweets,
-            NumFavorites,
-            HasQuestion,
-            IsDuplicate,
-            HasImg,
-            HasUrls,
-            NumUrls,
-            HasNativeMedia,
-            ContextLen,
-            TDiff,
-            CType,
-            HasDescription,
-        ]
-    };
-
     /// Its column in a [`FeatureVec`].
     pub const fn index(self) -> usize {
         self as usize

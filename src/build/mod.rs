@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use self::discover::{ThreadDir, discover};
+
 use self::extended::rumour_index;
 use self::features::reliability::RumourIndex;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
@@ -252,31 +253,18 @@ pub fn build(
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let mut phases = Phases::default();
     let t = Instant::now();
-    let found = discover(corpus, threads)?;
-    let mut report = found.bad;
-    report.sort();
-    if opts.strict
-        && let Some(first) = report.first()
-    {
-        return Err(BuildError::StrictBadInput {
-            path: first.path.clone().into(),
-            reason: first.reason.clone(),
-        });
-    }
-    if found.threads.is_empty() && report.is_empty() {
-        return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
-    }
+    let (list, report) = discover_checked(corpus, threads, opts.strict)?;
     if progress.cancelled() {
         return Err(BuildError::Cancelled);
     }
     let index = opts
         .extended
-        .then(|| rumour_index(&found.threads, threads, opts.max_file_bytes));
+        .then(|| rumour_index(&list, threads, opts.max_file_bytes));
     phases.discover = t.elapsed();
-    progress.discovered(found.threads.len() as u64);
+    progress.discovered(list.len() as u64);
 
     execute(
-        &found.threads,
+        &list,
         index.as_ref(),
         report,
         writer,
@@ -341,7 +329,7 @@ pub(crate) fn execute(
     reuse: Option<Reuse<'_>>,
 ) -> Result<BuildSummary> {
     let t = Instant::now();
-    let (mut labels, mut events) = (BTreeMap::new(), BTreeMap::new());
+    let mut tally = Tally::default();
     let mut files_read = 0u64;
     let collect_authors = reuse.is_some() || opts.collect_authors;
     let mut authors: Vec<Vec<u64>> = vec![Vec::new(); if collect_authors { list.len() } else { 0 }];
@@ -398,13 +386,7 @@ pub(crate) fn execute(
                     .as_ref()
                     .map_or(0, |d| d.reactions.len() as u64);
                 if let Some(data) = outcome.data {
-                    *labels.entry(data.record.label_code).or_insert(0) += 1;
-                    match events.get_mut(&data.text.event) {
-                        Some(n) => *n += 1,
-                        None => {
-                            events.insert(data.text.event.clone(), 1);
-                        }
-                    }
+                    tally.add(data.record.label_code, &data.text.event);
                     writer.push(data, &list[i].rel)?;
                 }
                 prefetch
@@ -431,14 +413,56 @@ pub(crate) fn execute(
         report,
         elapsed: start.elapsed(),
         phases,
-        labels,
-        events,
+        labels: tally.labels,
+        events: tally.events,
         incremental: None,
         reused: 0,
         files_read,
         authors,
         workers,
     })
+}
+
+/// Threads per label code and per event, for the summary.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) labels: BTreeMap<i8, u64>,
+    pub(crate) events: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    pub(crate) fn add(&mut self, label: i8, event: &str) {
+        *self.labels.entry(label).or_insert(0) += 1;
+        match self.events.get_mut(event) {
+            Some(n) => *n += 1,
+            None => {
+                self.events.insert(event.to_owned(), 1);
+            }
+        }
+    }
+}
+
+/// Discovery with the checks every build makes before reading a tweet:
+/// strict mode fails on the first bad directory, and a corpus with no
+/// thread and nothing to report is an error. The report comes sorted.
+pub(crate) fn discover_checked(
+    corpus: &Path,
+    threads: usize,
+    strict: bool,
+) -> Result<(Vec<ThreadDir>, Vec<BadInput>)> {
+    let found = discover(corpus, threads)?;
+    let mut report = found.bad;
+    report.sort();
+    if strict && let Some(first) = report.first() {
+        return Err(BuildError::StrictBadInput {
+            path: first.path.clone().into(),
+            reason: first.reason.clone(),
+        });
+    }
+    if found.threads.is_empty() && report.is_empty() {
+        return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
+    }
+    Ok((found.threads, report))
 }
 
 /// Address space set aside per worker thread under a finite `RLIMIT_AS`:

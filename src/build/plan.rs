@@ -18,10 +18,10 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::discover::{ThreadDir, discover};
+use super::discover::ThreadDir;
 use super::extended::rumour_index;
 use super::features::reliability::RumourIndex;
-use super::{BuildOptions, BuildSummary, Phases, Progress, execute, prepare};
+use super::{BuildOptions, BuildSummary, Phases, Progress, discover_checked, execute, prepare};
 use crate::error::BuildError;
 use crate::format::report::BadInput;
 
@@ -82,29 +82,15 @@ impl Plan {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
         let threads = opts.threads.max(1);
-        let found = discover(corpus, threads)?;
-        let mut bad = found.bad;
-        bad.sort();
-        if opts.strict
-            && let Some(first) = bad.first()
-        {
-            return Err(BuildError::StrictBadInput {
-                path: first.path.clone().into(),
-                reason: first.reason.clone(),
-            });
-        }
-        if found.threads.is_empty() && bad.is_empty() {
-            return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
-        }
+        let (list, bad) = discover_checked(corpus, threads, opts.strict)?;
         let index = if opts.extended {
-            rumour_index(&found.threads, threads, opts.max_file_bytes)
+            rumour_index(&list, threads, opts.max_file_bytes)
         } else {
             RumourIndex::default()
         };
         let mut rumour_index: Vec<(u64, i64)> = index.entries().collect();
         rumour_index.sort_unstable();
-        let threads = found
-            .threads
+        let threads = list
             .iter()
             .map(|td| PlanThread {
                 rel: td.rel.clone(),
