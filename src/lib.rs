@@ -63,7 +63,7 @@ pub use train::stats::{FeatureStats, Normalizer};
 #[doc(hidden)]
 pub mod internals {
     pub use crate::build::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::build::{discover, features, parse, pytext, timestamp};
+    pub use crate::build::{discover, features, parse, pytext, timestamp, tokens};
     pub use crate::format::footer::{self, Footer};
     pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
     pub use crate::format::report::{read_jsonl, write_jsonl};

@@ -32,6 +32,7 @@ mod publish;
 pub mod pytext;
 mod thread;
 pub mod timestamp;
+pub mod tokens;
 pub mod writer;
 
 use std::collections::BTreeMap;
