@@ -1,7 +1,7 @@
 //! Print a cache as JSON Lines in the RPDNN oracle's format.
 //!
 //! ```text
-//! cargo run --release --example dump -- CACHE_DIR [--retweets]
+//! cargo run --release --example dump -- CACHE_DIR [--retweets] [--extended | --tokens]
 //! ```
 
 use std::io::{BufWriter, ErrorKind, Write};
@@ -30,10 +30,23 @@ struct Args {
     /// followed_by_source, reciprocal_follow, user_reliability; null = unknown)
     #[arg(long)]
     extended: bool,
+    /// Print the texts for embedding instead of the features, as
+    /// rpdnn_tokens.py does: {"source_id", "reactions": [{"id",
+    /// "reply_tokens", "description_tokens"}]} (RPDNN's
+    /// preprocessing_tweet_text tokens of each reply, null for retweets; the
+    /// author's description split on ' ', null without one)
+    #[arg(long, conflicts_with = "extended")]
+    tokens: bool,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.tokens && !socialctx::internals::tokens::PORTED {
+        eprintln!(
+            "error: --tokens: reply tokens are not available yet (the tokenizer port is pending, issue 14)"
+        );
+        return ExitCode::from(2);
+    }
     let cache = match Cache::open(&args.cache) {
         Ok(c) => c,
         Err(e) => {
@@ -44,7 +57,8 @@ fn main() -> ExitCode {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let opts = DumpOptions::default()
         .retweets(args.retweets)
-        .extended(args.extended);
+        .extended(args.extended)
+        .tokens(args.tokens);
     match write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         // `dump | head` is fine.

@@ -7,6 +7,9 @@
 //! fewest digits that read back (as an `f64`, then rounded to `f32`) to the
 //! stored value, so comparing with the oracle's doubles after `f32` rounding
 //! is exact.
+//!
+//! With [`DumpOptions::tokens`], the texts for embedding instead, in the
+//! format of the text oracle `rpdnn_tokens.py`.
 
 use std::io::{self, Write};
 
@@ -62,6 +65,11 @@ pub struct DumpOptions {
     /// `persistence`, `follows_source`, `followed_by_source`,
     /// `reciprocal_follow` and `user_reliability` (null where unknown).
     pub extended: bool,
+    /// Print the texts for embedding instead of the features, in the format
+    /// of the text oracle `rpdnn_tokens.py`: `{"source_id", "reactions":
+    /// [{"id", "reply_tokens", "description_tokens"}]}` (`extended` is then
+    /// ignored).
+    pub tokens: bool,
 }
 
 impl DumpOptions {
@@ -76,6 +84,59 @@ impl DumpOptions {
         self.extended = yes;
         self
     }
+
+    /// Sets [`tokens`](Self::tokens).
+    pub fn tokens(mut self, yes: bool) -> Self {
+        self.tokens = yes;
+        self
+    }
+}
+
+fn write_token_list<'a, W: Write>(
+    w: &mut W,
+    tokens: Option<impl Iterator<Item = &'a str>>,
+) -> io::Result<()> {
+    let Some(tokens) = tokens else {
+        return w.write_all(b"null");
+    };
+    w.write_all(b"[")?;
+    for (i, t) in tokens.enumerate() {
+        if i > 0 {
+            w.write_all(b", ")?;
+        }
+        write_str(w, t)?;
+    }
+    w.write_all(b"]")
+}
+
+/// Writes one thread as a line of the text oracle (`rpdnn_tokens.py`).
+/// A reply whose `text` is not a string is left out, as the oracle leaves it.
+fn write_tokens_thread<W: Write>(
+    w: &mut W,
+    t: &ThreadView<'_>,
+    opts: DumpOptions,
+) -> io::Result<()> {
+    write!(
+        w,
+        "{{\"source_id\": \"{}\", \"reactions\": [",
+        t.source_id()
+    )?;
+    let mut first = true;
+    for r in t.reactions() {
+        if (r.kind() == ReactionKind::Retweet && !opts.retweets) || !r.has_text_tokens() {
+            continue;
+        }
+        if !first {
+            w.write_all(b", ")?;
+        }
+        first = false;
+        write!(w, "{{\"id\": \"{}\", \"reply_tokens\": ", r.id())?;
+        write_token_list(w, r.reply_tokens().as_ref().map(|t| t.iter()))?;
+        w.write_all(b", \"description_tokens\": ")?;
+        write_token_list(w, r.description_tokens().as_ref().map(|t| t.iter()))?;
+        w.write_all(b"}")?;
+    }
+    w.write_all(b"]}\n")
 }
 
 fn write_code<W: Write>(w: &mut W, name: Option<&str>) -> io::Result<()> {
@@ -92,6 +153,9 @@ pub fn write_thread<W: Write>(
     t: &ThreadView<'_>,
     opts: DumpOptions,
 ) -> io::Result<()> {
+    if opts.tokens {
+        return write_tokens_thread(w, t, opts);
+    }
     write!(w, "{{\"source_id\": \"{}\", \"label\": ", t.source_id())?;
     write_str(w, t.label())?;
     if opts.extended {

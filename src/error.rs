@@ -250,6 +250,16 @@ pub enum LoadError {
         position: usize,
     },
 
+    /// [`UniqueTexts`](crate::UniqueTexts) read from a cache other than the
+    /// one they were collected from.
+    #[error(
+        "thread {position} has no such text: the unique texts were collected from another cache"
+    )]
+    OtherCache {
+        /// The thread position of the text asked for.
+        position: usize,
+    },
+
     /// A source id that the cache does not hold.
     #[error("source id {source_id} is not in the cache")]
     NoSuchSource {

@@ -48,7 +48,9 @@ pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use incremental::build_incremental;
 pub use merge::merge;
-pub use read::{Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView};
+pub use read::{
+    Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView, TokenList,
+};
 pub use schema::{
     Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
     ReactionKind, THREAD_COLUMNS, Veracity,
@@ -57,6 +59,7 @@ pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, shuffle, shuffled
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
+pub use train::texts::{TextField, UniqueTexts};
 
 /// Internals for this repository's benchmarks, fuzz targets and tests: the
 /// build's stages and the format's records. Not a stable API.

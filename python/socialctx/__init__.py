@@ -15,6 +15,11 @@ padded, masked, normalised training batches in place::
     for batch in loader.epoch(range(len(cache)), 128, seed=0):
         batch.features, batch.mask, batch.lengths, batch.labels  # NumPy, reused
 
+Texts for embedding: ``thread.reply_tokens`` (RPDNN's tokens of each reply),
+``cache.unique_texts(...)`` (distinct inputs and counts) and
+:func:`socialctx.embed`, which runs a model once per distinct input into a
+store that ``Loader(cache, embeddings=[name])`` reads (:mod:`socialctx.embed`).
+
 Everything heavy runs in Rust with the GIL released. For PyTorch, see
 :mod:`socialctx.torch` (imported on demand; torch is not a dependency).
 """
@@ -34,6 +39,7 @@ from ._socialctx import (
     Loader,
     Split,
     Thread,
+    UniqueTexts,
     build,
     build_partition,
     merge,
@@ -42,6 +48,7 @@ from ._socialctx import (
     read_split,
     shuffled,
 )
+from .embed import EmbeddingError, Embeddings, embed, open_store
 
 __version__ = "0.1.0"
 
@@ -60,6 +67,11 @@ __all__ = [
     "Loader",
     "Split",
     "Thread",
+    "UniqueTexts",
+    "EmbeddingError",
+    "Embeddings",
+    "embed",
+    "open_store",
     "build",
     "build_partition",
     "merge",

@@ -14,6 +14,7 @@ _Labels = npt.NDArray[np.int8] | Sequence[int]
 FEATURE_NAMES: list[str]
 NUM_FEATURES: int
 FORMAT_VERSION: int
+_REPLY_TOKENS: bool
 
 class Error(Exception):
     """Base class of every socialctx error."""
@@ -135,6 +136,11 @@ class Cache:
     @property
     def report(self) -> list[dict[str, str]]:
         """Every input the build skipped: ``{"path", "reason"}``."""
+    def unique_texts(
+        self, field: Literal["reply", "description"] = "reply", positions: _Positions | None = None
+    ) -> UniqueTexts:
+        """The distinct non-empty inputs of ``field`` over the threads at
+        ``positions`` (all when None), with counts and a per-reaction index."""
     @property
     def manifest(self) -> dict[str, Any]:
         """The cache's manifest.json."""
@@ -175,10 +181,41 @@ class Thread:
     @property
     def descriptions(self) -> list[str | None]:
         """The authors' descriptions, None where null."""
+    @property
+    def reply_tokens(self) -> list[list[str] | None]:
+        """Per reaction, RPDNN's tokens of the reply ([] where the reference
+        gives none; None for retweets and replies whose ``text`` is not a string)."""
+    @property
+    def description_tokens(self) -> list[list[str] | None]:
+        """Per reaction, the author's description split on ' ' (None without one)."""
     def column(self, name: str) -> npt.NDArray[np.float32]:
         """An extended per-reaction column, [n], NaN where unknown; a read-only zero-copy view."""
     def value(self, name: str) -> float | None:
         """An extended per-thread value (e.g. ``"veracity"``), None when unknown."""
+
+class UniqueTexts:
+    """Distinct non-empty inputs of one text field, ordered by token count."""
+
+    NONE: int
+    """``index`` value of a reaction with no input (0xFFFFFFFF)."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> list[str]: ...
+    @property
+    def field(self) -> str: ...
+    def batch(self, start: int, stop: int) -> list[list[str]]:
+        """The token lists of inputs ``start..stop``."""
+    @property
+    def counts(self) -> npt.NDArray[np.uint32]:
+        """[unique]: reactions per input."""
+    @property
+    def token_counts(self) -> npt.NDArray[np.uint32]:
+        """[unique]: tokens per input (non-decreasing)."""
+    @property
+    def index(self) -> npt.NDArray[np.uint32]:
+        """[reactions]: each reaction's input, or NONE."""
+    @property
+    def offsets(self) -> npt.NDArray[np.uint64]:
+        """[threads + 1]: where each thread's reactions start in ``index``."""
 
 class Split:
     """A split CSV matched against a cache."""
@@ -241,6 +278,9 @@ class Batch:
     """[B]"""
     labels: npt.NDArray[np.int8]
     """[B]: the cache's label codes or the labels passed to ``fill``."""
+    embeddings: dict[str, npt.NDArray[Any]]
+    """Per store of the Loader: [B, T, dim] rows (float32 or float16), zeros
+    for padding, retweets, empty tokens and missing descriptions."""
     size: int
     """Threads filled by the last fill."""
     @property
@@ -274,9 +314,13 @@ class Loader:
         window_s: float | None = None,
         stats: FeatureStats | None = None,
         empty: Literal["row", "masked"] = "row",
+        embeddings: Sequence[str] | None = None,
     ) -> None: ...
     @property
     def max_cxt(self) -> int: ...
+    @property
+    def embeddings(self) -> list[str]:
+        """Names of the embedding stores each batch is filled from."""
     def new_batch(self, batch_size: int) -> Batch:
         """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
     def fill(self, positions: _Positions, batch: Batch, labels: _Labels | None = None) -> None:
@@ -291,3 +335,6 @@ class Loader:
     ) -> Epoch:
         """Iterates one epoch in batches of ``batch_size`` (shuffled by ``seed``);
         yields the SAME Batch every step, refilled in place."""
+
+def _xxh3_file(path: _Path) -> str: ...
+def _publish_dir(staging: _Path, target: _Path) -> bool: ...

@@ -23,6 +23,10 @@ use pyo3::{create_exception, intern};
 
 use socialctx as sc;
 
+mod texts;
+
+use texts::{LoaderEmbedding, Picks, PyUniqueTexts};
+
 create_exception!(
     socialctx,
     Error,
@@ -148,6 +152,9 @@ impl sc::ThreadSource for AnyCache {
     fn position_of(&self, source_id: u64) -> Result<Option<usize>, sc::OpenError> {
         self.position(source_id)
     }
+    fn texts_at(&self, i: usize) -> Result<Option<sc::ThreadView<'_>>, sc::OpenError> {
+        self.thread(i)
+    }
 }
 
 /// A read-only NumPy view of `data` whose base is `owner` (which keeps the
@@ -263,6 +270,22 @@ impl PyCache {
     #[getter]
     fn path(&self) -> String {
         self.dir.to_string_lossy().into_owned()
+    }
+
+    /// The distinct non-empty inputs of `field` ("reply": the RPDNN reply
+    /// tokens; "description": the authors' descriptions split on ' ') over
+    /// the threads at `positions` (all when None), with their counts and a
+    /// per-reaction index: what to embed once instead of per reaction.
+    #[pyo3(signature = (field="reply", positions=None))]
+    fn unique_texts(
+        slf: &Bound<'_, Self>,
+        field: &str,
+        positions: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyUniqueTexts> {
+        let positions = positions
+            .map(|p| positions_of(p, slf.get().inner.len()))
+            .transpose()?;
+        texts::collect(slf.py(), slf, field, positions)
     }
 
     /// The cache's content id (16 hex digits): equal for equal content.
@@ -512,6 +535,35 @@ impl PyThread {
             .view()?
             .reactions()
             .map(|r| r.user_description().map(str::to_owned))
+            .collect())
+    }
+
+    /// Per reaction, RPDNN's `preprocessing_tweet_text` tokens of the reply
+    /// (`[]` where the reference gives none; None for a retweet, or a reply
+    /// whose `text` is not a string).
+    #[getter]
+    fn reply_tokens(&self) -> PyResult<Vec<Option<Vec<String>>>> {
+        Ok(self
+            .view()?
+            .reactions()
+            .map(|r| {
+                r.reply_tokens()
+                    .map(|t| t.iter().map(str::to_owned).collect())
+            })
+            .collect())
+    }
+
+    /// Per reaction, the author's description split on ' ' (None without a
+    /// description: `has_description` = 0).
+    #[getter]
+    fn description_tokens(&self) -> PyResult<Vec<Option<Vec<String>>>> {
+        Ok(self
+            .view()?
+            .reactions()
+            .map(|r| {
+                r.description_tokens()
+                    .map(|t| t.iter().map(str::to_owned).collect())
+            })
             .collect())
     }
 
@@ -1007,6 +1059,12 @@ struct PyBatch {
     source_ids: Py<PyArray1<u64>>,
     #[pyo3(get)]
     labels: Py<PyArray1<i8>>,
+    /// Per embedding store of the Loader: [B, T, dim] rows (zeros where due).
+    #[pyo3(get)]
+    embeddings: Py<PyDict>,
+    /// The arrays `fill` writes the embeddings into (float16 stores as
+    /// uint16; `embeddings` holds views of the same memory).
+    embedding_out: Vec<Py<PyAny>>,
     /// Threads filled by the last fill (the rest is zero padding).
     #[pyo3(get)]
     size: usize,
@@ -1044,6 +1102,9 @@ struct PyLoader {
     selection: sc::Selection,
     stats: Option<sc::FeatureStats>,
     empty: sc::EmptyThreads,
+    embeddings: Vec<LoaderEmbedding>,
+    /// Per thread, its first reaction in cache order (for the stores' index).
+    offsets: Vec<u64>,
 }
 
 impl PyLoader {
@@ -1077,6 +1138,23 @@ impl PyLoader {
             loader.fill_into(positions, labels, &mut out)
         })
         .map_err(load_err)?;
+        if !self.embeddings.is_empty() {
+            let picks = py
+                .detach(|| {
+                    Picks::new(
+                        cache,
+                        &self.offsets,
+                        positions,
+                        self.selection,
+                        batch.batch_size,
+                        max_cxt,
+                    )
+                })
+                .map_err(load_err)?;
+            for (e, out) in self.embeddings.iter().zip(&batch.embedding_out) {
+                texts::fill_embedding(py, e, &picks, out.bind(py))?;
+            }
+        }
         batch.size = positions.len();
         Ok(())
     }
@@ -1085,15 +1163,34 @@ impl PyLoader {
 #[pymethods]
 impl PyLoader {
     #[new]
-    #[pyo3(signature = (cache, *, kinds="replies", max_cxt=200, window_s=None, stats=None, empty="row"))]
+    #[pyo3(signature = (cache, *, kinds="replies", max_cxt=200, window_s=None, stats=None, empty="row", embeddings=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         cache: Py<PyCache>,
         kinds: &str,
         max_cxt: usize,
         window_s: Option<f64>,
         stats: Option<&Bound<'_, PyFeatureStats>>,
         empty: &str,
+        embeddings: Option<Vec<String>>,
     ) -> PyResult<Self> {
+        let names = embeddings.unwrap_or_default();
+        let mut stores = Vec::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(PyValueError::new_err(format!(
+                    "embedding store {name:?} named twice"
+                )));
+            }
+            stores.push(LoaderEmbedding::open(cache.bind(py), name)?);
+        }
+        let offsets = if stores.is_empty() {
+            Vec::new()
+        } else {
+            let c = &*cache.get().inner;
+            py.detach(|| texts::reaction_offsets(c)).map_err(load_err)?
+        };
         let empty = match empty {
             "row" => sc::EmptyThreads::ZeroRow,
             "masked" => sc::EmptyThreads::Masked,
@@ -1112,7 +1209,15 @@ impl PyLoader {
             },
             stats: stats.map(|s| s.get().inner.clone()),
             empty,
+            embeddings: stores,
+            offsets,
         })
+    }
+
+    /// Names of the embedding stores each batch is filled from.
+    #[getter]
+    fn embeddings(&self) -> Vec<String> {
+        self.embeddings.iter().map(|e| e.name.clone()).collect()
     }
 
     /// Rows per thread (`max_cxt`).
@@ -1125,7 +1230,16 @@ impl PyLoader {
     /// writable and C-contiguous, that `fill` and `epoch` write into.
     fn new_batch(&self, py: Python<'_>, batch_size: usize) -> PyResult<PyBatch> {
         let t = self.selection.max_cxt;
+        let dict = PyDict::new(py);
+        let mut embedding_out = Vec::with_capacity(self.embeddings.len());
+        for e in &self.embeddings {
+            let (raw, user) = e.new_output(py, batch_size, t)?;
+            dict.set_item(&e.name, user)?;
+            embedding_out.push(raw.unbind());
+        }
         Ok(PyBatch {
+            embeddings: dict.unbind(),
+            embedding_out,
             features: PyArray3::zeros(py, [batch_size, t, sc::NUM_FEATURES], false).unbind(),
             mask: PyArray2::zeros(py, [batch_size, t], false).unbind(),
             lengths: PyArray1::zeros(py, batch_size, false).unbind(),
@@ -1258,6 +1372,8 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FEATURE_NAMES", sc::FEATURE_NAMES.to_vec())?;
     m.add("NUM_FEATURES", sc::NUM_FEATURES)?;
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
+    // False until the reply tokenizer port lands (issue 14): no reply tokens stored.
+    m.add("_REPLY_TOKENS", sc::internals::tokens::PORTED)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
@@ -1265,6 +1381,9 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(read_split, m)?)?;
     m.add_function(wrap_pyfunction!(shuffled, m)?)?;
+    m.add_function(wrap_pyfunction!(texts::_xxh3_file, m)?)?;
+    m.add_function(wrap_pyfunction!(texts::_publish_dir, m)?)?;
+    m.add_class::<PyUniqueTexts>()?;
     m.add_class::<PyCache>()?;
     m.add_class::<PyThread>()?;
     m.add_class::<PySplit>()?;

@@ -16,7 +16,7 @@ use super::features::labels::{Annotation, annotation};
 use super::features::propagation::depths;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
-use super::files::{Names, Row, for_each_line, reaction_row, read_source};
+use super::files::{Names, ReplyTokenizer, Row, for_each_line, reaction_row, read_source};
 use super::parse::{Reason, SourceFields, TweetReader, source_fields, user_key};
 use super::writer::REACTION_EXTRA;
 use crate::format::report::BadInput;
@@ -75,7 +75,7 @@ pub(super) fn read_thread_files(
     max: u64,
     td: &ThreadDir,
     source: &SourceFields<'_>,
-    (rows, arena): (&mut Vec<Row>, &mut String),
+    (rows, arena, tok): (&mut Vec<Row>, &mut String, &mut ReplyTokenizer),
     bad: &mut Vec<BadInput>,
 ) -> Extended {
     let mut ext = Extended::default();
@@ -114,7 +114,7 @@ pub(super) fn read_thread_files(
         let mut on_line = |n: usize, line: Result<&[u8], Reason>| {
             let row = line.and_then(|line| {
                 reaction.load_bytes(line);
-                reaction_row(reaction, source, ReactionKind::Retweet, arena)
+                reaction_row(reaction, source, ReactionKind::Retweet, arena, tok)
             });
             match row {
                 Ok(row) => rows.push(row),

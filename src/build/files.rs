@@ -12,7 +12,8 @@ use super::features;
 use super::parse::{
     Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
 };
-use crate::format::{ReactionRecord, Span};
+use super::tokens::{PORTED, Tokenizer, Tokens};
+use crate::format::{ReactionRecord, ReactionSpans, Span, TOKEN_SEPARATOR};
 use crate::schema::{FeatureVec, ReactionKind};
 
 /// The visible file names of one directory, sorted, in one reused buffer
@@ -78,28 +79,61 @@ pub(super) const STRAY: &str = "not a .json file (an editor backup or stray file
 /// One reaction, ready for the cache, with its author's key.
 pub(super) struct Row {
     pub(super) rec: ReactionRecord,
-    /// Text and description in the thread's text arena.
-    pub(super) text: [Span; 2],
+    /// Text, description and reply tokens in the thread's text arena.
+    pub(super) text: ReactionSpans,
     pub(super) features: FeatureVec,
     pub(super) author: u64,
 }
 
+/// A worker's reply tokenizer and its reused token buffer.
+#[derive(Debug, Default)]
+pub(super) struct ReplyTokenizer {
+    tokenizer: Tokenizer,
+    tokens: Tokens,
+}
+
+impl ReplyTokenizer {
+    /// Appends the RPDNN tokens of `text` to `arena`, joined by
+    /// [`TOKEN_SEPARATOR`], and returns their span (empty for `[]`).
+    pub(super) fn push(&mut self, arena: &mut String, text: &str) -> Span {
+        self.tokenizer.reply_tokens(text, &mut self.tokens);
+        let start = arena.len();
+        for (i, token) in self.tokens.iter().enumerate() {
+            if i > 0 {
+                arena.push(TOKEN_SEPARATOR);
+            }
+            arena.push_str(token);
+        }
+        Span {
+            start: start as u32,
+            len: (arena.len() - start) as u32,
+        }
+    }
+}
+
 /// Parses the reaction loaded in `reader`, computes its features and
-/// appends its texts to `arena` (no allocation per reaction).
+/// appends its texts to `arena` (no allocation per reaction). Replies are
+/// tokenised with `tok` (retweets have no reply tokens).
 pub(super) fn reaction_row(
     reader: &mut TweetReader,
     source: &SourceFields<'_>,
     kind: ReactionKind,
     arena: &mut String,
+    tok: &mut ReplyTokenizer,
 ) -> Result<Row, Reason> {
     reader.parse(|v| {
         let r = reaction_fields(v)?;
         let features = features::compute(&r, source, kind)?;
-        let text = [
+        let reply_tokens = match (kind, r.reply_text) {
+            (ReactionKind::Reply, Some(text)) if PORTED => tok.push(arena, text),
+            _ => Span::NONE,
+        };
+        let text: ReactionSpans = [
             Span::push(arena, r.text),
             r.user
                 .description
                 .map_or(Span::NONE, |d| Span::push(arena, d)),
+            reply_tokens,
         ];
         Ok(Row {
             rec: ReactionRecord {

@@ -403,6 +403,10 @@ pub struct ReactionFields<'a> {
     pub created_at: Timestamp,
     /// `full_text` if that key exists, else `text`.
     pub text: &'a str,
+    /// What RPDNN tokenises for the embedding: `text` if that key exists,
+    /// else `full_text` (the opposite preference); `None` when that value is
+    /// not a string (the reference's text stage then fails on the reaction).
+    pub reply_text: Option<&'a str>,
     /// `retweet_count`.
     pub retweet_count: i64,
     /// `favorite_count`, null -> 0.
@@ -564,7 +568,7 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
     let id =
         parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
     let created_at = timestamp(created_at, "created_at")?;
-    let text = match (full_text, text) {
+    let text_value = match (full_text, text) {
         (Some(v), _) => v
             .into_string()
             .ok_or_else(|| wrong("full_text", "a string", v))?,
@@ -572,6 +576,10 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
             .into_string()
             .ok_or_else(|| wrong("text", "a string", v))?,
         (None, None) => return Err("missing field text (and full_text)".into()),
+    };
+    let reply_text = match text {
+        Some(v) => v.into_string(),
+        None => Some(text_value),
     };
     let retweet_count = count(retweets, "retweet_count")?;
     let favorites = req(favorites, "favorite_count")?;
@@ -600,7 +608,8 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
     Ok(ReactionFields {
         id,
         created_at,
-        text,
+        text: text_value,
+        reply_text,
         retweet_count,
         favorite_count,
         url_count,

@@ -7,7 +7,7 @@ use super::discover::ThreadDir;
 use super::extended::{read_annotation, read_thread_files};
 use super::features::propagation::author_counts;
 use super::features::reliability::RumourIndex;
-use super::files::{Names, Row, STRAY, is_json_name, reaction_row, read_source};
+use super::files::{Names, ReplyTokenizer, Row, STRAY, is_json_name, reaction_row, read_source};
 use super::parse::{TweetReader, source_fields, user_key};
 use super::writer::{THREAD_EXTRA, ThreadData, ThreadText};
 use crate::format::ThreadRecord;
@@ -33,6 +33,7 @@ pub(super) struct Worker<'i> {
     /// For thread files (structure, annotation, follows, retweets.json).
     extra: TweetReader,
     names: Names,
+    tok: ReplyTokenizer,
     max_file_bytes: u64,
     /// Corpus-wide rumour index; `Some` when extended features are built.
     index: Option<&'i RumourIndex>,
@@ -47,6 +48,7 @@ impl<'i> Worker<'i> {
             reaction: TweetReader::new(),
             extra: TweetReader::new(),
             names: Names::default(),
+            tok: ReplyTokenizer::default(),
             max_file_bytes,
             index,
         }
@@ -116,7 +118,9 @@ impl<'i> Worker<'i> {
                 let row = self
                     .reaction
                     .read_file_in(&dir_file, name, self.max_file_bytes)
-                    .and_then(|()| reaction_row(&mut self.reaction, &source, kind, &mut arena));
+                    .and_then(|()| {
+                        reaction_row(&mut self.reaction, &source, kind, &mut arena, &mut self.tok)
+                    });
                 match row {
                     Ok(row) => rows.push(row),
                     Err(r) => bad.push(BadInput::new(file_rel(), self.reaction.explain(r))),
@@ -131,7 +135,7 @@ impl<'i> Worker<'i> {
                 self.max_file_bytes,
                 td,
                 &source,
-                (&mut rows, &mut arena),
+                (&mut rows, &mut arena, &mut self.tok),
                 &mut bad,
             );
             (index, ext)

@@ -1,7 +1,14 @@
 //! RPDNN's `preprocessing_tweet_text` (see FEATURES.md, "Texts for embedding"):
 //! the reply tokens fed to ELMo, bit for bit with Python 3.11 + nltk 3.10.4.
 //!
-//! INTERFACE STUB: the implementation replaces the bodies, not the signatures.
+//! NOT PORTED YET: the port (tables generated from Python, a DFA path and a
+//! backtracking path for look-arounds) is in progress (issue 14). Until
+//! [`PORTED`] is true, builds store no reply tokens (readers see `None`) and
+//! `dump --tokens` refuses to run, rather than give wrong tokens.
+
+/// Whether [`Tokenizer::reply_tokens`] is the bit-exact port. While false,
+/// no reply tokens are stored.
+pub const PORTED: bool = false;
 
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
 /// worker reuses its allocations across tweets.

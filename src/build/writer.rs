@@ -20,8 +20,8 @@ use crate::format::layout::{MANIFEST_FILE, REPORT_FILE, shard_file, text_file};
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
-    DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord, Shard, Span,
-    TextShard, ThreadRecord,
+    DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
+    ReactionSpans, Shard, Span, TextShard, ThreadRecord,
 };
 use crate::schema::{FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS};
 
@@ -360,8 +360,9 @@ pub struct ThreadData {
     pub reactions: Vec<ReactionRecord>,
     /// The reactions' texts and descriptions, back to back.
     pub text_arena: String,
-    /// Per reaction, same order: text and description spans in `text_arena`.
-    pub reaction_texts: Vec<[Span; 2]>,
+    /// Per reaction, same order: text, description and reply-token spans in
+    /// `text_arena`.
+    pub reaction_texts: Vec<ReactionSpans>,
     /// Their features, same order.
     pub features: Vec<FeatureVec>,
     /// Extended per-reaction values, same order, in
@@ -383,7 +384,7 @@ impl ThreadData {
         let t = &self.text;
         let thread =
             96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
-        let texts = self.text_arena.len() + self.reaction_texts.len() * 16;
+        let texts = self.text_arena.len() + self.reaction_texts.len() * 24;
         thread
             + texts
             + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())

@@ -8,7 +8,7 @@
 //!   manifest.json        format version, feature names, counts, build options,
 //!                        one entry per shard (size, xxh3, id range), report checksum
 //!   shard-00000.rkyv     rkyv archive of a [`Shard`] (numbers and features) + a 32-byte footer
-//!   text-00000.rkyv      rkyv archive of its [`TextShard`] (texts) + a 32-byte footer
+//!   text-00000.rkyv      rkyv archive of its [`TextShard`] (texts, reply tokens) + a 32-byte footer
 //!   shard-00001.rkyv     ...
 //!   report.jsonl         the bad-input report of the build
 //! ```
@@ -31,7 +31,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::schema::FeatureVec;
 
 /// Version of the cache format this library writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// The `format` string of a manifest.
 pub const FORMAT_NAME: &str = "socialctx-feature-cache";
@@ -77,10 +77,26 @@ pub struct TextShard {
     /// Per thread (aligned with `Shard::threads`): event, label, source user
     /// id and source text.
     pub threads: Vec<[Span; 4]>,
-    /// Per reaction (aligned with `Shard::reactions`): text and the author's
-    /// description ([`Span::NONE`] when null).
-    pub reactions: Vec<[Span; 2]>,
+    /// Per reaction (aligned with `Shard::reactions`): its [`ReactionSpans`].
+    pub reactions: Vec<ReactionSpans>,
 }
+
+/// A reaction's texts in [`TextShard::arena`], indexed by [`TEXT`],
+/// [`DESCRIPTION`] and [`REPLY_TOKENS`].
+pub type ReactionSpans = [Span; 3];
+/// [`ReactionSpans`] index of the reaction's text (`full_text`, else `text`:
+/// what the features read).
+pub const TEXT: usize = 0;
+/// [`ReactionSpans`] index of the author's description ([`Span::NONE`] when null).
+pub const DESCRIPTION: usize = 1;
+/// [`ReactionSpans`] index of the reply's RPDNN tokens (`preprocessing_tweet_text`),
+/// joined by [`TOKEN_SEPARATOR`]; empty when the reference gives `[]`;
+/// [`Span::NONE`] for retweets and for replies whose `text` is not a string
+/// (where the reference's text stage fails and skips the reaction).
+pub const REPLY_TOKENS: usize = 2;
+/// Joins the tokens of a [`REPLY_TOKENS`] span. No token can contain it: every
+/// alternative of nltk's TweetTokenizer pattern excludes `\n` (it is `\s`).
+pub const TOKEN_SEPARATOR: char = '\n';
 
 /// A byte range of [`TextShard::arena`].
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]

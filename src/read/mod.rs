@@ -12,4 +12,4 @@ mod view;
 
 pub use cache::{Cache, LazyCache};
 pub use source::ThreadSource;
-pub use view::{NumView, ReactionNum, ReactionView, ThreadView};
+pub use view::{NumView, ReactionNum, ReactionView, ThreadView, TokenList};

@@ -3,7 +3,7 @@
 //! fully validated ([`Cache`]) or validated on first use ([`LazyCache`]).
 
 use super::cache::{Cache, LazyCache};
-use super::view::NumView;
+use super::view::{NumView, ThreadView};
 use crate::error::OpenError;
 
 type Result<T, E = OpenError> = std::result::Result<T, E>;
@@ -16,6 +16,9 @@ pub trait ThreadSource {
     fn thread_at(&self, i: usize) -> Result<Option<NumView<'_>>>;
     /// Position of a source id.
     fn position_of(&self, source_id: u64) -> Result<Option<usize>>;
+    /// The thread at position `i` with its texts (which a [`LazyCache`]
+    /// validates on first use, apart from the numbers).
+    fn texts_at(&self, i: usize) -> Result<Option<ThreadView<'_>>>;
 }
 
 impl ThreadSource for Cache {
@@ -28,6 +31,9 @@ impl ThreadSource for Cache {
     fn position_of(&self, source_id: u64) -> Result<Option<usize>> {
         Ok(self.position(source_id))
     }
+    fn texts_at(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
+        Ok(self.thread(i))
+    }
 }
 
 impl ThreadSource for LazyCache {
@@ -39,5 +45,8 @@ impl ThreadSource for LazyCache {
     }
     fn position_of(&self, source_id: u64) -> Result<Option<usize>> {
         self.position(source_id)
+    }
+    fn texts_at(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
+        self.thread(i)
     }
 }

@@ -315,7 +315,7 @@ fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
     let reactions_ok = text
         .reactions
         .iter()
-        .all(|[t, d]| ok(t, false) && ok(d, true));
+        .all(|[t, d, k]| ok(t, false) && ok(d, true) && ok(k, true));
     if !threads_ok || !reactions_ok {
         return Err(OpenError::corrupt(path, "a text span is out of bounds"));
     }

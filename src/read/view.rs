@@ -7,7 +7,8 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::format::{
     ArchivedReactionRecord, ArchivedShard, ArchivedSpan, ArchivedTextShard, ArchivedThreadRecord,
 };
-use crate::schema::{FeatureVec, NUM_FEATURES, ReactionKind};
+use crate::format::{DESCRIPTION, REPLY_TOKENS, TEXT, TOKEN_SEPARATOR};
+use crate::schema::{Feature, FeatureVec, NUM_FEATURES, ReactionKind};
 
 /// A zero-copy view of one thread's numbers: ids, times, kinds, features.
 #[derive(Clone, Copy)]
@@ -191,7 +192,7 @@ impl<'a> ThreadView<'a> {
     /// arena (everything after its source text, up to the next thread's
     /// texts) and each reaction's text and description spans relative to
     /// that slice. A merge re-packs threads with this, byte for byte.
-    pub(crate) fn stored_texts(&self) -> (&'a str, Vec<[crate::format::Span; 2]>) {
+    pub(crate) fn stored_texts(&self) -> (&'a str, Vec<crate::format::ReactionSpans>) {
         use crate::format::Span;
         let arena = self.text.arena.as_str();
         let src = &self.thread_text[3];
@@ -216,7 +217,7 @@ impl<'a> ThreadView<'a> {
         };
         let spans = self.text.reactions[r]
             .iter()
-            .map(|[t, d]| [relative(t), relative(d)])
+            .map(|spans| [0, 1, 2].map(|k| relative(&spans[k])))
             .collect();
         (segment, spans)
     }
@@ -278,7 +279,7 @@ impl<'a> ThreadView<'a> {
 pub struct ReactionView<'a> {
     rec: &'a ArchivedReactionRecord,
     arena: &'a str,
-    spans: &'a [ArchivedSpan; 2],
+    spans: &'a [ArchivedSpan; 3],
     features: &'a FeatureVec,
 }
 
@@ -306,18 +307,110 @@ impl<'a> ReactionView<'a> {
     pub fn created_at(&self) -> i64 {
         self.rec.created_at.to_native()
     }
-    /// Reaction text.
+    /// Reaction text (`full_text`, else `text`: what the features read).
     pub fn text(&self) -> &'a str {
-        span_text(self.arena, &self.spans[0])
+        span_text(self.arena, &self.spans[TEXT])
     }
     /// Author's description, if not null.
     pub fn user_description(&self) -> Option<&'a str> {
-        let d = &self.spans[1];
-        let null = d.start.to_native() == u32::MAX && d.len.to_native() == 0;
-        (!null).then(|| span_text(self.arena, d))
+        let d = &self.spans[DESCRIPTION];
+        (!is_none(d)).then(|| span_text(self.arena, d))
+    }
+    /// The reply's RPDNN tokens (`preprocessing_tweet_text` of `text`, else
+    /// `full_text`; see FEATURES.md, "Texts for embedding"): `None` for a
+    /// retweet, and for a reply whose `text` is not a string (which the
+    /// reference's text stage skips); empty where the reference gives `[]`.
+    ///
+    /// ```no_run
+    /// # let cache = socialctx::Cache::open("c").unwrap();
+    /// for r in cache.thread(0).unwrap().reactions() {
+    ///     if let Some(tokens) = r.reply_tokens() {
+    ///         let words: Vec<&str> = tokens.iter().collect();
+    ///         println!("{} {words:?}", r.id());
+    ///     }
+    /// }
+    /// ```
+    pub fn reply_tokens(&self) -> Option<TokenList<'a>> {
+        let k = &self.spans[REPLY_TOKENS];
+        (!is_none(k)).then(|| TokenList(Joined::Reply(span_text(self.arena, k))))
+    }
+    /// The author's description as RPDNN splits it, `description.split(' ')`,
+    /// when it has a token (`has_description` = 1); else `None`.
+    pub fn description_tokens(&self) -> Option<TokenList<'a>> {
+        if self.features[Feature::HasDescription] != 1.0 {
+            return None;
+        }
+        self.user_description().map(TokenList::split_description)
+    }
+    /// Whether the reference's text stage keeps this reaction: false only for
+    /// a reply whose `text` is not a string.
+    pub fn has_text_tokens(&self) -> bool {
+        self.kind() == ReactionKind::Retweet || !is_none(&self.spans[REPLY_TOKENS])
     }
     /// The 28 features.
     pub fn features(&self) -> &'a FeatureVec {
         self.features
+    }
+}
+
+fn is_none(s: &ArchivedSpan) -> bool {
+    s.start.to_native() == u32::MAX && s.len.to_native() == 0
+}
+
+/// A list of tokens stored as one string: a reply's tokens (joined by
+/// [`TOKEN_SEPARATOR`](crate::format::TOKEN_SEPARATOR)) or a description
+/// (split on `' '`). Borrowed from the memory map.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenList<'a>(Joined<'a>);
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Joined<'a> {
+    Reply(&'a str),
+    Description(&'a str),
+}
+
+impl<'a> TokenList<'a> {
+    fn split_description(d: &'a str) -> Self {
+        TokenList(Joined::Description(d))
+    }
+    /// The stored string: tokens joined by their separator (`'\n'` for a
+    /// reply, `' '` for a description).
+    pub fn joined(&self) -> &'a str {
+        match self.0 {
+            Joined::Reply(s) | Joined::Description(s) => s,
+        }
+    }
+    fn separator(&self) -> char {
+        match self.0 {
+            Joined::Reply(_) => TOKEN_SEPARATOR,
+            Joined::Description(_) => ' ',
+        }
+    }
+    /// The tokens in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let s = self.joined();
+        // An empty reply list holds no token; a description always splits
+        // into at least one (Python's `''.split(' ')` is `['']`).
+        let empty = s.is_empty() && matches!(self.0, Joined::Reply(_));
+        s.split(self.separator()).filter(move |_| !empty)
+    }
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        let s = self.joined();
+        if s.is_empty() && matches!(self.0, Joined::Reply(_)) {
+            0
+        } else {
+            s.matches(self.separator()).count() + 1
+        }
+    }
+    /// No token (a reply the reference gives `[]`).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl std::fmt::Debug for TokenList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }

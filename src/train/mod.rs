@@ -1,8 +1,10 @@
 //! The training side, written against [`ThreadSource`](crate::ThreadSource):
 //! batches ([`loader`]) of the reactions a [`selection`] picks, normalisation
-//! statistics and the normaliser ([`stats`]) and split files ([`splits`]).
+//! statistics and the normaliser ([`stats`]), split files ([`splits`]) and
+//! the distinct texts to embed ([`texts`]).
 
 pub mod loader;
 pub mod selection;
 pub mod splits;
 pub mod stats;
+pub mod texts;

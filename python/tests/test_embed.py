@@ -1,0 +1,281 @@
+"""Texts for embedding from Python: token parity with the text oracle, unique
+inputs, the embedding store (calls, rows, zeros, staleness, resume after a
+kill, atomic replacement) and Loader(embeddings=...)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import socialctx
+from conftest import REPO, jsonl
+from socialctx._socialctx import _REPLY_TOKENS
+
+# Reply tokens are stored once the tokenizer port lands (issue 14); until
+# then every reply has none and only descriptions can be embedded.
+FIELDS = ["description", "reply"] if _REPLY_TOKENS else ["description"]
+
+TOKENS = {
+    "golden": "tests/fixtures/golden/tokens.jsonl",
+    "sample": "data-samples/tokens.jsonl",
+    "pheme-veracity": "tests/fixtures/real/pheme-veracity/tokens.jsonl",
+    "pheme-rnr": "tests/fixtures/real/pheme-rnr/tokens.jsonl",
+    "pheme-journalism": "tests/fixtures/real/pheme-journalism/tokens.jsonl",
+    "rumoureval2017": "tests/fixtures/real/rumoureval2017/tokens.jsonl",
+}
+
+
+def toy(tokens: list[str]) -> np.ndarray:
+    """A deterministic 'model': a row from the tokens' lengths and code points."""
+    joined = "\x1f".join(tokens)
+    return np.array(
+        [
+            len(tokens),
+            len(joined),
+            sum(map(ord, joined)) % 9973,
+            ord(tokens[0][0]) % 997 if tokens[0] else -1,
+        ],
+        dtype=np.float32,
+    )
+
+
+class Model:
+    """Counts calls and checks the contract: no empty input, growing lengths."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.sizes: list[int] = []
+        self.last_len = 0
+
+    def __call__(self, batch: list[list[str]]) -> np.ndarray:
+        self.calls += 1
+        self.sizes.append(len(batch))
+        assert batch, "fn called with an empty batch"
+        for tokens in batch:
+            assert tokens, "fn called with an empty token list"
+            assert len(tokens) >= self.last_len, "batches not sorted by length"
+            self.last_len = len(tokens)
+        return np.stack([toy(t) for t in batch])
+
+
+@pytest.fixture()
+def golden(built, tmp_path) -> socialctx.Cache:
+    """A private copy of the golden cache (stores are written beside it)."""
+    out = tmp_path / "cache"
+    shutil.copytree(built["golden"], out)
+    return socialctx.open(out)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENS))
+def test_thread_tokens_match_the_text_oracle(built, name):
+    cache = socialctx.open(built[name])
+    expected = jsonl(REPO / TOKENS[name])
+    assert len(expected) == len(cache)
+    for thread, want in zip(cache, expected):
+        assert str(thread.source_id) == want["source_id"]
+        kept = [
+            (str(i), r, d)
+            for i, r, d, kind in zip(
+                thread.reaction_ids, thread.reply_tokens, thread.description_tokens, thread.kinds
+            )
+            # The oracle leaves out a reply whose `text` is not a string.
+            if not (kind == 1 and r is None)
+        ]
+        got = [{"id": i, "reply_tokens": r, "description_tokens": d} for i, r, d in kept]
+        if _REPLY_TOKENS:
+            assert got == want["reactions"], thread.source_id
+        else:
+            assert all(r is None for r in thread.reply_tokens)
+            ours = dict(zip(map(str, thread.reaction_ids), thread.description_tokens))
+            for r in want["reactions"]:
+                assert ours[r["id"]] == r["description_tokens"], (thread.source_id, r["id"])
+
+
+def test_unique_texts_dedupe_and_index(golden):
+    for field in FIELDS:
+        u = golden.unique_texts(field)
+        inputs = u.batch(0, len(u))
+        assert len({tuple(t) for t in inputs}) == len(u)
+        assert list(u.token_counts) == [len(t) for t in inputs]
+        direct = []
+        for thread in golden:
+            lists = thread.reply_tokens if field == "reply" else thread.description_tokens
+            direct += [t if t else None for t in lists]
+        assert len(u.index) == len(direct) == int(u.offsets[-1])
+        for i, want in zip(u.index, direct):
+            assert (i == u.NONE) == (want is None)
+            if want is not None:
+                assert inputs[i] == want
+        used = u.index[u.index != u.NONE]
+        assert (np.bincount(used, minlength=len(u)) == u.counts).all()
+    part = golden.unique_texts("description", positions=[0, 1, 2])
+    assert 0 < len(part) < len(golden.unique_texts("description"))
+    with pytest.raises(ValueError, match="reply"):
+        golden.unique_texts("nope")
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_embed_calls_once_per_batch_of_unique_inputs(golden, field):
+    model = Model()
+    result = socialctx.embed(golden, model, field=field, name="toy", batch_size=64)
+    unique = golden.unique_texts(field)
+    assert result["unique"] == len(unique) > 100
+    assert result["calls"] == model.calls == math.ceil(len(unique) / 64)
+    assert max(model.sizes) == 64 and result["dim"] == 4
+    store = socialctx.open_store(golden, "toy", validate="all")
+    inputs = unique.batch(0, len(unique))
+    want = np.stack([toy(t) for t in inputs])
+    assert np.array_equal(np.asarray(store.vectors), want)
+    assert np.array_equal(np.asarray(store.index), unique.index)
+    leftovers = [
+        p.name for p in (Path(golden.derived_dir) / "embeddings").iterdir() if "partial" in p.name
+    ]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("kinds", ["replies", "both"])
+def test_loader_rows_equal_a_direct_computation(golden, kinds):
+    socialctx.embed(golden, Model(), field=FIELDS[-1], name="r", batch_size=100)
+    socialctx.embed(golden, Model(), field="description", name="d", batch_size=100, dtype="float16")
+    loader = socialctx.Loader(golden, kinds=kinds, max_cxt=50, embeddings=["r", "d"])
+    assert loader.embeddings == ["r", "d"]
+    zeros_seen = {"r": 0, "d": 0}
+    for batch in loader.epoch(range(len(golden)), 16, seed=3):
+        r, d = batch.embeddings["r"], batch.embeddings["d"]
+        assert r.shape == (16, 50, 4) and r.dtype == np.float32
+        assert d.shape == (16, 50, 4) and d.dtype == np.float16
+        for b in range(batch.size):
+            thread = golden.get(int(batch.source_ids[b]))
+            picked = [i for i, k in enumerate(thread.kinds) if kinds == "both" or k == 1][:50]
+            for t in range(50):
+                if t < len(picked):
+                    i = picked[t]
+                    desc = thread.description_tokens[i]
+                    reply = thread.reply_tokens[i] if _REPLY_TOKENS else desc
+                    want_r = toy(reply) if reply else np.zeros(4, np.float32)
+                    want_d = (toy(desc) if desc else np.zeros(4, np.float32)).astype(np.float16)
+                    zeros_seen["r"] += not reply
+                    zeros_seen["d"] += not desc
+                else:  # padding
+                    want_r = np.zeros(4, np.float32)
+                    want_d = np.zeros(4, np.float16)
+                assert np.array_equal(r[b, t], want_r), (thread.source_id, t)
+                assert np.array_equal(d[b, t], want_d), (thread.source_id, t)
+        assert not r[batch.size :].any() and not d[batch.size :].any()
+    # Retweets (kinds="both"), [] replies and missing descriptions give zeros.
+    assert zeros_seen["r"] > 0 and zeros_seen["d"] > 0
+
+
+def test_a_rebuilt_cache_makes_the_store_stale(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    cache = socialctx.open(out)
+    socialctx.embed(cache, Model(), field=FIELDS[-1], name="e")
+    socialctx.Loader(cache, embeddings=["e"])
+    victim = next(corpus.rglob("reactions/*.json"))
+    tweet = json.loads(victim.read_text())
+    tweet["text"] = "a completely different reply text about something else now"
+    tweet["full_text"] = tweet["text"]
+    victim.write_text(json.dumps(tweet))
+    socialctx.build(corpus, out, progress=False)
+    rebuilt = socialctx.open(out)
+    with pytest.raises(socialctx.EmbeddingError, match="rebuilt"):
+        socialctx.Loader(rebuilt, embeddings=["e"])
+    with pytest.raises(socialctx.EmbeddingError, match="no embedding store 'other'"):
+        socialctx.Loader(rebuilt, embeddings=["other"])
+
+
+def test_bad_model_output_is_a_clear_error_and_publishes_nothing(golden):
+    with pytest.raises(ValueError, match="shape"):
+        socialctx.embed(golden, lambda b: np.zeros((len(b) + 1, 3)), field=FIELDS[-1], name="bad")
+    with pytest.raises(ValueError, match="non-finite"):
+        socialctx.embed(
+            golden, lambda b: np.full((len(b), 3), np.nan), field=FIELDS[-1], name="bad"
+        )
+    with pytest.raises(socialctx.EmbeddingError):
+        socialctx.open_store(golden, "bad")
+
+
+def test_validate_all_detects_a_damaged_store(golden):
+    socialctx.embed(golden, Model(), field=FIELDS[-1], name="e")
+    path = Path(golden.derived_dir) / "embeddings/e/vectors.npy"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    socialctx.open_store(golden, "e")  # lazy: sizes only
+    with pytest.raises(socialctx.EmbeddingError, match="checksum"):
+        socialctx.open_store(golden, "e", validate="all")
+
+
+def test_re_embedding_replaces_the_store_atomically(golden):
+    socialctx.embed(golden, Model(), field=FIELDS[-1], name="e", batch_size=50)
+    first = np.asarray(socialctx.open_store(golden, "e").vectors).copy()
+    double = lambda b: np.stack([toy(t) * 2 for t in b])  # noqa: E731
+    socialctx.embed(golden, double, field=FIELDS[-1], name="e", batch_size=50)
+    second = np.asarray(socialctx.open_store(golden, "e", validate="all").vectors)
+    assert np.array_equal(second, first * 2)
+    names = sorted(p.name for p in (Path(golden.derived_dir) / "embeddings").iterdir())
+    assert names == [".e.lock", "e"]
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    import numpy as np, socialctx
+    sys.path.insert(0, sys.argv[3])
+    from test_embed import toy
+    cache = socialctx.open(sys.argv[1])
+    calls = 0
+    def fn(batch):
+        global calls
+        calls += 1
+        if calls > int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return np.stack([toy(t) for t in batch])
+    socialctx.embed(cache, fn, field=sys.argv[4], name="k", batch_size=32)
+    """
+)
+
+
+def test_embed_resumes_after_a_kill(golden):
+    field = FIELDS[-1]
+    unique = golden.unique_texts(field)
+    total = math.ceil(len(unique) / 32)
+    assert total > 8
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, golden.path, "5", str(Path(__file__).parent), field],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with pytest.raises(socialctx.EmbeddingError):
+        socialctx.open_store(golden, "k")  # nothing published
+    model = Model()
+    result = socialctx.embed(golden, model, field=field, name="k", batch_size=32)
+    assert result["resumed"] == 5 and model.calls == result["calls"] == total - 5
+    store = socialctx.open_store(golden, "k", validate="all")
+    want = np.stack([toy(t) for t in unique.batch(0, len(unique))])
+    assert np.array_equal(np.asarray(store.vectors), want)
+    assert not any("partial" in n for n in os.listdir(Path(golden.derived_dir) / "embeddings"))
+    # A different plan does not reuse the partial work of another.
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, golden.path, "3", str(Path(__file__).parent), field],
+        capture_output=True,
+        timeout=120,
+    )
+    model = Model()
+    result = socialctx.embed(golden, model, field=field, name="k", batch_size=64)
+    assert result["resumed"] == 0 and model.calls == math.ceil(len(unique) / 64)
