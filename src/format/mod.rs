@@ -77,7 +77,8 @@ pub struct TextShard {
     /// Per thread (aligned with `Shard::threads`): event, label, source user
     /// id and source text.
     pub threads: Vec<[Span; 4]>,
-    /// Per reaction (aligned with `Shard::reactions`): its [`ReactionSpans`].
+    /// Per reaction (aligned with `Shard::reactions`): its `ReactionSpans`
+    /// (text, description, reply tokens).
     pub reactions: Vec<ReactionSpans>,
 }
 

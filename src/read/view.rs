@@ -358,7 +358,7 @@ fn is_none(s: &ArchivedSpan) -> bool {
 }
 
 /// A list of tokens stored as one string: a reply's tokens (joined by
-/// [`TOKEN_SEPARATOR`](crate::format::TOKEN_SEPARATOR)) or a description
+/// `'\n'`, which no token contains) or a description
 /// (split on `' '`). Borrowed from the memory map.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TokenList<'a>(Joined<'a>);
