@@ -9,8 +9,8 @@
 //! metadata, overlap too. The workers then find the files cached.
 //!
 //! Warm, this would only cost syscalls, so each thread is first checked: if
-//! its source tweet is already in the page cache (a one-byte
-//! `preadv2(RWF_NOWAIT)` succeeds), the thread is skipped. And only one
+//! its first reaction file is already in the page cache (`mincore`; see
+//! [`resident`] and [`hint_thread`]), the thread is skipped. And only one
 //! prefetcher (the scout) runs until a thread is found cold; the others
 //! sleep on a condition variable until then. A warm build thus pays one
 //! listing, one open and one read per thread, on one extra thread. The
@@ -135,11 +135,23 @@ fn open(path: &Path) -> Option<File> {
         .ok()
 }
 
-/// Whether the first byte of `file` is in the page cache.
+/// Whether the first page of `file` is in the page cache, asked with
+/// mincore(2) on a one-page mapping. A one-byte `preadv2(RWF_NOWAIT)` is not
+/// a clean test: on a miss it starts readahead, and when that I/O completes
+/// before the call returns, a cold file reads as cached. mincore starts no
+/// I/O.
 fn resident(file: &File) -> bool {
-    let mut byte = [0u8; 1];
-    let mut bufs = [std::io::IoSliceMut::new(&mut byte)];
-    rustix::io::preadv2(file, &mut bufs, 0, rustix::io::ReadWriteFlags::NOWAIT).is_ok()
+    // SAFETY: a read-only mapping that is never dereferenced: only the
+    // residency of its page is asked. A page past the end of an empty file
+    // reads as not resident, which costs one needless hint at worst.
+    let Ok(map) = (unsafe { memmap2::MmapOptions::new().len(1).map(file) }) else {
+        return false;
+    };
+    let mut page = 0u8;
+    // SAFETY: `map` is a live, page-aligned mapping of one page, and `page`
+    // has room for that page's status byte.
+    let rc = unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, 1, &mut page) };
+    rc == 0 && page & 1 == 1
 }
 
 fn will_need(file: &File) {
@@ -147,41 +159,132 @@ fn will_need(file: &File) {
 }
 
 /// Asks the kernel to read every file of `td` the workers will read, unless
-/// its source tweet shows the thread is already cached; returns whether it
-/// did. Errors are ignored: the workers meet and report them.
+/// its first reaction file (or, without reactions, its source tweet) shows
+/// the thread is already cached; returns whether it did. Errors are
+/// ignored: the workers meet and report them.
+///
+/// The test is not the source tweet: the rumour index reads the source
+/// tweets of every rumour thread before the main pass, so a cached source
+/// says nothing of the thread's reactions (testing it left a third of an
+/// evicted PHEME-sized corpus to be read one file at a time by the workers).
 fn hint_thread(td: &ThreadDir) -> bool {
-    let Some(source_dir) = td.source_dir() else {
-        return false;
-    };
-    let source = td.path.join(source_dir);
-    let Ok(entries) = fs::read_dir(&source) else {
-        return false;
-    };
-    let mut first = true;
-    for e in entries.flatten() {
-        let Some(f) = open(&e.path()) else { continue };
-        if first && resident(&f) {
-            return false;
+    let mut tested = false;
+    // Hints one file; false if it is the tested one and is cached.
+    let mut hint = |path: &Path| {
+        let Some(f) = open(path) else { return true };
+        if !tested {
+            tested = true;
+            if resident(&f) {
+                return false;
+            }
         }
-        first = false;
         will_need(&f);
-    }
+        true
+    };
     for (dir, _) in td.reaction_dirs() {
         let Ok(entries) = fs::read_dir(td.path.join(dir)) else {
             continue;
         };
         for e in entries.flatten() {
-            if let Some(f) = open(&e.path()) {
-                will_need(&f);
+            if !hint(&e.path()) {
+                return false;
+            }
+        }
+    }
+    if let Some(source_dir) = td.source_dir()
+        && let Ok(entries) = fs::read_dir(td.path.join(source_dir))
+    {
+        for e in entries.flatten() {
+            if !hint(&e.path()) {
+                return false;
             }
         }
     }
     for (i, name) in THREAD_FILES.iter().enumerate() {
-        if td.has_file(i)
-            && let Some(f) = open(&td.path.join(name))
-        {
-            will_need(&f);
+        if td.has_file(i) && !hint(&td.path.join(name)) {
+            return false;
         }
     }
-    true
+    tested
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::path::PathBuf;
+
+    /// Writes `path` durably, then drops it from the page cache.
+    fn write_evicted(path: &Path, bytes: &[u8]) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+        let f = File::open(path).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: a valid descriptor; offset 0, length 0 = the whole file.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(rc, 0);
+    }
+
+    fn read(path: &Path) {
+        let mut s = Vec::new();
+        File::open(path).unwrap().read_to_end(&mut s).unwrap();
+    }
+
+    /// A directory on the repository's file system (not a tmpfs /tmp, where
+    /// nothing can be evicted).
+    fn scratch() -> tempfile::TempDir {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        fs::create_dir_all(&target).unwrap();
+        tempfile::tempdir_in(target).unwrap()
+    }
+
+    #[test]
+    fn resident_follows_the_page_cache_and_starts_no_io() {
+        let tmp = scratch();
+        let p = tmp.path().join("f.json");
+        write_evicted(&p, &[b'x'; 10_000]);
+        let f = File::open(&p).unwrap();
+        assert!(!resident(&f), "an evicted file is not resident");
+        // Asking twice must not have read it in (a RWF_NOWAIT read would).
+        assert!(!resident(&f), "asking started no read");
+        read(&p);
+        assert!(resident(&f), "a file just read is resident");
+        let empty = tmp.path().join("empty.json");
+        fs::write(&empty, b"").unwrap();
+        assert!(!resident(&File::open(&empty).unwrap()));
+    }
+
+    /// The rumour index reads rumour threads' source tweets before the main
+    /// pass: a cached source must not make the thread count as warm.
+    #[test]
+    fn a_cached_source_tweet_does_not_make_a_thread_warm() {
+        let tmp = scratch();
+        let thread = tmp.path().join("ev/rumours/100");
+        let source = thread.join("source-tweets/100.json");
+        let replies: Vec<PathBuf> = (0..3)
+            .map(|i| thread.join(format!("reactions/10{i}.json")))
+            .collect();
+        write_evicted(&source, b"{}");
+        for r in &replies {
+            write_evicted(r, b"{}");
+        }
+        read(&source);
+        let found = super::super::discover::discover(tmp.path(), 1).unwrap();
+        let td = &found.threads[0];
+        assert!(hint_thread(td), "a thread with cold reactions is hinted");
+        // WILLNEED readahead is asynchronous: wait for it, boundedly.
+        let cached = |p: &PathBuf| resident(&File::open(p).unwrap());
+        for _ in 0..200 {
+            if replies.iter().all(cached) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            replies.iter().all(cached),
+            "the hinted reactions were read in"
+        );
+        assert!(!hint_thread(td), "a cached thread is skipped");
+    }
 }
