@@ -80,7 +80,7 @@ use tables as t;
 
 /// Whether [`Tokenizer::reply_tokens`] is the bit-exact port. While false,
 /// no reply tokens are stored.
-pub const PORTED: bool = false;
+pub const PORTED: bool = true;
 
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
 /// worker reuses its allocations across tweets.
@@ -423,7 +423,11 @@ fn naked_from(s: &str, q: usize, ends: &mut Vec<usize>) -> Option<usize> {
         }
         match next {
             Some('/') => {
-                return Some(if char_at(s, x + 1) == Some('@') { x } else { x + 1 });
+                return Some(if char_at(s, x + 1) == Some('@') {
+                    x
+                } else {
+                    x + 1
+                });
             }
             Some('@') => continue,
             _ => return Some(x),
@@ -557,7 +561,8 @@ fn py_int(body: &str, base: u32) -> Option<i64> {
         }
         prev = b;
     }
-    if prev == b'_' || digits == 0 {
+    // CPython 3.11's int_max_str_digits (4300) applies to base 10 only.
+    if prev == b'_' || digits == 0 || (base == 10 && digits > 4300) {
         return None;
     }
     if let Some(b) = tail {
@@ -583,7 +588,9 @@ fn convert_entity(hash_or_x: bool, hex: bool, body: &str) -> Option<char> {
         }
         n
     } else {
-        let k = t::ENTITIES.binary_search_by(|&(name, _)| name.cmp(body)).ok()?;
+        let k = t::ENTITIES
+            .binary_search_by(|&(name, _)| name.cmp(body))
+            .ok()?;
         t::ENTITIES[k].1 as i64
     };
     if !(0..=0x10FFFF).contains(&number) {
@@ -730,7 +737,10 @@ fn final_sigma(s: &str, i: usize) -> bool {
     if !in_ranges(t::CASED_NOT_CI, b as u32) {
         return false;
     }
-    match s[i + 'Σ'.len_utf8()..].chars().find(|&c| !case_ignorable(c)) {
+    match s[i + 'Σ'.len_utf8()..]
+        .chars()
+        .find(|&c| !case_ignorable(c))
+    {
         None => true,
         Some(c) => !in_ranges(t::CASED_NOT_CI, c as u32),
     }
