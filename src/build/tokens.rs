@@ -72,8 +72,10 @@ mod tables;
 
 use std::sync::OnceLock;
 
-use regex_automata::meta::{Cache, Regex};
-use regex_automata::{Input, MatchKind};
+use regex_automata::hybrid::dfa::{Cache, DFA};
+use regex_automata::nfa::thompson::pikevm::PikeVM;
+use regex_automata::nfa::thompson::{NFA, WhichCaptures};
+use regex_automata::{Anchored, Input, MatchKind};
 
 use super::pytext::is_space as py_isspace;
 use tables as t;
@@ -179,6 +181,9 @@ struct Classes {
     word: Class,
     hang: Class,
     entbody: Class,
+    nonspace: Class,
+    emlocal: Class,
+    worddash: Class,
 }
 
 fn classes() -> &'static Classes {
@@ -191,6 +196,9 @@ fn classes() -> &'static Classes {
         word: Class::new(t::CLS_WORD),
         hang: Class::new(t::CLS_HANG),
         entbody: Class::new(t::CLS_ENTBODY),
+        nonspace: Class::new(t::CLS_NONSPACE),
+        emlocal: Class::new(t::CLS_EMLOCAL),
+        worddash: Class::new(t::CLS_WORDDASH),
     })
 }
 
@@ -309,46 +317,98 @@ const REST_AFTER_EMAIL: &str = concat!(
     r"|(?:{NONSPACE})",
 );
 
-fn compile(with_email: bool) -> Regex {
-    let url = expand(URL_TEMPLATE);
+/// One compiled tokenizer pattern: patterns 0 (URL branch) and 1 (the rest),
+/// searched anchored at a token start with a lazy DFA (leftmost-first gives
+/// the end of the match and which pattern matched).
+#[derive(Debug)]
+struct Engine {
+    nfa: NFA,
+    dfa: DFA,
+    /// Only built if the lazy DFA ever reports an error (it is configured
+    /// never to give up, so this is a safety net).
+    pike: OnceLock<PikeVM>,
+}
+
+/// The bounded repeats `{0,255}?`, `{1,255}?` and `{1,255}` equal `*?`, `+?`
+/// and `+` when no run of non-`\s` chars is longer than 255 chars (every class
+/// under them is inside `\S`): the common case compiles without counters.
+fn unbound(p: &str) -> String {
+    p.replace("{0,255}?", "*?")
+        .replace("{1,255}?", "+?")
+        .replace("{1,255}", "+")
+}
+
+fn compile(exact: bool, with_email: bool) -> Engine {
+    let mut url = expand(URL_TEMPLATE);
     let mut rest = expand(REST_BEFORE_EMAIL);
     if with_email {
         rest.push_str(&expand(EMAIL));
     }
     rest.push_str(&expand(REST_AFTER_EMAIL));
-    Regex::builder()
+    if !exact {
+        url = unbound(&url);
+        rest = unbound(&rest);
+    }
+    let nfa = NFA::compiler()
+        .syntax(
+            regex_automata::util::syntax::Config::new()
+                .unicode(true)
+                .utf8(true),
+        )
         .configure(
-            Regex::config()
-                .match_kind(MatchKind::LeftmostFirst)
+            NFA::config()
+                .which_captures(WhichCaptures::Implicit)
                 .nfa_size_limit(Some(1 << 30))
-                .onepass_size_limit(Some(0))
-                .hybrid_cache_capacity(8 << 20),
+                .shrink(false),
         )
         .build_many(&[url.as_str(), rest.as_str()])
-        .expect("tokenizer pattern compiles")
+        .expect("tokenizer pattern compiles");
+    if std::env::var_os("TOKENS_DEBUG").is_some() {
+        eprintln!(
+            "nfa exact={exact} email={with_email}: {} states, {} bytes",
+            nfa.states().len(),
+            nfa.memory_usage()
+        );
+    }
+    let dfa = DFA::builder()
+        .configure(
+            DFA::config()
+                .match_kind(MatchKind::LeftmostFirst)
+                .cache_capacity(if exact { 16 << 20 } else { 2 << 20 })
+                .minimum_cache_clear_count(None),
+        )
+        .build_from_nfa(nfa.clone())
+        .expect("tokenizer DFA builds");
+    Engine {
+        nfa,
+        dfa,
+        pike: OnceLock::new(),
+    }
 }
 
-/// The pattern without the e-mail branch (for texts without `@`).
-fn regex_plain() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| compile(false))
+/// The pattern for texts where the bounded repeats are unbounded in effect
+/// and no e-mail can match (the common case).
+fn engine_fast() -> &'static Engine {
+    static E: OnceLock<Engine> = OnceLock::new();
+    E.get_or_init(|| compile(false, false))
 }
 
-/// The full pattern (for texts with `@`).
-fn regex_full() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| compile(true))
+/// The exact pattern (bounded repeats, e-mail branch), compiled on first use.
+fn engine_exact() -> &'static Engine {
+    static E: OnceLock<Engine> = OnceLock::new();
+    E.get_or_init(|| compile(true, true))
 }
 
 /// Compiles both tokenizer patterns now (they are otherwise compiled on
-/// first use) and returns how long that took. For benchmarks.
+/// first use) and returns how long each took. For benchmarks.
 #[doc(hidden)]
-pub fn warm_up() -> std::time::Duration {
+pub fn warm_up() -> (std::time::Duration, std::time::Duration) {
     let t0 = std::time::Instant::now();
     let _ = classes();
-    let _ = regex_plain();
-    let _ = regex_full();
-    t0.elapsed()
+    let _ = engine_fast();
+    let t1 = std::time::Instant::now();
+    let _ = engine_exact();
+    (t1 - t0, t1.elapsed())
 }
 
 // ---------------------------------------------------------------------------
@@ -432,25 +492,6 @@ fn naked_from(s: &str, q: usize, ends: &mut Vec<usize>) -> Option<usize> {
             Some('@') => continue,
             _ => return Some(x),
         }
-    }
-    None
-}
-
-/// The leftmost naked-domain match starting at or after `from`.
-fn earliest_naked(s: &str, from: usize, ends: &mut Vec<usize>) -> Option<(usize, usize)> {
-    let cl = classes();
-    let b = s.as_bytes();
-    let mut q = from;
-    while let Some(c) = char_at(s, q) {
-        if !cl.az09.has(c) || (q > 0 && b[q - 1] == b'@') {
-            q += c.len_utf8();
-            continue;
-        }
-        if let Some(end) = naked_from(s, q, ends) {
-            return Some((q, end));
-        }
-        // Every later start inside this run fails the same way.
-        q = ends[0];
     }
     None
 }
@@ -961,8 +1002,8 @@ pub struct Tokenizer {
     d: String,
     chars: Vec<u32>,
     ends: Vec<usize>,
-    cache_plain: Option<Cache>,
-    cache_full: Option<Cache>,
+    cache_fast: Option<Cache>,
+    cache_exact: Option<Cache>,
 }
 
 impl Tokenizer {
@@ -1030,38 +1071,97 @@ impl Tokenizer {
     }
 
     /// `PHONE_WORD_RE.findall(s)`.
+    ///
+    /// At every non-`\s` char some alternative matches (the last one is
+    /// `\S`), and no alternative can start with a `\s` char, so each match
+    /// starts at the first non-`\s` char after the previous one: the search is
+    /// anchored there, and the naked-domain branch is tried there when the
+    /// URL branch does not match.
     fn find_all(&mut self, s: &str, out: &mut Tokens) {
-        let with_at = memchr::memchr(b'@', s.as_bytes()).is_some();
-        let (rx, cache) = if with_at {
-            (regex_full(), &mut self.cache_full)
+        let cl = classes();
+        let exact = email_possible(s) || long_run(s);
+        let (engine, cache) = if exact {
+            (engine_exact(), &mut self.cache_exact)
         } else {
-            (regex_plain(), &mut self.cache_plain)
+            (engine_fast(), &mut self.cache_fast)
         };
-        let cache = cache.get_or_insert_with(|| rx.create_cache());
-        // The leftmost naked-domain match at or after the last search start
-        // (cached: it stays valid until `pos` passes it).
-        let mut naked_done = !naked_possible(s);
-        let mut naked_next: Option<(usize, usize)> = None;
+        let cache = cache.get_or_insert_with(|| engine.dfa.create_cache());
+        let naked = naked_possible(s);
+        let b = s.as_bytes();
         let mut pos = 0usize;
-        while pos < s.len() {
-            let m = rx.search_with(cache, &Input::new(s).range(pos..));
-            if !naked_done && naked_next.is_none_or(|(q, _)| q < pos) {
-                naked_next = earliest_naked(s, pos, &mut self.ends);
-                naked_done = naked_next.is_none();
+        while pos < b.len() {
+            // Skip \s.
+            let c = b[pos];
+            if c < 0x80 {
+                if !cl.nonspace.has(c as char) {
+                    pos += 1;
+                    continue;
+                }
+            } else {
+                let ch = char_at(s, pos).unwrap_or('\0');
+                if !cl.nonspace.has(ch) {
+                    pos += ch.len_utf8();
+                    continue;
+                }
             }
-            let (start, end) = match (m, naked_next.filter(|_| !naked_done)) {
-                (None, None) => break,
-                (None, Some((q, e))) => (q, e),
-                (Some(m), Some((q, e))) if q < m.start() => (q, e),
-                (Some(m), Some((q, e))) if q == m.start() && m.pattern().as_usize() == 1 => (q, e),
-                (Some(m), _) => (m.start(), m.end()),
+            let input = Input::new(s).range(pos..).anchored(Anchored::Yes);
+            let (end, pid) = match engine.dfa.try_search_fwd(cache, &input) {
+                Ok(Some(m)) => (m.offset(), m.pattern().as_usize()),
+                Ok(None) => (pos + char_at(s, pos).map_or(1, char::len_utf8), 1),
+                Err(_) => {
+                    let pike = engine
+                        .pike
+                        .get_or_init(|| PikeVM::new_from_nfa(engine.nfa.clone()).expect("pikevm"));
+                    let mut pc = pike.create_cache();
+                    match pike.find(&mut pc, input) {
+                        Some(m) => (m.end(), m.pattern().as_usize()),
+                        None => (pos + char_at(s, pos).map_or(1, char::len_utf8), 1),
+                    }
+                }
             };
-            out.push(&s[start..end]);
-            debug_assert!(end > start);
-            pos = end;
-            if end <= start {
-                break;
-            }
+            let end = if pid == 1
+                && naked
+                && cl.az09.has(char_at(s, pos).unwrap_or('\0'))
+                && (pos == 0 || b[pos - 1] != b'@')
+            {
+                naked_from(s, pos, &mut self.ends).unwrap_or(end)
+            } else {
+                end
+            };
+            out.push(&s[pos..end]);
+            pos = end.max(pos + 1);
         }
     }
+}
+
+/// Whether the e-mail branch can match: some `@` right after a `[\w.+-]` char
+/// and right before a `[\w-]` char.
+fn email_possible(s: &str) -> bool {
+    let cl = classes();
+    memchr::memchr_iter(b'@', s.as_bytes()).any(|i| {
+        let before = s[..i].chars().next_back();
+        let after = s[i + 1..].chars().next();
+        before.is_some_and(|c| cl.emlocal.has(c)) && after.is_some_and(|c| cl.worddash.has(c))
+    })
+}
+
+/// Whether some run of non-`\s` chars is longer than 255 chars (then the
+/// bounded repeats of the URL branch matter).
+fn long_run(s: &str) -> bool {
+    if s.len() <= 255 {
+        return false;
+    }
+    let cl = classes();
+    let mut run = 0usize;
+    for c in s.chars() {
+        if cl.nonspace.has(c) {
+            run += 1;
+            if run > 255 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
 }

@@ -138,6 +138,13 @@ def main():
     for ch in LITERALS:
         got = probe(regex.escape(ch), TOK_FLAGS)
         assert got == [ord(ch)], (hex(ord(ch)), got)
+    # The port anchors each match at the first non-\s char: every class that can
+    # start a match must lie inside \S.
+    nonspace = set(probe(r"\S", TOK_FLAGS))
+    for first in ["h", r"[a-z0-9.\-]", "[a-z0-9]", r"\+", "[01]", r"[\(]", r"\d", "[<>]", "[:;=8]",
+                  r"[\)\]\(\[dDpP/\:\}\{@\|\\]", "<", r"[\-]", "@", r"\#", r"[\w.+-]",
+                  r"[\U0001F1E6-\U0001F1FF]", "\U0001F3F4", r"[^\W\d_]", r"[+\-]", r"[\w_]", r"\."]:
+        assert set(probe(first, TOK_FLAGS)) <= nonspace, first
     for name, src, flags in CLASSES:
         fl = "V0|I|U|X" if flags else "none"
         emit_ranges(f"CLS_{name}", ranges(probe(src, flags)), f"`{src}` (flags {fl})".replace("\\", "\\\\"))
