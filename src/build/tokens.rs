@@ -755,10 +755,13 @@ fn py_lower(s: &str, out: &mut String) {
         out.make_ascii_lowercase();
         return;
     }
+    let lower = &blocks().lower;
     for (i, c) in s.char_indices() {
         let u = c as u32;
         if u < 128 {
             out.push(c.to_ascii_lowercase());
+        } else if !in_block(lower, u) {
+            out.push(c);
         } else if u == 0x3A3 {
             out.push(if final_sigma(s, i) { 'ς' } else { 'σ' });
         } else if let Ok(k) = t::LOWER1.binary_search_by_key(&u, |&(cp, _)| cp) {
@@ -801,22 +804,28 @@ fn nonspace_end(s: &str, mut i: usize) -> usize {
 
 /// Python `re.sub(pat, '', s)` for a pattern `prefix\S+` where `prefix`
 /// is matched at byte `i` by `at(s, i)` (returning the prefix length);
-/// candidate starts are the bytes `first`. False when nothing matched.
+/// candidate starts are the bytes `b1` and `b2`. False (and `out`
+/// untouched) when nothing matched.
 fn sub_prefix_nonspace(
     s: &str,
     out: &mut String,
-    first: &[u8],
+    b1: u8,
+    b2: Option<u8>,
     at: impl Fn(&str, usize) -> Option<usize>,
 ) -> bool {
     let b = s.as_bytes();
+    let next = |from: usize| {
+        let hay = &b[from..];
+        match b2 {
+            Some(b2) => memchr::memchr2(b1, b2, hay),
+            None => memchr::memchr(b1, hay),
+        }
+        .map(|o| from + o)
+    };
     let mut copied = 0;
     let mut any = false;
-    let mut i = 0;
-    while i < b.len() {
-        if !first.contains(&b[i]) {
-            i += 1;
-            continue;
-        }
+    let mut from = 0;
+    while let Some(i) = next(from) {
         if let Some(n) = at(s, i) {
             let e = nonspace_end(s, i + n);
             if e > i + n {
@@ -826,11 +835,11 @@ fn sub_prefix_nonspace(
                 }
                 out.push_str(&s[copied..i]);
                 copied = e;
-                i = e;
+                from = e;
                 continue;
             }
         }
-        i += 1;
+        from = i + 1;
     }
     if any {
         out.push_str(&s[copied..]);
@@ -865,9 +874,68 @@ fn at_handle_or_scheme(s: &str, i: usize) -> Option<usize> {
     Some(r.len() - r3.len())
 }
 
+/// Per 256-code-point block: whether any code point of it has a
+/// `str.lower()` mapping (`lower`), or a decomposition, category Mn, a
+/// non-zero combining class or is the second of a composition (`norm`).
+#[derive(Debug)]
+struct Blocks {
+    lower: [u64; 68],
+    norm: [u64; 68],
+}
+
+fn blocks() -> &'static Blocks {
+    static B: OnceLock<Blocks> = OnceLock::new();
+    B.get_or_init(|| {
+        let mut b = Blocks {
+            lower: [0; 68],
+            norm: [0; 68],
+        };
+        let set = |m: &mut [u64; 68], lo: u32, hi: u32| {
+            for k in (lo >> 8)..=(hi >> 8) {
+                m[(k >> 6) as usize] |= 1 << (k & 63);
+            }
+        };
+        for &(c, _) in t::LOWER1 {
+            set(&mut b.lower, c, c);
+        }
+        for &(c, _) in t::LOWER_MULTI {
+            set(&mut b.lower, c, c);
+        }
+        set(&mut b.lower, 0x3A3, 0x3A3);
+        for &(c, _, _) in t::DECOMP {
+            set(&mut b.norm, c, c);
+        }
+        for &(lo, hi) in t::MN {
+            set(&mut b.norm, lo, hi);
+        }
+        for &(lo, hi, _) in t::CCC {
+            set(&mut b.norm, lo, hi);
+        }
+        for &(_, c, _) in t::COMPOSE {
+            set(&mut b.norm, c, c);
+        }
+        set(&mut b.norm, L_BASE, T_BASE + T_COUNT);
+        set(&mut b.norm, S_BASE, S_BASE + S_COUNT - 1);
+        b
+    })
+}
+
+#[inline]
+fn in_block(m: &[u64; 68], c: u32) -> bool {
+    let k = c >> 8;
+    (m[(k >> 6) as usize] >> (k & 63)) & 1 != 0
+}
+
+/// Whether deaccent can change `s` (some char is in a block with
+/// decompositions, marks or compositions).
+fn needs_normalization(s: &str) -> bool {
+    let m = &blocks().norm;
+    s.chars().any(|c| c as u32 >= 0xC0 && in_block(m, c as u32))
+}
+
 #[inline]
 fn ccc(c: u32) -> u8 {
-    if c < 0x300 {
+    if c < 0x300 || !in_block(&blocks().norm, c) {
         return 0;
     }
     match t::CCC.binary_search_by(|&(lo, hi, _)| {
@@ -903,9 +971,10 @@ fn deaccent(s: &str, scratch: &mut Vec<u32>, out: &mut String) {
         }
         v.push(c);
     };
+    let norm = &blocks().norm;
     for ch in s.chars() {
         let c = ch as u32;
-        if c < 0xC0 {
+        if c < 0xC0 || !in_block(norm, c) {
             scratch.push(c);
         } else if (S_BASE..S_BASE + S_COUNT).contains(&c) {
             let si = c - S_BASE;
@@ -951,7 +1020,12 @@ fn deaccent(s: &str, scratch: &mut Vec<u32>, out: &mut String) {
         if let Some(si) = starter {
             let blocked = last_ccc != -1 && (last_ccc == 0 || last_ccc >= cc);
             // `last_ccc == -1` means the previous char is the starter itself.
-            if !blocked && let Some(comp) = compose(v[si], c) {
+            // Every second of a composition is >= U+0300 (checked by the generator).
+            if !blocked
+                && c >= 0x300
+                && in_block(norm, c)
+                && let Some(comp) = compose(v[si], c)
+            {
                 v[si] = comp;
                 r += 1;
                 continue;
@@ -1019,23 +1093,16 @@ impl Tokenizer {
         let mut b = std::mem::take(&mut self.b);
         a.clear();
         py_lower(text, &mut a);
-        let bytes = a.as_bytes();
-        if memchr::memmem::find(bytes, b"http").is_some()
-            && sub_prefix_nonspace(&a, &mut b, b"h", at_http)
-        {
+        if sub_prefix_nonspace(&a, &mut b, b'h', None, at_http) {
             std::mem::swap(&mut a, &mut b);
         }
-        if memchr::memmem::find(a.as_bytes(), b"pic").is_some()
-            && sub_prefix_nonspace(&a, &mut b, b"p", at_pic)
-        {
+        if sub_prefix_nonspace(&a, &mut b, b'p', None, at_pic) {
             std::mem::swap(&mut a, &mut b);
         }
-        if memchr::memchr2(b'@', b'h', a.as_bytes()).is_some()
-            && sub_prefix_nonspace(&a, &mut b, b"@h", at_handle_or_scheme)
-        {
+        if sub_prefix_nonspace(&a, &mut b, b'@', Some(b'h'), at_handle_or_scheme) {
             std::mem::swap(&mut a, &mut b);
         }
-        if !a.is_ascii() {
+        if !a.is_ascii() && needs_normalization(&a) {
             b.clear();
             deaccent(&a, &mut self.chars, &mut b);
             std::mem::swap(&mut a, &mut b);

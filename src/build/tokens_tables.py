@@ -232,6 +232,7 @@ def main():
         if len(parts) == 2 and unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(c):
             comp.append((parts[0], parts[1], c))
     comp.sort()
+    assert min(b for _, b, _ in comp) >= 0x300  # tokens.rs relies on it
     emit_pairs("COMPOSE", "(u32, u32, u32)", comp, "Primary composites: (first, second, composite), sorted.")
 
     # html.entities.name2codepoint (HTML 4, case-sensitive names).
