@@ -980,7 +980,7 @@ fn deaccent(s: &str, scratch: &mut Vec<u32>, out: &mut String) {
             let si = c - S_BASE;
             push(L_BASE + si / N_COUNT, scratch);
             push(V_BASE + (si % N_COUNT) / T_COUNT, scratch);
-            if si % T_COUNT != 0 {
+            if !si.is_multiple_of(T_COUNT) {
                 push(T_BASE + si % T_COUNT, scratch);
             }
         } else if let Ok(k) = t::DECOMP.binary_search_by_key(&c, |&(cp, _, _)| cp) {
@@ -1052,7 +1052,7 @@ fn compose(a: u32, b: u32) -> Option<u32> {
         return Some(S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT);
     }
     if (S_BASE..S_BASE + S_COUNT).contains(&a)
-        && (a - S_BASE) % T_COUNT == 0
+        && (a - S_BASE).is_multiple_of(T_COUNT)
         && (T_BASE + 1..T_BASE + T_COUNT).contains(&b)
     {
         return Some(a + (b - T_BASE));
