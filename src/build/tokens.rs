@@ -33,29 +33,44 @@
 //!   `html.entities.name2codepoint` and cp1252. `str.isspace` (what `re`'s
 //!   `\S` negates) comes from `pytext`.
 //! * **The tokenizer pattern** is rebuilt from those ranges as explicit,
-//!   case-sensitive classes and compiled with `regex-automata` as two patterns,
-//!   leftmost-first: the URL branch with a scheme or a `domain.tld/` prefix, and
-//!   everything after the naked-domain branch (phone numbers, emoticons, …).
-//!   A variant with the e-mail branch (a large automaton because of the
-//!   bounded repeats of Unicode `\w`) is compiled lazily and used only for
-//!   texts that contain `@` (no e-mail match is possible otherwise).
+//!   case-sensitive classes and compiled with `regex-automata` (Thompson NFA
+//!   plus lazy DFA, leftmost-first) as two patterns: 0 = the URL branch with a
+//!   scheme or a `domain.tld/` prefix, 1 = everything after the naked-domain
+//!   branch (phone numbers, emoticons, …, `\S`), in nltk's order.
+//! * **Anchored search.** Every non-`\s` char starts a match (the last
+//!   alternative is `\S`) and no alternative can start with a `\s` char
+//!   (checked by the generator), so `findall`'s successive leftmost matches
+//!   start exactly at the first non-`\s` char after the previous match. Each
+//!   match is therefore one anchored forward lazy-DFA search that yields its
+//!   end and which pattern matched: no reverse search, no unanchored prefix,
+//!   hence few DFA states.
 //! * **The naked-domain branch** (`(?<!@)[a-z0-9]+(?:[.\-][a-z0-9]+){0,126}[.]
-//!   (?:[a-z]{2,13})\b/?(?!@)`) has look-arounds, so it is matched by hand,
-//!   following the backtracking order exactly (most `[.\-]` groups first; the
-//!   label after the last `.` must be the whole run of letters, 2 to 13 long,
-//!   followed by a non-`\w` char; `/` is taken unless `@` follows it). It is
-//!   only searched when the text has a `.` followed by two letters of the
-//!   class. At each position the full pattern's order is kept: the first URL
-//!   branch, then the naked domain, then the rest.
+//!   (?:[a-z]{2,13})\b/?(?!@)`) has look-arounds, so it is matched by hand at
+//!   the token start when pattern 0 did not match there, following the
+//!   backtracking order exactly (most `[.\-]` groups first; the label after
+//!   the chosen `.` must be the whole run of letters, 2 to 13 long, followed
+//!   by a non-`\w` char; `/` is taken unless `@` follows it; the whole match is
+//!   refused when `@` follows). If it fails, pattern 1's match stands. It is
+//!   only tried when the text has a `.` followed by two letters of the class.
+//! * **Two compiled variants.** The common one (about 5 ms to compile) has no
+//!   e-mail branch and unbounded repeats in place of `{0,255}?`, `{1,255}?` and
+//!   `{1,255}`, which is exact when no run of non-`\s` chars exceeds 255 chars
+//!   (every class under those repeats is inside `\S`) and no `@` sits between
+//!   a `[\w.+-]` and a `[\w-]` char (no e-mail can match). Otherwise the exact
+//!   variant (bounded repeats and the e-mail branch, a much larger automaton:
+//!   about 75 ms to compile, on first use only) is used.
 //! * `HANG_RE` (a backreference) and `ENT_RE` (whose backtracking gives
 //!   `&#;`, `&x;`, `&#x;` their group splits, and where a leading `x` without
 //!   `#` still selects base 16) are implemented by hand, as is Python's
 //!   `int(s, 10 | 16)` (`str.isspace` stripping, sign, single `_` between
 //!   digits, `0x` prefix, any Unicode decimal digit).
-//! * The hot path does not allocate once the scratch buffers of a
-//!   [`Tokenizer`] have grown: ASCII texts skip lower-casing tables and
-//!   normalization, texts without `&`, `http`, `pic`, `@` or runs skip those
-//!   stages.
+//! * The hot path does not allocate once the scratch buffers and lazy-DFA
+//!   caches of a [`Tokenizer`] have grown: ASCII texts skip the lower-casing
+//!   tables and normalization, non-ASCII chars in blocks without mappings skip
+//!   the lookups (per-256-code-point bitmaps), and texts without `&`, `http`,
+//!   `pic`, `@` or runs of four skip those stages. The lazy DFA is configured
+//!   never to give up; should it ever report an error, a PikeVM over the same
+//!   NFA answers instead.
 //!
 //! # Known differences (documented, not emulated)
 //!
@@ -63,8 +78,13 @@
 //!   cannot be held in a Rust `String`: it becomes U+FFFD (Python keeps the
 //!   surrogate, which cannot even be encoded to UTF-8).
 //! * nltk runs the tokenizer pattern under a 5 s timeout and raises
-//!   `TimeoutError`; this port has no timeout (its matching is linear-time
-//!   apart from the bounded naked-domain search), so it always returns tokens.
+//!   `TimeoutError`; this port has no timeout (each match is one forward DFA
+//!   pass plus, for naked domains, a bounded hand-written search), so it
+//!   always returns tokens where Python might raise on adversarial input.
+//!
+//! Parity is tested by `tests/tokens.rs` against fixtures written by
+//! `tests/fixtures/tokens/make_cases.py` (real corpora, synthetic branch and
+//! boundary cases, code point sweeps).
 
 #[path = "tokens_tables.rs"]
 #[rustfmt::skip]
