@@ -273,7 +273,10 @@ fn timing() {
     let texts: Vec<String> = load(&file).into_iter().map(|c| c.text).collect();
     let mut tok = Tokenizer::new();
     let mut out = Tokens::default();
-    let rounds = 20;
+    let rounds: usize = std::env::var("TOKENS_TIMING_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
     for t in &texts {
         tok.reply_tokens(t, &mut out);
     }

@@ -716,20 +716,37 @@ fn replace_entities(s: &str, out: &mut String) -> bool {
 /// `HANG_RE.sub(r"\1\1\1", s)` into `out`; false when nothing changes.
 fn hang(s: &str, out: &mut String) -> bool {
     let cl = classes();
-    // First a read-only scan for a run of four (the common case has none).
+    // First a read-only byte scan for a run of four (the common case has none).
+    let b = s.as_bytes();
+    let n = b.len();
     let mut any = false;
-    let mut prev: Option<char> = None;
-    let mut count = 0usize;
-    for c in s.chars() {
-        if Some(c) == prev {
-            count += 1;
-            if count == 4 && cl.hang.has(c) {
+    let mut i = 0;
+    while i + 3 < n {
+        let x = b[i];
+        if x < 0x80 {
+            if b[i + 1] == x && b[i + 2] == x && b[i + 3] == x && cl.hang.has(x as char) {
                 any = true;
                 break;
             }
+            i += 1;
         } else {
-            prev = Some(c);
-            count = 1;
+            let l = if x >= 0xF0 {
+                4
+            } else if x >= 0xE0 {
+                3
+            } else {
+                2
+            };
+            if i + 4 * l <= n
+                && b[i..i + l] == b[i + l..i + 2 * l]
+                && b[i..i + l] == b[i + 2 * l..i + 3 * l]
+                && b[i..i + l] == b[i + 3 * l..i + 4 * l]
+                && char_at(s, i).is_some_and(|c| cl.hang.has(c))
+            {
+                any = true;
+                break;
+            }
+            i += l;
         }
     }
     if !any {
@@ -1188,6 +1205,35 @@ impl Tokenizer {
                 let ch = char_at(s, pos).unwrap_or('\0');
                 if !cl.nonspace.has(ch) {
                     pos += ch.len_utf8();
+                    continue;
+                }
+            }
+            // Fast path: a run of ASCII letters followed by ASCII whitespace,
+            // `,`, `!`, `?`, `)`, `"` or the end is one token (no alternative
+            // can go past such a char or match differently: URLs and domains
+            // need `:`/`.`, emoticons `:;=8`, words stop at non-`\w`).
+            if b[pos].is_ascii_alphabetic() {
+                let mut e = pos + 1;
+                while e < b.len() && b[e].is_ascii_alphabetic() {
+                    e += 1;
+                }
+                if e == b.len()
+                    || matches!(
+                        b[e],
+                        b' ' | b'\t'
+                            | b'\n'
+                            | b'\r'
+                            | 0x0b
+                            | 0x0c
+                            | b','
+                            | b'!'
+                            | b'?'
+                            | b')'
+                            | b'"'
+                    )
+                {
+                    out.push(&s[pos..e]);
+                    pos = e;
                     continue;
                 }
             }
