@@ -383,13 +383,6 @@ fn compile(exact: bool, with_email: bool) -> Engine {
         )
         .build_many(&[url.as_str(), rest.as_str()])
         .expect("tokenizer pattern compiles");
-    if std::env::var_os("TOKENS_DEBUG").is_some() {
-        eprintln!(
-            "nfa exact={exact} email={with_email}: {} states, {} bytes",
-            nfa.states().len(),
-            nfa.memory_usage()
-        );
-    }
     let dfa = DFA::builder()
         .configure(
             DFA::config()
