@@ -22,7 +22,9 @@ use socialctx::dump::{DumpOptions, write_cache_with};
 struct Args {
     /// The cache directory (as written by the precache example)
     cache: PathBuf,
-    /// Include retweets (the oracle's --retweets)
+    /// Include retweets (the oracle's --retweets; a cache built with the
+    /// extended features also holds the retweets of retweets.json files,
+    /// which the oracle does not read)
     #[arg(long)]
     retweets: bool,
     /// Add the extended features as extra keys (per thread: event, veracity,
@@ -41,12 +43,6 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if args.tokens && !socialctx::internals::tokens::PORTED {
-        eprintln!(
-            "error: --tokens: reply tokens are not available yet (the tokenizer port is pending, issue 14)"
-        );
-        return ExitCode::from(2);
-    }
     let cache = match Cache::open(&args.cache) {
         Ok(c) => c,
         Err(e) => {

@@ -6,16 +6,11 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use socialctx::internals::tokens::PORTED;
 use socialctx::{Cache, LazyCache, TextField, UniqueTexts};
 
-/// The fields with stored inputs (reply tokens once the tokenizer is ported).
+/// The fields with stored inputs.
 fn fields() -> Vec<TextField> {
-    let mut f = vec![TextField::Description];
-    if PORTED {
-        f.push(TextField::Reply);
-    }
-    f
+    vec![TextField::Description, TextField::Reply]
 }
 
 fn golden() -> (tempfile::TempDir, Cache) {
@@ -98,15 +93,9 @@ fn replies_map_to_their_tokens() {
     let (_tmp, cache) = golden();
     let all: Vec<usize> = (0..cache.len()).collect();
     let unique = check(&cache, TextField::Reply, &all);
-    if PORTED {
-        assert!(unique.len() > 100, "{}", unique.len());
-        // Retweets and [] replies have no input.
-        assert!(unique.index().contains(&UniqueTexts::NONE));
-    } else {
-        // No reply tokens are stored before the port: no input at all.
-        assert!(unique.is_empty());
-        assert!(unique.index().iter().all(|&i| i == UniqueTexts::NONE));
-    }
+    assert!(unique.len() > 100, "{}", unique.len());
+    // Retweets and [] replies have no input.
+    assert!(unique.index().contains(&UniqueTexts::NONE));
 }
 
 #[test]

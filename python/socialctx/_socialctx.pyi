@@ -14,7 +14,6 @@ _Labels = npt.NDArray[np.int8] | Sequence[int]
 FEATURE_NAMES: list[str]
 NUM_FEATURES: int
 FORMAT_VERSION: int
-_REPLY_TOKENS: bool
 
 class Error(Exception):
     """Base class of every socialctx error."""

@@ -1372,8 +1372,6 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FEATURE_NAMES", sc::FEATURE_NAMES.to_vec())?;
     m.add("NUM_FEATURES", sc::NUM_FEATURES)?;
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
-    // False until the reply tokenizer port lands (issue 14): no reply tokens stored.
-    m.add("_REPLY_TOKENS", sc::internals::tokens::PORTED)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;

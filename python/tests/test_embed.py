@@ -18,12 +18,9 @@ import numpy as np
 import pytest
 
 import socialctx
-from conftest import REPO, jsonl
-from socialctx._socialctx import _REPLY_TOKENS
+from conftest import CORPORA, REPO, jsonl
 
-# Reply tokens are stored once the tokenizer port lands (issue 14); until
-# then every reply has none and only descriptions can be embedded.
-FIELDS = ["description", "reply"] if _REPLY_TOKENS else ["description"]
+FIELDS = ["description", "reply"]
 
 TOKENS = {
     "golden": "tests/fixtures/golden/tokens.jsonl",
@@ -76,29 +73,36 @@ def golden(built, tmp_path) -> socialctx.Cache:
     return socialctx.open(out)
 
 
-@pytest.mark.parametrize("name", sorted(TOKENS))
-def test_thread_tokens_match_the_text_oracle(built, name):
-    cache = socialctx.open(built[name])
-    expected = jsonl(REPO / TOKENS[name])
-    assert len(expected) == len(cache)
-    for thread, want in zip(cache, expected):
-        assert str(thread.source_id) == want["source_id"]
+def _oracle_view(cache: socialctx.Cache, replies_only: bool) -> list[dict[str, object]]:
+    """The cache's texts in the text oracle's shape."""
+    out = []
+    for thread in cache:
         kept = [
-            (str(i), r, d)
+            {"id": str(i), "reply_tokens": r, "description_tokens": d}
             for i, r, d, kind in zip(
                 thread.reaction_ids, thread.reply_tokens, thread.description_tokens, thread.kinds
             )
             # The oracle leaves out a reply whose `text` is not a string.
-            if not (kind == 1 and r is None)
+            if not (kind == 1 and r is None) and not (replies_only and kind == 0)
         ]
-        got = [{"id": i, "reply_tokens": r, "description_tokens": d} for i, r, d in kept]
-        if _REPLY_TOKENS:
-            assert got == want["reactions"], thread.source_id
-        else:
-            assert all(r is None for r in thread.reply_tokens)
-            ours = dict(zip(map(str, thread.reaction_ids), thread.description_tokens))
-            for r in want["reactions"]:
-                assert ours[r["id"]] == r["description_tokens"], (thread.source_id, r["id"])
+        out.append({"source_id": str(thread.source_id), "reactions": kept})
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(TOKENS))
+def test_thread_tokens_match_the_text_oracle(built, name, tmp_path):
+    expected = jsonl(REPO / TOKENS[name])
+    replies = [
+        {**t, "reactions": [r for r in t["reactions"] if r["reply_tokens"] is not None]}
+        for t in expected
+    ]
+    # The default build also takes retweets from retweets.json (an extension
+    # the oracle does not read): compare its replies, and everything on a
+    # build without the extended features.
+    assert _oracle_view(socialctx.open(built[name]), replies_only=True) == replies
+    plain = tmp_path / "plain"
+    socialctx.build(REPO / CORPORA[name][0], plain, threads=2, extended=False, progress=False)
+    assert _oracle_view(socialctx.open(plain), replies_only=False) == expected
 
 
 def test_unique_texts_dedupe_and_index(golden):
@@ -161,7 +165,7 @@ def test_loader_rows_equal_a_direct_computation(golden, kinds):
                 if t < len(picked):
                     i = picked[t]
                     desc = thread.description_tokens[i]
-                    reply = thread.reply_tokens[i] if _REPLY_TOKENS else desc
+                    reply = thread.reply_tokens[i]
                     want_r = toy(reply) if reply else np.zeros(4, np.float32)
                     want_d = (toy(desc) if desc else np.zeros(4, np.float32)).astype(np.float16)
                     zeros_seen["r"] += not reply

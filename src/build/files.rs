@@ -12,7 +12,7 @@ use super::features;
 use super::parse::{
     Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
 };
-use super::tokens::{PORTED, Tokenizer, Tokens};
+use super::tokens::{Tokenizer, Tokens};
 use crate::format::{ReactionRecord, ReactionSpans, Span, TOKEN_SEPARATOR};
 use crate::schema::{FeatureVec, ReactionKind};
 
@@ -125,7 +125,7 @@ pub(super) fn reaction_row(
         let r = reaction_fields(v)?;
         let features = features::compute(&r, source, kind)?;
         let reply_tokens = match (kind, r.reply_text) {
-            (ReactionKind::Reply, Some(text)) if PORTED => tok.push(arena, text),
+            (ReactionKind::Reply, Some(text)) => tok.push(arena, text),
             _ => Span::NONE,
         };
         let text: ReactionSpans = [

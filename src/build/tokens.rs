@@ -100,10 +100,6 @@ use regex_automata::{Anchored, Input, MatchKind};
 use super::pytext::is_space as py_isspace;
 use tables as t;
 
-/// Whether [`Tokenizer::reply_tokens`] is the bit-exact port. While false,
-/// no reply tokens are stored.
-pub const PORTED: bool = true;
-
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
 /// worker reuses its allocations across tweets.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
