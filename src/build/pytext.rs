@@ -20,19 +20,24 @@ mod tables;
 
 use tables::{ASCII_SPACE, ASCII_WORD, ASCII_WORD_APOS, SPACE_RANGES, WORD_RANGES};
 
+/// Where the inclusive range `lo..=hi` lies relative to `c`, for binary
+/// searches over sorted, disjoint ranges (also the tokenizer's tables).
+#[inline]
+pub(super) fn range_cmp(lo: u32, hi: u32, c: u32) -> core::cmp::Ordering {
+    if hi < c {
+        core::cmp::Ordering::Less
+    } else if lo > c {
+        core::cmp::Ordering::Greater
+    } else {
+        core::cmp::Ordering::Equal
+    }
+}
+
 /// Binary search for `c` in sorted, disjoint, inclusive ranges.
 #[inline]
-fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
+pub(super) fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
     ranges
-        .binary_search_by(|&(lo, hi)| {
-            if hi < c {
-                core::cmp::Ordering::Less
-            } else if lo > c {
-                core::cmp::Ordering::Greater
-            } else {
-                core::cmp::Ordering::Equal
-            }
-        })
+        .binary_search_by(|&(lo, hi)| range_cmp(lo, hi, c))
         .is_ok()
 }
 

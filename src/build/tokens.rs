@@ -97,7 +97,7 @@ use regex_automata::nfa::thompson::pikevm::PikeVM;
 use regex_automata::nfa::thompson::{NFA, WhichCaptures};
 use regex_automata::{Anchored, Input, MatchKind};
 
-use super::pytext::is_space as py_isspace;
+use super::pytext::{in_ranges, is_space as py_isspace, range_cmp};
 use tables as t;
 
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
@@ -142,22 +142,6 @@ impl Tokens {
 // ---------------------------------------------------------------------------
 // Character classes
 // ---------------------------------------------------------------------------
-
-/// Binary search for `c` in sorted, disjoint, inclusive ranges.
-#[inline]
-fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
-    ranges
-        .binary_search_by(|&(lo, hi)| {
-            if hi < c {
-                core::cmp::Ordering::Less
-            } else if lo > c {
-                core::cmp::Ordering::Greater
-            } else {
-                core::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
-}
 
 /// A probed class with an ASCII bitmask in front of its ranges.
 #[derive(Debug)]
@@ -986,15 +970,7 @@ fn ccc(c: u32) -> u8 {
     if c < 0x300 || !in_block(&blocks().norm, c) {
         return 0;
     }
-    match t::CCC.binary_search_by(|&(lo, hi, _)| {
-        if hi < c {
-            core::cmp::Ordering::Less
-        } else if lo > c {
-            core::cmp::Ordering::Greater
-        } else {
-            core::cmp::Ordering::Equal
-        }
-    }) {
+    match t::CCC.binary_search_by(|&(lo, hi, _)| range_cmp(lo, hi, c)) {
         Ok(k) => t::CCC[k].2,
         Err(_) => 0,
     }
