@@ -343,13 +343,7 @@ pub(crate) fn execute(
             let _ = std::thread::Builder::new()
                 .name(format!("socialctx-prefetch-{k}"))
                 .stack_size(256 << 10)
-                .spawn_scoped(scope, move || {
-                    if k == 0 {
-                        prefetch.run()
-                    } else {
-                        prefetch.help()
-                    }
-                });
+                .spawn_scoped(scope, move || prefetch.run(k == 0));
         }
         let result = pool::run_ordered(
             list.len(),
@@ -390,9 +384,7 @@ pub(crate) fn execute(
                     tally.add(data.record.label_code, &data.text.event);
                     writer.push(data, &list[i].rel)?;
                 }
-                prefetch
-                    .done
-                    .store(i + 1, std::sync::atomic::Ordering::Relaxed);
+                prefetch.advance(i + 1);
                 progress.thread_done(n);
                 Ok(())
             },

@@ -12,8 +12,12 @@
 //! its first reaction file is already in the page cache (`mincore`; see
 //! [`resident`] and [`hint_thread`]), the thread is skipped. And only one
 //! prefetcher (the scout) runs until a thread is found cold; the others
-//! sleep on a condition variable until then. A warm build thus pays one
-//! listing, one open and one read per thread, on one extra thread. The
+//! sleep on a condition variable until then, and again after a long run of
+//! cached threads (a mostly warm corpus with a few evicted threads, as
+//! memory reclaim leaves it). A warm build thus pays one listing, one open
+//! and one mincore per sampled thread, on one extra thread. Prefetchers a
+//! window ahead of the writer wait on a second condition variable that the
+//! writer signals as it advances: they are not polled. The
 //! cache's bytes do not depend on any of this.
 
 use std::fs::{self, File};
@@ -35,14 +39,25 @@ fn window(depth: usize) -> usize {
 pub(super) struct Prefetch<'a> {
     list: &'a [ThreadDir],
     next: AtomicUsize,
-    /// Threads the writer has consumed (advanced by the build).
-    pub(super) done: AtomicUsize,
+    /// Threads the writer has consumed ([`Prefetch::advance`]).
+    done: AtomicUsize,
     stop: AtomicBool,
-    /// Set once a thread is found not cached: wakes the helpers.
+    /// Whether the scout last found a thread not cached (helpers run while
+    /// it is set).
     cold: Mutex<bool>,
-    wake: Condvar,
+    /// Wakes the helpers when `cold` is set, and everyone at the stop.
+    cold_set: Condvar,
+    /// Wakes prefetchers waiting for the workers to catch up.
+    advanced: Condvar,
+    /// Prefetchers waiting on `advanced`.
+    waiting: AtomicUsize,
     window: usize,
 }
+
+/// [`Prefetch::advance`] wakes waiting prefetchers once per this many
+/// threads (not per thread: 32 waiters woken 6,425 times would cost more
+/// than the prefetching), far less than the window.
+const WAKE_EVERY: usize = 64;
 
 impl<'a> Prefetch<'a> {
     pub(super) fn new(list: &'a [ThreadDir], depth: usize) -> Self {
@@ -52,51 +67,100 @@ impl<'a> Prefetch<'a> {
             done: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             cold: Mutex::new(false),
-            wake: Condvar::new(),
+            cold_set: Condvar::new(),
+            advanced: Condvar::new(),
+            waiting: AtomicUsize::new(0),
             window: window(depth),
+        }
+    }
+
+    /// Records that the writer has consumed the first `done` threads.
+    pub(super) fn advance(&self, done: usize) {
+        self.done.store(done, Ordering::SeqCst);
+        if (done.is_multiple_of(WAKE_EVERY) || done == self.list.len())
+            && self.waiting.load(Ordering::SeqCst) > 0
+        {
+            let _guard = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+            self.advanced.notify_all();
         }
     }
 
     /// Stops every prefetcher (the build is done or failed).
     pub(super) fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::SeqCst);
         let _guard = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
-        self.wake.notify_all();
+        self.cold_set.notify_all();
+        self.advanced.notify_all();
     }
 
-    /// A helper's loop: sleep until the scout finds the corpus cold, then
-    /// prefetch like it.
-    pub(super) fn help(&self) {
-        let guard = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
-        let guard = self
-            .wake
-            .wait_while(guard, |cold| !*cold && !self.stop.load(Ordering::Relaxed))
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Blocks while thread `i` is more than a window ahead of the writer;
+    /// false once stopped.
+    fn wait_for_workers(&self, i: usize) -> bool {
+        let ahead = |p: &Self| i > p.done.load(Ordering::SeqCst) + p.window;
+        if !ahead(self) {
+            return !self.stopped();
+        }
+        let mut guard = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while ahead(self) && !self.stopped() {
+            // The timeout only bounds the cost of a wake-up skipped by the
+            // every-WAKE_EVERY rule at the very end of the list.
+            guard = self
+                .advanced
+                .wait_timeout(guard, Duration::from_millis(20))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        !self.stopped()
+    }
+
+    /// A helper that saw a long run of cached threads: marks the corpus
+    /// warm and sleeps until the scout finds a cold thread; false once
+    /// stopped.
+    fn sleep_until_cold(&self) -> bool {
+        let mut cold = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+        *cold = false;
+        let _cold = self
+            .cold_set
+            .wait_while(cold, |cold| !*cold && !self.stopped())
             .unwrap_or_else(PoisonError::into_inner);
-        drop(guard);
-        self.run();
+        !self.stopped()
     }
 
-    /// The scout's (and, once woken, every helper's) loop: take the next
-    /// thread, wait while it is too far ahead of the workers, hint its files.
-    pub(super) fn run(&self) {
-        // After a long run of cached threads, check only every SAMPLE-th
-        // thread: a warm build then costs next to nothing; one cold sample
-        // switches back to every thread.
+    fn set_cold(&self) {
+        let mut cold = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*cold {
+            *cold = true;
+            self.cold_set.notify_all();
+        }
+    }
+
+    /// A prefetcher's loop: take the next thread, wait while it is too far
+    /// ahead of the workers, hint its files. The scout never sleeps on a warm
+    /// corpus; a helper starts asleep and goes back to sleep after a long
+    /// run of cached threads, so a mostly warm corpus with a few evicted
+    /// threads wakes the helpers only while they are useful.
+    pub(super) fn run(&self, scout: bool) {
+        // After a long run of cached threads the scout checks only every
+        // SAMPLE-th thread: a warm build then costs next to nothing; one
+        // cold sample switches back to every thread.
         const STREAK: usize = 64;
         const SAMPLE: usize = 32;
-        let mut warm_streak = 0;
+        let mut warm_streak = if scout { 0 } else { STREAK };
         loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.list.len() {
-                return;
-            }
-            while i > self.done.load(Ordering::Relaxed) + self.window {
-                if self.stop.load(Ordering::Relaxed) {
+            if !scout && warm_streak >= STREAK {
+                if !self.sleep_until_cold() {
                     return;
                 }
-                std::thread::sleep(Duration::from_millis(1));
+                warm_streak = 0;
             }
-            if self.stop.load(Ordering::Relaxed) {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.list.len() || !self.wait_for_workers(i) {
                 return;
             }
             if warm_streak >= STREAK && !i.is_multiple_of(SAMPLE) {
@@ -107,11 +171,7 @@ impl<'a> Prefetch<'a> {
             }
             if hint_thread(&self.list[i]) {
                 warm_streak = 0;
-                let mut cold = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
-                if !*cold {
-                    *cold = true;
-                    self.wake.notify_all();
-                }
+                self.set_cold();
             } else {
                 warm_streak += 1;
             }
