@@ -275,3 +275,31 @@ fn nonsense_options_are_refused_with_clear_messages() {
     );
     assert!(!err.contains("StringRecord"), "{err}");
 }
+
+/// `dump --tokens --retweets` prints exactly the text oracle's bytes for the
+/// shipped sample; `--tokens` with `--extended` is a usage error.
+#[test]
+fn dump_tokens_prints_the_text_oracle_and_refuses_extended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    build_cache(&repo("data-samples/corpus"), &cache, 2);
+    let o = example("dump")
+        .arg(&cache)
+        .args(["--tokens", "--retweets"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let expected = fs::read_to_string(repo("data-samples/tokens.jsonl")).unwrap();
+    assert!(
+        text(&o).0 == expected,
+        "dump --tokens --retweets differs from data-samples/tokens.jsonl"
+    );
+
+    let o = example("dump")
+        .arg(&cache)
+        .args(["--tokens", "--extended"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--extended"), "{}", text(&o).1);
+}
