@@ -35,10 +35,14 @@ fn py_list(v: &Value) -> String {
     }
 }
 
-/// An oracle line as `rpdnn_tokens.py` prints it (keys in its order).
-fn oracle_line(source_id: &Value, reactions: &[&Value]) -> String {
-    let items: Vec<String> = reactions
+/// The parsed oracle line `line` as `rpdnn_tokens.py` prints it (keys in its order);
+/// `keep` picks the reactions printed.
+fn oracle_line(line: &Value, keep: impl Fn(&Value) -> bool) -> String {
+    let items: Vec<String> = line["reactions"]
+        .as_array()
+        .unwrap()
         .iter()
+        .filter(|r| keep(r))
         .map(|r| {
             format!(
                 "{{\"id\": {}, \"reply_tokens\": {}, \"description_tokens\": {}}}",
@@ -49,7 +53,8 @@ fn oracle_line(source_id: &Value, reactions: &[&Value]) -> String {
         })
         .collect();
     format!(
-        "{{\"source_id\": {source_id}, \"reactions\": [{}]}}\n",
+        "{{\"source_id\": {}, \"reactions\": [{}]}}\n",
+        line["source_id"],
         items.join(", ")
     )
 }
@@ -119,31 +124,11 @@ fn check(corpus: &str, expected: &str) -> usize {
     // The oracle's lines are reproduced exactly from their parsed values
     // (checked on the full lines), then the retweets dropped.
     let lines = jsonl(&expected);
-    let all: String = lines
-        .iter()
-        .map(|l| {
-            oracle_line(
-                &l["source_id"],
-                &l["reactions"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .collect::<Vec<_>>(),
-            )
-        })
-        .collect();
+    let all: String = lines.iter().map(|l| oracle_line(l, |_| true)).collect();
     assert_eq!(all, expected, "{corpus}: oracle lines re-printed");
     let replies_only: String = lines
         .iter()
-        .map(|l| {
-            let replies: Vec<&Value> = l["reactions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|r| !r["reply_tokens"].is_null())
-                .collect();
-            oracle_line(&l["source_id"], &replies)
-        })
+        .map(|l| oracle_line(l, |r| !r["reply_tokens"].is_null()))
         .collect();
     for c in [&cache, &plain] {
         assert_same_lines(

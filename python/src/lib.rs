@@ -194,6 +194,31 @@ struct PyCache {
     dir: PathBuf,
 }
 
+/// Per reaction of `view`, the token list `list` picks, as Python lists.
+fn token_lists<'a>(
+    view: &sc::ThreadView<'a>,
+    list: impl Fn(&sc::ReactionView<'a>) -> Option<sc::TokenList<'a>>,
+) -> Vec<Option<Vec<String>>> {
+    view.reactions()
+        .map(|r| list(&r).map(|t| t.iter().map(str::to_owned).collect()))
+        .collect()
+}
+
+/// Python's reading of index `i` into `len` items (negative counts from
+/// the end); IndexError with `what(i, len)` when out of range.
+pub(crate) fn py_index(
+    i: isize,
+    len: usize,
+    what: impl FnOnce(isize, usize) -> String,
+) -> PyResult<usize> {
+    let n = len as isize;
+    let j = if i < 0 { i + n } else { i };
+    if j < 0 || j >= n {
+        return Err(PyIndexError::new_err(what(i, len)));
+    }
+    Ok(j as usize)
+}
+
 impl PyCache {
     fn view(&self, i: usize) -> PyResult<sc::ThreadView<'_>> {
         self.inner
@@ -203,14 +228,9 @@ impl PyCache {
     }
 
     fn index(&self, i: isize) -> PyResult<usize> {
-        let len = self.inner.len() as isize;
-        let j = if i < 0 { i + len } else { i };
-        if j < 0 || j >= len {
-            return Err(PyIndexError::new_err(format!(
-                "thread index {i} out of range for a cache of {len} threads"
-            )));
-        }
-        Ok(j as usize)
+        py_index(i, self.inner.len(), |i, len| {
+            format!("thread index {i} out of range for a cache of {len} threads")
+        })
     }
 }
 
@@ -543,28 +563,14 @@ impl PyThread {
     /// whose `text` is not a string).
     #[getter]
     fn reply_tokens(&self) -> PyResult<Vec<Option<Vec<String>>>> {
-        Ok(self
-            .view()?
-            .reactions()
-            .map(|r| {
-                r.reply_tokens()
-                    .map(|t| t.iter().map(str::to_owned).collect())
-            })
-            .collect())
+        Ok(token_lists(&self.view()?, |r| r.reply_tokens()))
     }
 
     /// Per reaction, the author's description split on ' ' (None without a
     /// description: `has_description` = 0).
     #[getter]
     fn description_tokens(&self) -> PyResult<Vec<Option<Vec<String>>>> {
-        Ok(self
-            .view()?
-            .reactions()
-            .map(|r| {
-                r.description_tokens()
-                    .map(|t| t.iter().map(str::to_owned).collect())
-            })
-            .collect())
+        Ok(token_lists(&self.view()?, |r| r.description_tokens()))
     }
 
     /// An extended per-reaction column (np.float32 [n], NaN where unknown):

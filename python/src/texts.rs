@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use socialctx as sc;
@@ -48,14 +48,9 @@ impl PyUniqueTexts {
     }
 
     fn check(&self, i: isize) -> PyResult<usize> {
-        let len = self.inner.len() as isize;
-        let j = if i < 0 { i + len } else { i };
-        if j < 0 || j >= len {
-            return Err(PyIndexError::new_err(format!(
-                "input {i} out of range for {len} unique texts"
-            )));
-        }
-        Ok(j as usize)
+        crate::py_index(i, self.inner.len(), |i, len| {
+            format!("input {i} out of range for {len} unique texts")
+        })
     }
 }
 

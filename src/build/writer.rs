@@ -384,7 +384,8 @@ impl ThreadData {
         let t = &self.text;
         let thread =
             96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
-        let texts = self.text_arena.len() + self.reaction_texts.len() * 24;
+        let texts = self.text_arena.len()
+            + self.reaction_texts.len() * std::mem::size_of::<ReactionSpans>();
         thread
             + texts
             + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())

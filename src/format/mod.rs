@@ -138,6 +138,13 @@ impl Span {
     }
 }
 
+impl ArchivedSpan {
+    /// Whether this is [`Span::NONE`] (a null text).
+    pub fn is_none(&self) -> bool {
+        self.start.to_native() == Span::NONE.start && self.len.to_native() == Span::NONE.len
+    }
+}
+
 /// Per-thread numbers.
 #[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq)]
 pub struct ThreadRecord {

@@ -304,10 +304,10 @@ fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
     // views can slice it without checks.
     let arena = text.arena.as_str();
     let ok = |s: &ArchivedSpan, nullable: bool| {
-        let (start, len) = (s.start.to_native(), s.len.to_native());
-        if nullable && start == u32::MAX && len == 0 {
+        if nullable && s.is_none() {
             return true;
         }
+        let (start, len) = (s.start.to_native(), s.len.to_native());
         let (start, end) = (start as usize, start as usize + len as usize);
         end <= arena.len() && arena.is_char_boundary(start) && arena.is_char_boundary(end)
     };

@@ -205,19 +205,18 @@ impl<'a> ThreadView<'a> {
         let segment = arena.get(base..end.max(base)).unwrap_or("");
         let r = self.num.range();
         let relative = |s: &ArchivedSpan| {
-            let (start, len) = (s.start.to_native(), s.len.to_native());
-            if start == u32::MAX && len == 0 {
+            if s.is_none() {
                 Span::NONE
             } else {
                 Span {
-                    start: start - base as u32,
-                    len,
+                    start: s.start.to_native() - base as u32,
+                    len: s.len.to_native(),
                 }
             }
         };
         let spans = self.text.reactions[r]
             .iter()
-            .map(|spans| [0, 1, 2].map(|k| relative(&spans[k])))
+            .map(|spans| spans.each_ref().map(relative))
             .collect();
         (segment, spans)
     }
@@ -314,7 +313,7 @@ impl<'a> ReactionView<'a> {
     /// Author's description, if not null.
     pub fn user_description(&self) -> Option<&'a str> {
         let d = &self.spans[DESCRIPTION];
-        (!is_none(d)).then(|| span_text(self.arena, d))
+        (!d.is_none()).then(|| span_text(self.arena, d))
     }
     /// The reply's RPDNN tokens (`preprocessing_tweet_text` of `text`, else
     /// `full_text`; see FEATURES.md, "Texts for embedding"): `None` for a
@@ -332,7 +331,7 @@ impl<'a> ReactionView<'a> {
     /// ```
     pub fn reply_tokens(&self) -> Option<TokenList<'a>> {
         let k = &self.spans[REPLY_TOKENS];
-        (!is_none(k)).then(|| TokenList(Joined::Reply(span_text(self.arena, k))))
+        (!k.is_none()).then(|| TokenList(Joined::Reply(span_text(self.arena, k))))
     }
     /// The author's description as RPDNN splits it, `description.split(' ')`,
     /// when it has a token (`has_description` = 1); else `None`.
@@ -345,16 +344,12 @@ impl<'a> ReactionView<'a> {
     /// Whether the reference's text stage keeps this reaction: false only for
     /// a reply whose `text` is not a string.
     pub fn has_text_tokens(&self) -> bool {
-        self.kind() == ReactionKind::Retweet || !is_none(&self.spans[REPLY_TOKENS])
+        self.kind() == ReactionKind::Retweet || !self.spans[REPLY_TOKENS].is_none()
     }
     /// The 28 features.
     pub fn features(&self) -> &'a FeatureVec {
         self.features
     }
-}
-
-fn is_none(s: &ArchivedSpan) -> bool {
-    s.start.to_native() == u32::MAX && s.len.to_native() == 0
 }
 
 /// A list of tokens stored as one string: a reply's tokens (joined by
