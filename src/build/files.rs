@@ -21,18 +21,15 @@ use crate::schema::{FeatureVec, ReactionKind};
 #[derive(Default)]
 pub(super) struct Names {
     bytes: Vec<u8>,
-    spans: Vec<(usize, usize)>,
+    /// Each name's start and length in `bytes`, and whether the listing
+    /// gave it as a regular file.
+    spans: Vec<(usize, usize, bool)>,
 }
 
 impl Names {
-    /// Lists `dir` (hidden names skipped) in byte order.
-    pub(super) fn list(&mut self, dir: &Path) -> std::io::Result<()> {
-        self.list_open(dir).map(drop)
-    }
-
-    /// Lists `dir` as [`list`](Self::list) does and returns it open, for
-    /// opening its files relative to it: one open of the directory, and no
-    /// allocation per entry (names are copied straight from `getdents`).
+    /// Lists `dir` (hidden names skipped) in byte order and returns it open,
+    /// for opening its files relative to it: one open of the directory, and
+    /// no allocation per entry (names are copied straight from `getdents`).
     pub(super) fn list_open(&mut self, dir: &Path) -> std::io::Result<Dir> {
         use rustix::fs::{CWD, Mode, OFlags, openat};
         self.bytes.clear();
@@ -48,7 +45,8 @@ impl Names {
             let entry = entry?;
             let name = entry.file_name().to_bytes();
             if !name.starts_with(b".") {
-                self.spans.push((self.bytes.len(), name.len()));
+                let regular = entry.file_type() == rustix::fs::FileType::RegularFile;
+                self.spans.push((self.bytes.len(), name.len(), regular));
                 self.bytes.extend_from_slice(name);
             }
         }
@@ -60,10 +58,17 @@ impl Names {
 
     /// The names, in order.
     pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &std::ffi::OsStr> + '_ {
+        self.entries().map(|(name, _)| name)
+    }
+
+    /// The names, in order, each with whether the listing gave it as a
+    /// regular file (`d_type`; false when the file system does not say).
+    pub(super) fn entries(&self) -> impl DoubleEndedIterator<Item = (&std::ffi::OsStr, bool)> + '_ {
         use std::os::unix::ffi::OsStrExt;
-        self.spans
-            .iter()
-            .map(|&(start, len)| std::ffi::OsStr::from_bytes(&self.bytes[start..start + len]))
+        self.spans.iter().map(|&(start, len, regular)| {
+            let name = std::ffi::OsStr::from_bytes(&self.bytes[start..start + len]);
+            (name, regular)
+        })
     }
 }
 
@@ -160,19 +165,19 @@ pub(super) fn read_source(
         .source_dir()
         .ok_or_else(|| "no source-tweets/ or source-tweet/ folder".to_string())?;
     let dir = td.path.join(dir_name);
-    names
-        .list(&dir)
+    let listed = names
+        .list_open(&dir)
         .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
     // The reference takes the last name in sorted order, ignoring *.csv; we
     // also pass over stray files (editor backups...), which `process` reports.
-    let name = names
-        .iter()
+    let (name, regular) = names
+        .entries()
         .rev()
-        .find(|n| is_json_name(n))
+        .find(|(n, _)| is_json_name(n))
         .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
     let rel = format!("{dir_name}/{}", name.to_string_lossy());
     reader
-        .read_file(&dir.join(name), max)
+        .read_file_in(&listed, name, max, regular)
         .map_err(|r| format!("source tweet {rel}: {r}"))?;
     Ok(rel)
 }

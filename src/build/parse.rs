@@ -26,6 +26,9 @@ type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
 /// Default cap on the size of one tweet file (tweets are 3-5 KB).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// A reader's first buffer, and the least it grows by: a tweet fits in one read.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// Why a file was rejected, in plain words (becomes a report line).
 pub type Reason = String;
 
@@ -40,6 +43,9 @@ pub type Reason = String;
 /// assert_eq!(src.unwrap().unwrap(), "a");
 /// ```
 pub struct TweetReader {
+    /// The loaded bytes are `buf[..len]`. The buffer stays initialised to its
+    /// whole length (zeroed once, when it grows), so that a file can be read
+    /// straight into it.
     buf: Vec<u8>,
     /// The JSON error of the last parse, for [`explain`](Self::explain).
     failure: std::cell::Cell<Option<JsonFailure>>,
@@ -54,7 +60,7 @@ impl std::fmt::Debug for TweetReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TweetReader")
             .field("loaded_bytes", &self.len)
-            .field("capacity", &self.buf.capacity())
+            .field("capacity", &self.buf.len())
             .finish_non_exhaustive()
     }
 }
@@ -69,7 +75,7 @@ impl TweetReader {
     /// A reader with empty buffers; they grow to the largest file seen.
     pub fn new() -> Self {
         TweetReader {
-            buf: Vec::with_capacity(64 * 1024),
+            buf: vec![0; READ_CHUNK],
             failure: std::cell::Cell::new(None),
             files_read: 0,
             len: 0,
@@ -84,19 +90,25 @@ impl TweetReader {
         let file = open_options()
             .open(path)
             .map_err(|e| format!("cannot open: {e}"))?;
-        self.read_from(file, max_bytes)
+        self.read_from(file, max_bytes, false)
     }
 
     /// Reads the file `name` of the open directory `dir` into the buffer.
     ///
     /// Opening relative to the directory (`openat`) spares the kernel a walk
     /// of the whole path for every one of a corpus's many small files.
+    /// `regular` says that the directory listing gave `name` as a regular
+    /// file: a read that returns less than asked of a regular file is then
+    /// its end (POSIX), which spares the second `read` that would only
+    /// return 0. Anything else (a symlink, an unknown type) is read to a
+    /// zero-byte read.
     #[cfg(unix)]
     pub fn read_file_in(
         &mut self,
         dir: &rustix::fs::Dir,
         name: &std::ffi::OsStr,
         max_bytes: u64,
+        regular: bool,
     ) -> Result<(), Reason> {
         use rustix::fs::{Mode, OFlags, openat};
         if name.as_encoded_bytes().contains(&0) {
@@ -114,7 +126,7 @@ impl TweetReader {
             Mode::empty(),
         )
         .map_err(|e| format!("cannot open: {}", std::io::Error::from(e)))?;
-        self.read_from(File::from(fd), max_bytes)
+        self.read_from(File::from(fd), max_bytes, regular)
     }
 
     /// Files this reader has read (opened and read, whatever the outcome).
@@ -122,19 +134,37 @@ impl TweetReader {
         self.files_read
     }
 
-    fn read_from(&mut self, file: File, max_bytes: u64) -> Result<(), Reason> {
+    fn read_from(&mut self, mut file: File, max_bytes: u64, regular: bool) -> Result<(), Reason> {
         self.files_read += 1;
-        self.buf.clear();
-        // `take` caps what a huge (or endless) file can make us read.
-        file.take(max_bytes + 1)
-            .read_to_end(&mut self.buf)
-            .map_err(|e| read_reason(&e, ""))?;
-        if self.buf.len() as u64 > max_bytes {
+        self.len = 0;
+        // Reading one byte past the cap tells a file over it from one at it,
+        // and caps what a huge (or endless) file can make us read.
+        let limit = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+        let mut len = 0;
+        while len < limit {
+            if len == self.buf.len() {
+                let grow = len.max(READ_CHUNK).min(limit - len);
+                self.buf.resize(len + grow, 0);
+            }
+            let end = self.buf.len().min(limit);
+            match file.read(&mut self.buf[len..end]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    len += n;
+                    if regular && len < end {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_reason(&e, "")),
+            }
+        }
+        if len as u64 > max_bytes {
             return Err(format!(
                 "file is over the {max_bytes}-byte limit for one tweet"
             ));
         }
-        self.len = self.buf.len();
+        self.len = len;
         Ok(())
     }
 
@@ -145,8 +175,10 @@ impl TweetReader {
 
     /// Copies `bytes` into the buffer (for tests, fuzzing and benches).
     pub fn load_bytes(&mut self, bytes: &[u8]) {
-        self.buf.clear();
-        self.buf.extend_from_slice(bytes);
+        if self.buf.len() < bytes.len() {
+            self.buf.resize(bytes.len(), 0);
+        }
+        self.buf[..bytes.len()].copy_from_slice(bytes);
         self.len = bytes.len();
     }
 
@@ -159,17 +191,22 @@ impl TweetReader {
         }
         let len = self.len;
         self.failure.set(None);
-        self.buf.resize(len + simd_json::INPUT_PADDING, 0);
+        let padded = len + simd_json::INPUT_PADDING;
+        if self.buf.len() < padded {
+            self.buf.resize(padded, 0);
+        }
+        // What follows the bytes is a previous file's: simd-json wants zeros.
+        self.buf[len..padded].fill(0);
+        let input = &mut self.buf[..padded];
         let mut tape: Tape<'s> = std::mem::replace(&mut self.tape, Tape::null()).reset();
-        let result =
-            match simd_json::fill_tape_padded(&mut self.buf, len, &mut self.buffers, &mut tape) {
-                Ok(()) => Ok(f(tape.as_value())),
-                Err(e) => {
-                    let failure = JsonFailure::of(&e);
-                    self.failure.set(Some(failure));
-                    Err(failure.short())
-                }
-            };
+        let result = match simd_json::fill_tape_padded(input, len, &mut self.buffers, &mut tape) {
+            Ok(()) => Ok(f(tape.as_value())),
+            Err(e) => {
+                let failure = JsonFailure::of(&e);
+                self.failure.set(Some(failure));
+                Err(failure.short())
+            }
+        };
         self.tape = tape.reset();
         result
     }
@@ -785,5 +822,58 @@ mod tests {
         // A reason that is not the last parse's JSON error is kept as it is.
         let r = TweetReader::new();
         assert_eq!(r.explain("missing field x".into()), "missing field x");
+    }
+
+    /// Files of every size around the buffer's growth points read the same
+    /// whether the listing said "regular file" (a short read ends the file)
+    /// or not (read to a zero-byte read); the cap is exact either way; and a
+    /// short file after a long one leaves nothing of the long one behind.
+    #[test]
+    fn reads_are_exact_at_every_size_and_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = rustix::fs::open(
+            dir.path(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let listed = rustix::fs::Dir::new(fd).unwrap();
+        let mut r = TweetReader::new();
+        let sizes = [
+            0,
+            1,
+            2_600,
+            READ_CHUNK - 1,
+            READ_CHUNK,
+            READ_CHUNK + 1,
+            3 * READ_CHUNK + 7,
+            1 << 20,
+        ];
+        for (k, &size) in sizes.iter().enumerate() {
+            let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + k) as u8).collect();
+            let name = format!("f{k}.json");
+            std::fs::write(dir.path().join(&name), &bytes).unwrap();
+            for regular in [true, false] {
+                let name = std::ffi::OsStr::new(&name);
+                r.read_file_in(&listed, name, u64::MAX, regular).unwrap();
+                assert_eq!(r.bytes(), &bytes[..], "size {size}, regular {regular}");
+                // At the cap: read whole; one byte over: refused.
+                r.read_file_in(&listed, name, size as u64, regular).unwrap();
+                assert_eq!(r.bytes().len(), size);
+                if size > 0 {
+                    let err = r
+                        .read_file_in(&listed, name, size as u64 - 1, regular)
+                        .unwrap_err();
+                    assert!(err.contains("limit"), "{err}");
+                }
+            }
+        }
+        // A small tweet read into the grown buffer parses as itself: what
+        // follows it in the buffer (the last file's bytes) is not read.
+        std::fs::write(dir.path().join("t.json"), tweet(r#"{"urls": []}"#)).unwrap();
+        r.read_file_in(&listed, std::ffi::OsStr::new("t.json"), u64::MAX, true)
+            .unwrap();
+        let text = r.parse(|v| reaction_fields(v).map(|f| f.text.to_owned()));
+        assert_eq!(text, Ok(Ok("hi".to_string())));
     }
 }

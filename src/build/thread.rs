@@ -109,7 +109,7 @@ impl<'i> Worker<'i> {
                     continue;
                 }
             };
-            for name in self.names.iter() {
+            for (name, regular) in self.names.entries() {
                 let file_rel = || format!("{}/{dir_name}/{}", td.rel, name.to_string_lossy());
                 if !is_json_name(name) {
                     bad.push(BadInput::new(file_rel(), STRAY));
@@ -117,7 +117,7 @@ impl<'i> Worker<'i> {
                 }
                 let row = self
                     .reaction
-                    .read_file_in(&dir_file, name, self.max_file_bytes)
+                    .read_file_in(&dir_file, name, self.max_file_bytes, regular)
                     .and_then(|()| {
                         reaction_row(&mut self.reaction, &source, kind, &mut arena, &mut self.tok)
                     });
