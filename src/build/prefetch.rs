@@ -12,9 +12,10 @@
 //! its first reaction file is already in the page cache (`mincore`; see
 //! [`resident`] and [`hint_thread`]), the thread is skipped. And only one
 //! prefetcher (the scout) runs until a thread is found cold; the others
-//! sleep on a condition variable until then, and again after a long run of
-//! cached threads (a mostly warm corpus with a few evicted threads, as
-//! memory reclaim leaves it). A warm build thus pays one listing, one open
+//! sleep on a condition variable, each thread found cold wakes one more of
+//! them, and a helper sleeps again after a long run of cached threads (a
+//! mostly warm corpus with a few evicted threads, as memory reclaim leaves
+//! it, wakes a few helpers, not all). A warm build thus pays one listing, one open
 //! and one mincore per sampled thread, on one extra thread. Prefetchers a
 //! window ahead of the writer wait on a second condition variable that the
 //! writer signals as it advances: they are not polled. The
@@ -42,16 +43,23 @@ pub(super) struct Prefetch<'a> {
     /// Threads the writer has consumed ([`Prefetch::advance`]).
     done: AtomicUsize,
     stop: AtomicBool,
-    /// Whether the scout last found a thread not cached (helpers run while
-    /// it is set).
-    cold: Mutex<bool>,
-    /// Wakes the helpers when `cold` is set, and everyone at the stop.
+    /// Helpers asleep, and wake-ups granted to them: each thread found
+    /// not cached grants one (see [`Prefetch::set_cold`]).
+    cold: Mutex<Sleepers>,
+    /// Wakes a helper when a wake-up is granted, and everyone at the stop.
     cold_set: Condvar,
     /// Wakes prefetchers waiting for the workers to catch up.
     advanced: Condvar,
     /// Prefetchers waiting on `advanced`.
     waiting: AtomicUsize,
     window: usize,
+}
+
+/// The helpers' sleep state, under [`Prefetch::cold`].
+#[derive(Default)]
+struct Sleepers {
+    asleep: usize,
+    wakeups: usize,
 }
 
 /// [`Prefetch::advance`] wakes waiting prefetchers once per this many
@@ -66,7 +74,7 @@ impl<'a> Prefetch<'a> {
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
-            cold: Mutex::new(false),
+            cold: Mutex::new(Sleepers::default()),
             cold_set: Condvar::new(),
             advanced: Condvar::new(),
             waiting: AtomicUsize::new(0),
@@ -119,24 +127,31 @@ impl<'a> Prefetch<'a> {
         !self.stopped()
     }
 
-    /// A helper that saw a long run of cached threads: marks the corpus
-    /// warm and sleeps until the scout finds a cold thread; false once
-    /// stopped.
+    /// A helper that saw a long run of cached threads sleeps until it is
+    /// granted a wake-up; false once stopped.
     fn sleep_until_cold(&self) -> bool {
-        let mut cold = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
-        *cold = false;
-        let _cold = self
+        let mut sleepers = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+        sleepers.asleep += 1;
+        let mut sleepers = self
             .cold_set
-            .wait_while(cold, |cold| !*cold && !self.stopped())
+            .wait_while(sleepers, |s| s.wakeups == 0 && !self.stopped())
             .unwrap_or_else(PoisonError::into_inner);
+        sleepers.asleep -= 1;
+        sleepers.wakeups = sleepers.wakeups.saturating_sub(1);
         !self.stopped()
     }
 
+    /// A thread was found not cached: wakes one more sleeping helper. One
+    /// per cold thread, not all of them: a warm corpus with a few evicted
+    /// threads (memory reclaim leaves such) wakes a few helpers, each of
+    /// which costs a run of residency checks before it sleeps again, while
+    /// on a cold corpus every prefetcher finds cold threads and the helpers
+    /// are all awake within a few dozen threads.
     fn set_cold(&self) {
-        let mut cold = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*cold {
-            *cold = true;
-            self.cold_set.notify_all();
+        let mut sleepers = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
+        if sleepers.wakeups < sleepers.asleep {
+            sleepers.wakeups += 1;
+            self.cold_set.notify_one();
         }
     }
 
