@@ -4,10 +4,17 @@
 //! The writer never holds the whole cache in memory: a shard is serialized
 //! straight to its file (hashed on the way) as soon as it is full, and its
 //! buffers are reused for the next one.
+//!
+//! A full shard is written by a background thread while the next one fills
+//! (at most one at a time, so at most two shards are in memory). Written
+//! inline, the serialization, write and `fsync` of each shard held up the
+//! build's ordered sink for tens of milliseconds, and the workers, a bounded
+//! window ahead of it, stood idle.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
 
 use rkyv::ser::writer::IoWriter;
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
@@ -54,6 +61,13 @@ impl Default for WriterOptions {
 /// Builds a cache directory shard by shard and publishes it atomically.
 #[derive(Debug)]
 pub struct CacheWriter {
+    /// The shard being written in the background. Declared before
+    /// `staging`, so that it is dropped (joined) first: a writer dropped on
+    /// an error must not have a thread still writing into the staging
+    /// directory that `staging`'s drop removes.
+    pending: PendingFlush,
+    /// Cleared buffers of the last shard written, for the next one.
+    spare: Option<(Shard, TextShard)>,
     staging: Staging,
     opts: WriterOptions,
     current: Shard,
@@ -72,6 +86,8 @@ impl CacheWriter {
     /// not a cache (it would be replaced).
     pub fn create(target: &Path, opts: WriterOptions) -> Result<Self> {
         Ok(CacheWriter {
+            pending: PendingFlush(None),
+            spare: None,
             staging: Staging::begin(target)?,
             opts,
             current: Shard::default(),
@@ -172,83 +188,87 @@ impl CacheWriter {
         io(&path, f.sync_all())
     }
 
-    /// Serializes `value` straight into `file` (hashing on the way, so no
-    /// copy of the archive is held in memory), appends the footer, syncs,
-    /// and describes the file.
-    fn write_archive<T>(&self, file: String, value: &T) -> Result<FileInfo>
-    where
-        T: for<'a> rkyv::Serialize<
-                rkyv::api::high::HighSerializer<
-                    IoWriter<HashingWriter>,
-                    rkyv::ser::allocator::ArenaHandle<'a>,
-                    rkyv::rancor::BoxedError,
-                >,
-            >,
-    {
-        let path = self.staging.dir().join(&file);
-        let out = io(&path, File::create(&path))?;
-        let sink = HashingWriter {
-            out: BufWriter::with_capacity(1 << 20, out),
-            hasher: Xxh3Default::new(),
-            len: 0,
-        };
-        let written =
-            rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(value, IoWriter::new(sink))
-                .map_err(|e| match io_cause(&e) {
-                    Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
-                    None => BuildError::Internal {
-                        path: file.clone().into(),
-                        message: format!("serializing the shard failed: {e}"),
-                    },
-                })?;
-        let HashingWriter {
-            mut out,
-            hasher,
-            len,
-        } = written.into_inner();
-        let sum = hasher.digest();
-        let footer = Footer {
-            archive_len: len,
-            xxh3: sum,
-        };
-        io(&path, out.write_all(&footer.encode()))?;
-        let out = out
-            .into_inner()
-            .map_err(|e| BuildError::io(&path, e.into_error()))?;
-        io(&path, out.sync_all())?;
-        Ok(FileInfo {
-            file,
-            bytes: len + footer::LEN as u64,
-            xxh3: hex64(sum),
-        })
-    }
-
-    /// Serializes and writes the current shard (numbers and texts), then
-    /// clears it, keeping its buffers for the next shard (no allocation churn).
+    /// Hands the current shard (numbers and texts) to a background thread
+    /// that serializes, writes and syncs it, after waiting for the one
+    /// before; the next shard fills the buffers that one used (no
+    /// allocation churn). Written inline when no thread can be started.
     fn flush(&mut self) -> Result<()> {
+        self.wait_flushed()?;
         let n = self.shards.len();
-        let numbers = self.write_archive(shard_file(n), &self.current)?;
-        let text = self.write_archive(text_file(n), &self.current_text)?;
-        let shard = &mut self.current;
-        self.shards.push(ShardInfo {
-            numbers,
-            text,
+        let next = self.spare.take().unwrap_or_default();
+        let shard = std::mem::replace(&mut self.current, next.0);
+        let text = std::mem::replace(&mut self.current_text, next.1);
+        self.current_bytes = 0;
+        let counts = ShardCounts {
             threads: shard.threads.len() as u64,
             reactions: shard.reactions.len() as u64,
             first_source_id: shard.threads.first().map_or(0, |t| t.source_id),
             last_source_id: shard.threads.last().map_or(0, |t| t.source_id),
+        };
+        let dir = self.staging.dir().to_path_buf();
+        // The job hands its input back so that a refused spawn can run it here.
+        let job = Box::new((dir, n, shard, text));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Box<FlushJob>>(1);
+        let spawned = std::thread::Builder::new()
+            .name("socialctx-shard-writer".into())
+            .spawn(move || {
+                rx.recv()
+                    .map_err(|_| None)
+                    .and_then(|job| write_shard(*job).map_err(Some))
+            });
+        match spawned {
+            Ok(handle) => {
+                let _ = tx.send(job);
+                self.pending.0 = Some((counts, handle));
+                Ok(())
+            }
+            Err(_) => {
+                let done = write_shard(*job)?;
+                self.record(counts, done);
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits for the shard being written in the background, if any, and
+    /// records it.
+    fn wait_flushed(&mut self) -> Result<()> {
+        let Some((counts, handle)) = self.pending.0.take() else {
+            return Ok(());
+        };
+        let done = match handle.join() {
+            Ok(Ok(done)) => done,
+            Ok(Err(Some(e))) => return Err(e),
+            Ok(Err(None)) | Err(_) => {
+                return Err(BuildError::Internal {
+                    path: shard_file(self.shards.len()).into(),
+                    message: "the shard writer thread stopped".into(),
+                });
+            }
+        };
+        self.record(counts, done);
+        Ok(())
+    }
+
+    fn record(&mut self, counts: ShardCounts, done: Flushed) {
+        let (numbers, text, mut shard, mut text_shard) = done;
+        self.shards.push(ShardInfo {
+            numbers,
+            text,
+            threads: counts.threads,
+            reactions: counts.reactions,
+            first_source_id: counts.first_source_id,
+            last_source_id: counts.last_source_id,
         });
         shard.threads.clear();
         shard.reactions.clear();
         shard.features.clear();
         shard.reaction_columns.iter_mut().for_each(Vec::clear);
         shard.thread_columns.iter_mut().for_each(Vec::clear);
-        let text = &mut self.current_text;
-        text.arena.clear();
-        text.threads.clear();
-        text.reactions.clear();
-        self.current_bytes = 0;
-        Ok(())
+        text_shard.arena.clear();
+        text_shard.threads.clear();
+        text_shard.reactions.clear();
+        self.spare = Some((shard, text_shard));
     }
 
     /// Writes the last shard, the report and the manifest, and publishes the
@@ -257,10 +277,12 @@ impl CacheWriter {
         if !self.current.threads.is_empty() {
             self.flush()?;
         }
+        // The report is written while the last shard is.
         let mut report_bytes = Vec::new();
         write_jsonl(&mut report_bytes, report)
             .map_err(|e| BuildError::io(self.staging.dir().join(REPORT_FILE), e))?;
         self.write_synced(REPORT_FILE, &[&report_bytes])?;
+        self.wait_flushed()?;
 
         let manifest = Manifest {
             format: FORMAT_NAME.into(),
@@ -302,6 +324,120 @@ impl CacheWriter {
         self.staging.publish()?;
         Ok(manifest)
     }
+}
+
+/// What a background shard write is given: the staging directory, the
+/// shard's number, its numbers and its texts.
+type FlushJob = (PathBuf, usize, Shard, TextShard);
+/// What it gives back: the two files written, and the buffers to reuse.
+type Flushed = (FileInfo, FileInfo, Shard, TextShard);
+
+/// Writes shard `n`'s two files into `dir`, the texts on a second thread
+/// (the last shard's write is on the build's critical path, and each file
+/// waits on its own `fsync`).
+fn write_shard((dir, n, shard, text): FlushJob) -> Result<Flushed> {
+    let (numbers, text_info) = std::thread::scope(|scope| {
+        let texts = std::thread::Builder::new()
+            .name("socialctx-text-writer".into())
+            .spawn_scoped(scope, || write_archive(&dir, text_file(n), &text));
+        let numbers = write_archive(&dir, shard_file(n), &shard);
+        let text_info = match texts {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(BuildError::Internal {
+                    path: text_file(n).into(),
+                    message: "the text writer thread panicked".into(),
+                })
+            }),
+            Err(_) => write_archive(&dir, text_file(n), &text),
+        };
+        (numbers, text_info)
+    });
+    Ok((numbers?, text_info?, shard, text))
+}
+
+/// A shard's counts for its [`ShardInfo`], taken before it is written.
+#[derive(Debug)]
+struct ShardCounts {
+    threads: u64,
+    reactions: u64,
+    first_source_id: u64,
+    last_source_id: u64,
+}
+
+/// A background shard write's thread: `Err(None)` if it never got its job.
+type FlushThread = JoinHandle<std::result::Result<Flushed, Option<BuildError>>>;
+
+/// The background write of one shard: its counts, and its thread.
+#[derive(Default)]
+struct PendingFlush(Option<(ShardCounts, FlushThread)>);
+
+impl std::fmt::Debug for PendingFlush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "PendingFlush(writing)"
+        } else {
+            "PendingFlush(idle)"
+        })
+    }
+}
+
+impl Drop for PendingFlush {
+    fn drop(&mut self) {
+        if let Some((_, handle)) = self.0.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Serializes `value` straight into `file` (hashing on the way, so no
+/// copy of the archive is held in memory), appends the footer, syncs,
+/// and describes the file.
+fn write_archive<T>(dir: &Path, file: String, value: &T) -> Result<FileInfo>
+where
+    T: for<'a> rkyv::Serialize<
+            rkyv::api::high::HighSerializer<
+                IoWriter<HashingWriter>,
+                rkyv::ser::allocator::ArenaHandle<'a>,
+                rkyv::rancor::BoxedError,
+            >,
+        >,
+{
+    let path = dir.join(&file);
+    let out = io(&path, File::create(&path))?;
+    let sink = HashingWriter {
+        out: BufWriter::with_capacity(1 << 20, out),
+        hasher: Xxh3Default::new(),
+        len: 0,
+    };
+    let written =
+        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(value, IoWriter::new(sink))
+            .map_err(|e| match io_cause(&e) {
+                Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
+                None => BuildError::Internal {
+                    path: file.clone().into(),
+                    message: format!("serializing the shard failed: {e}"),
+                },
+            })?;
+    let HashingWriter {
+        mut out,
+        hasher,
+        len,
+    } = written.into_inner();
+    let sum = hasher.digest();
+    let footer = Footer {
+        archive_len: len,
+        xxh3: sum,
+    };
+    io(&path, out.write_all(&footer.encode()))?;
+    let out = out
+        .into_inner()
+        .map_err(|e| BuildError::io(&path, e.into_error()))?;
+    io(&path, out.sync_all())?;
+    Ok(FileInfo {
+        file,
+        bytes: len + footer::LEN as u64,
+        xxh3: hex64(sum),
+    })
 }
 
 /// An `io::Write` that hashes and counts what it passes on.
