@@ -13,7 +13,7 @@ use super::parse::{
     Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
 };
 use super::tokens::{Tokenizer, Tokens};
-use crate::format::{ReactionRecord, ReactionSpans, Span, TOKEN_SEPARATOR};
+use crate::format::{ReactionRecord, ReactionSpans, Span};
 use crate::schema::{FeatureVec, ReactionKind};
 
 /// The visible file names of one directory, sorted, in one reused buffer
@@ -99,16 +99,12 @@ pub(super) struct ReplyTokenizer {
 
 impl ReplyTokenizer {
     /// Appends the RPDNN tokens of `text` to `arena`, joined by
-    /// [`TOKEN_SEPARATOR`], and returns their span (empty for `[]`).
+    /// [`TOKEN_SEPARATOR`](crate::format::TOKEN_SEPARATOR), and returns their span (empty for `[]`).
     pub(super) fn push(&mut self, arena: &mut String, text: &str) -> Span {
         self.tokenizer.reply_tokens(text, &mut self.tokens);
         let start = arena.len();
-        for (i, token) in self.tokens.iter().enumerate() {
-            if i > 0 {
-                arena.push(TOKEN_SEPARATOR);
-            }
-            arena.push_str(token);
-        }
+        // Already joined by TOKEN_SEPARATOR: one copy.
+        arena.push_str(self.tokens.joined());
         Span {
             start: start as u32,
             len: (arena.len() - start) as u32,

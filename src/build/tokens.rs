@@ -102,11 +102,18 @@ use tables as t;
 
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
 /// worker reuses its allocations across tweets.
+///
+/// The buffer holds the tokens joined by [`SEPARATOR`] (no token contains
+/// one: tokens hold no line break), which is the form the cache stores, so
+/// [`joined`](Self::joined) hands it over in one copy.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tokens {
     text: String,
     ends: Vec<u32>,
 }
+
+/// What [`Tokens::joined`] puts between tokens: the cache's token separator.
+pub const SEPARATOR: char = crate::format::TOKEN_SEPARATOR;
 
 impl Tokens {
     /// Removes every token, keeping the allocations.
@@ -116,6 +123,10 @@ impl Tokens {
     }
     /// Appends one token.
     pub fn push(&mut self, token: &str) {
+        debug_assert!(!token.contains(SEPARATOR), "a token with a separator");
+        if !self.ends.is_empty() {
+            self.text.push(SEPARATOR);
+        }
         self.text.push_str(token);
         self.ends.push(self.text.len() as u32);
     }
@@ -130,12 +141,19 @@ impl Tokens {
     /// Token `i`.
     pub fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)? as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] as usize + SEPARATOR.len_utf8(),
+        };
         Some(&self.text[start..end])
     }
     /// The tokens in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         (0..self.len()).map(|i| self.get(i).unwrap())
+    }
+    /// The tokens joined by [`SEPARATOR`] (empty when there are none).
+    pub fn joined(&self) -> &str {
+        &self.text
     }
 }
 
