@@ -202,6 +202,13 @@ struct Classes {
     nonspace: Class,
     emlocal: Class,
     worddash: Class,
+    /// ASCII chars with which no alternative but the last two (`\S`, and
+    /// an emoji sequence, whose second char is not ASCII) can start: see
+    /// [`lone_ascii`].
+    lone: u128,
+    /// ASCII chars that start an alternative when they follow a `.`:
+    /// [`lone_dot`].
+    after_dot: u128,
 }
 
 fn classes() -> &'static Classes {
@@ -217,7 +224,69 @@ fn classes() -> &'static Classes {
         nonspace: Class::new(t::CLS_NONSPACE),
         emlocal: Class::new(t::CLS_EMLOCAL),
         worddash: Class::new(t::CLS_WORDDASH),
+        lone: lone_ascii(),
+        after_dot: ascii_of(&[t::CLS_AZ09DOTDASH, t::CLS_EMLOCAL, t::CLS_HSPACE]) | 1 << b'@',
     })
+}
+
+/// The ASCII members of the union of `classes`.
+fn ascii_of(classes: &[&'static [(u32, u32)]]) -> u128 {
+    classes.iter().fold(0, |m, c| m | Class::new(c).ascii)
+}
+
+/// The ASCII non-`\s` chars that can start no alternative of the pattern
+/// but `{NONSPACE}` and the emoji sequence `{NONSPACE}{SKIN}` /
+/// `{NONSPACE}\x{200D}...` (see [`REST_AFTER_EMAIL`]): not the first char of
+/// a URL (`{H}`, `{AZ09DOTDASH}`; the naked domain's `[a-z0-9]` is inside
+/// it), a phone number (`+`, `{ZEROONE}`, `{LPAREN}`, `{DIGIT}`), an
+/// emoticon (`{LTGT}`, `{EYES}`, `{MOUTH}`, `<`), a tag or arrow (`<`,
+/// `{DASH}`), a handle (`@`), a hashtag (`#`), an e-mail (`{EMLOCAL}`), a
+/// word or number (`{LETTER}`, `{SIGN}`, `{DIGIT}`, `{WORDU}`) or an
+/// ellipsis (`.`). Such a char followed by an ASCII char (neither a skin
+/// tone nor U+200D) or by the end is a token of its own.
+fn lone_ascii() -> u128 {
+    let starts = ascii_of(&[
+        t::CLS_H,
+        t::CLS_AZ09DOTDASH,
+        t::CLS_ZEROONE,
+        t::CLS_LPAREN,
+        t::CLS_DIGIT,
+        t::CLS_LTGT,
+        t::CLS_EYES,
+        t::CLS_MOUTH,
+        t::CLS_DASH,
+        t::CLS_EMLOCAL,
+        t::CLS_LETTER,
+        t::CLS_SIGN,
+        t::CLS_WORDU,
+    ]) | [b'+', b'<', b'@', b'#', b'.']
+        .iter()
+        .fold(0u128, |m, &c| m | 1 << c);
+    Class::new(t::CLS_NONSPACE).ascii & !starts
+}
+
+/// Whether the `.` at `b[pos]` is a token of its own, decided from ASCII
+/// bytes alone (false: ask the pattern). After a `.`, only a URL
+/// (`{AZ09DOTDASH}{1,255}{DOT}...`), an e-mail (`{EMLOCAL}{1,64}@`) or an
+/// ellipsis (`\.(?:{HSPACE}*\.)+`) goes on, so the `.` stands alone when
+/// it ends the text, or is followed by an ASCII char in none of those
+/// classes, or by `{HSPACE}` chars (all ASCII) and then such a char other
+/// than `.`.
+fn lone_dot(b: &[u8], pos: usize, cl: &Classes) -> bool {
+    let hspace = |c: u8| matches!(c, b'\t' | 0x0b | 0x0c | b' ');
+    match b.get(pos + 1) {
+        None => true,
+        Some(&n) if n >= 0x80 => false,
+        Some(&n) if hspace(n) => {
+            let mut i = pos + 1;
+            while i < b.len() && hspace(b[i]) {
+                i += 1;
+            }
+            // Other {HSPACE} chars are not ASCII: the pattern decides.
+            b.get(i).is_none_or(|&c| c < 0x80 && c != b'.')
+        }
+        Some(&n) => (cl.after_dot >> n) & 1 == 0,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1120,6 +1189,9 @@ pub struct Tokenizer {
     ends: Vec<usize>,
     cache_fast: Option<Cache>,
     cache_exact: Option<Cache>,
+    /// Tests: every token from the pattern, no fast path.
+    #[cfg(test)]
+    pattern_only: bool,
 }
 
 impl Tokenizer {
@@ -1196,6 +1268,10 @@ impl Tokenizer {
         };
         let cache = cache.get_or_insert_with(|| engine.dfa.create_cache());
         let naked = naked_possible(s);
+        #[cfg(test)]
+        let fast = !self.pattern_only;
+        #[cfg(not(test))]
+        let fast = true;
         let b = s.as_bytes();
         let mut pos = 0usize;
         while pos < b.len() {
@@ -1213,34 +1289,45 @@ impl Tokenizer {
                     continue;
                 }
             }
-            // Fast path: a run of ASCII letters followed by ASCII whitespace,
-            // `,`, `!`, `?`, `)`, `"` or the end is one token (no alternative
-            // can go past such a char or match differently: URLs and domains
-            // need `:`/`.`, emoticons `:;=8`, words stop at non-`\w`).
-            if b[pos].is_ascii_alphabetic() {
+            // Fast paths, each a case where the pattern's answer is known
+            // from ASCII bytes alone (the parity fixtures and
+            // `fast_paths_agree_with_the_pattern` check them against it).
+            //
+            // A run of ASCII letters followed by ASCII whitespace, `,`, `!`,
+            // `?`, `)`, `"` or the end is one token (no alternative can go
+            // past such a char or match differently: URLs and domains need
+            // `:`/`.`, emoticons `:;=8`, words stop at non-`\w`). So is one
+            // followed by a `.` that ends the text or is followed by ASCII
+            // whitespace (a URL or domain needs a letter after the `.`, an
+            // e-mail an `@`).
+            let c = b[pos];
+            if fast && c.is_ascii_alphabetic() {
                 let mut e = pos + 1;
                 while e < b.len() && b[e].is_ascii_alphabetic() {
                     e += 1;
                 }
-                if e == b.len()
-                    || matches!(
-                        b[e],
-                        b' ' | b'\t'
-                            | b'\n'
-                            | b'\r'
-                            | 0x0b
-                            | 0x0c
-                            | b','
-                            | b'!'
-                            | b'?'
-                            | b')'
-                            | b'"'
-                    )
+                let ends = |i: usize| {
+                    i == b.len() || matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+                };
+                if ends(e)
+                    || matches!(b[e], b',' | b'!' | b'?' | b')' | b'"')
+                    || (b[e] == b'.' && ends(e + 1))
                 {
                     out.push(&s[pos..e]);
                     pos = e;
                     continue;
                 }
+            }
+            // A char that starts no longer alternative, not followed by an
+            // emoji modifier (none is ASCII); and a `.` that starts none.
+            if fast
+                && c < 0x80
+                && (((cl.lone >> c) & 1 != 0 && b.get(pos + 1).is_none_or(|&n| n < 0x80))
+                    || (c == b'.' && lone_dot(b, pos, cl)))
+            {
+                out.push(&s[pos..pos + 1]);
+                pos += 1;
+                continue;
             }
             let input = Input::new(s).range(pos..).anchored(Anchored::Yes);
             let (end, pid) = match engine.dfa.try_search_fwd(cache, &input) {
@@ -1302,4 +1389,166 @@ fn long_run(s: &str) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chars around which the fast paths decide: letters that start
+    /// URLs and emoticons, every kind of punctuation they treat, ASCII and
+    /// other whitespace, emoji modifiers, and the starts of handles,
+    /// hashtags, numbers and e-mails.
+    const ALPHABET: &[char] = &[
+        'a',
+        'd',
+        'D',
+        'p',
+        'o',
+        'h',
+        'c',
+        'm',
+        'x',
+        '.',
+        '!',
+        '?',
+        ',',
+        '"',
+        '\'',
+        '&',
+        '*',
+        '$',
+        ' ',
+        '\n',
+        '\t',
+        ':',
+        '8',
+        '@',
+        '#',
+        '-',
+        '1',
+        '/',
+        '(',
+        ')',
+        '<',
+        '_',
+        '\u{200d}',
+        '\u{1f3fb}',
+        '\u{a0}',
+        '\u{85}',
+        '\u{2026}',
+        '\u{7f}',
+        '\u{1}',
+        'é',
+    ];
+
+    fn both(fast: &mut Tokenizer, slow: &mut Tokenizer, text: &str) {
+        let (mut a, mut b) = (Tokens::default(), Tokens::default());
+        fast.tweet_tokenize(text, &mut a);
+        slow.tweet_tokenize(text, &mut b);
+        assert_eq!(
+            a.iter().collect::<Vec<_>>(),
+            b.iter().collect::<Vec<_>>(),
+            "{text:?}"
+        );
+    }
+
+    /// The fast paths give exactly the pattern's tokens: every string of up
+    /// to three chars of [`ALPHABET`], and random longer ones.
+    #[test]
+    fn fast_paths_agree_with_the_pattern() {
+        let mut fast = Tokenizer::new();
+        let mut slow = Tokenizer {
+            pattern_only: true,
+            ..Tokenizer::default()
+        };
+        let mut text = String::new();
+        for &x in ALPHABET {
+            for &y in ALPHABET {
+                for &z in ALPHABET {
+                    for t in [&[x][..], &[x, y], &[x, y, z]] {
+                        text.clear();
+                        text.extend(t);
+                        both(&mut fast, &mut slow, &text);
+                    }
+                }
+            }
+        }
+        // A fixed-seed xorshift: words and punctuation in random mixes.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let pieces = [
+            "word",
+            "Do",
+            "http",
+            "www",
+            "co",
+            "uk",
+            "...",
+            ". .",
+            "!!",
+            "?!",
+            ":)",
+            ";-)",
+            "D:",
+            "8)",
+            "@me",
+            "#tag",
+            "a@b.co",
+            "it's",
+            "don't",
+            "3.14",
+            "+1",
+            "(555) 123-4567",
+            "e.g.",
+            "x.com",
+            "\u{1f44d}\u{1f3fb}",
+            "\u{2019}",
+            "&amp;",
+        ];
+        for _ in 0..30_000 {
+            text.clear();
+            for _ in 0..(next() % 12) {
+                let r = next();
+                if r % 3 == 0 {
+                    text.push_str(pieces[(r / 3 % pieces.len() as u64) as usize]);
+                } else {
+                    text.push(ALPHABET[(r / 3 % ALPHABET.len() as u64) as usize]);
+                }
+            }
+            both(&mut fast, &mut slow, &text);
+        }
+    }
+
+    /// What the classes make of the chars the fast paths are about (a
+    /// change of the generated tables that moved one would show here).
+    #[test]
+    fn lone_and_after_dot_chars() {
+        let cl = classes();
+        let set = |m: u128| {
+            (0u8..128)
+                .filter(|&c| (m >> c) & 1 != 0)
+                .map(char::from)
+                .collect::<String>()
+        };
+        let lone = set(cl.lone);
+        for c in "!\"$%&'*,?^`~".chars() {
+            assert!(lone.contains(c), "{c:?} in {lone:?}");
+        }
+        for c in "abz019.:;=8<>()[]{}/\\|@#+-_ \n".chars() {
+            assert!(!lone.contains(c), "{c:?} in {lone:?}");
+        }
+        let after = set(cl.after_dot);
+        for c in "az09AZ.-+_@ \t".chars() {
+            assert!(after.contains(c), "{c:?} not in {after:?}");
+        }
+        for c in "!?,\n\r\"'".chars() {
+            assert!(!after.contains(c), "{c:?} in {after:?}");
+        }
+    }
 }
