@@ -588,3 +588,61 @@ fn a_cancelled_build_keeps_the_old_cache_and_leaves_nothing() {
         16 << 20
     );
 }
+
+/// A file the listing gives as a symlink is read to its end like any other
+/// (the reader takes a short read as the end only for regular files), and a
+/// tweet far larger than the reader's first buffer is read whole: a corpus
+/// of symlinks to the files, with one 300 KB reaction, builds the same
+/// cache as the files themselves.
+#[test]
+fn symlinked_and_large_tweet_files_are_read_whole() {
+    let plain = Corpus::new();
+    let mut big = real_tweet();
+    big["user"]["description"] = json!("long words ".repeat(30_000));
+    big["id_str"] = json!("700");
+    plain.reaction("700.json", &big);
+    for i in 0..5 {
+        let t = with(real_tweet(), |v| v["id_str"] = json!(format!("71{i}")));
+        plain.reaction(&format!("71{i}.json"), &t);
+    }
+    assert!(
+        fs::metadata(plain.thread(100).join("reactions/700.json"))
+            .unwrap()
+            .len()
+            > 300_000
+    );
+
+    let linked = Corpus::new();
+    let targets = linked._tmp.path().join("elsewhere");
+    for dir in ["source-tweets", "reactions"] {
+        let from = plain.thread(100).join(dir);
+        let to = linked.thread(100).join(dir);
+        fs::create_dir_all(&to).unwrap();
+        for e in fs::read_dir(&from).unwrap() {
+            let name = e.unwrap().file_name();
+            let real = targets.join(dir).join(&name);
+            fs::create_dir_all(real.parent().unwrap()).unwrap();
+            fs::copy(from.join(&name), &real).unwrap();
+            let _ = fs::remove_file(to.join(&name));
+            std::os::unix::fs::symlink(&real, to.join(&name)).unwrap();
+        }
+    }
+    let (a, b) = (plain.build(), linked.build());
+    assert!(a.report.is_empty(), "{:?}", a.report);
+    assert!(b.report.is_empty(), "{:?}", b.report);
+    assert_eq!(a.manifest.reactions, 6);
+    for name in ["shard-00000.rkyv", "text-00000.rkyv"] {
+        assert_eq!(
+            fs::read(plain.out().join(name)).unwrap(),
+            fs::read(linked.out().join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    let cache = Cache::open(plain.out()).unwrap();
+    let thread = cache.thread(0).unwrap();
+    let longest = thread
+        .reactions()
+        .map(|r| r.user_description().map_or(0, str::len))
+        .max();
+    assert_eq!(longest, Some("long words ".len() * 30_000));
+}
