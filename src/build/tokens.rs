@@ -98,22 +98,20 @@ use regex_automata::nfa::thompson::{NFA, WhichCaptures};
 use regex_automata::{Anchored, Input, MatchKind};
 
 use super::pytext::{in_ranges, is_space as py_isspace, range_cmp};
+use crate::format::TOKEN_SEPARATOR as SEPARATOR;
 use tables as t;
 
 /// A reusable list of tokens: one string buffer plus token end offsets, so a
 /// worker reuses its allocations across tweets.
 ///
-/// The buffer holds the tokens joined by [`SEPARATOR`] (no token contains
-/// one: tokens hold no line break), which is the form the cache stores, so
+/// The buffer holds the tokens joined by the cache's token separator, a
+/// line break (no token holds one), which is the form the cache stores, so
 /// [`joined`](Self::joined) hands it over in one copy.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tokens {
     text: String,
     ends: Vec<u32>,
 }
-
-/// What [`Tokens::joined`] puts between tokens: the cache's token separator.
-pub const SEPARATOR: char = crate::format::TOKEN_SEPARATOR;
 
 impl Tokens {
     /// Removes every token, keeping the allocations.
@@ -151,7 +149,8 @@ impl Tokens {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         (0..self.len()).map(|i| self.get(i).unwrap())
     }
-    /// The tokens joined by [`SEPARATOR`] (empty when there are none).
+    /// The tokens joined by the cache's token separator (empty when there
+    /// are none).
     pub fn joined(&self) -> &str {
         &self.text
     }
@@ -209,6 +208,8 @@ struct Classes {
     /// ASCII chars that start an alternative when they follow a `.`:
     /// [`lone_dot`].
     after_dot: u128,
+    /// The ASCII chars of `{HSPACE}` (the ellipsis's gaps).
+    hspace: u128,
 }
 
 fn classes() -> &'static Classes {
@@ -226,6 +227,7 @@ fn classes() -> &'static Classes {
         worddash: Class::new(t::CLS_WORDDASH),
         lone: lone_ascii(),
         after_dot: ascii_of(&[t::CLS_AZ09DOTDASH, t::CLS_EMLOCAL, t::CLS_HSPACE]) | 1 << b'@',
+        hspace: ascii_of(&[t::CLS_HSPACE]),
     })
 }
 
@@ -270,10 +272,10 @@ fn lone_ascii() -> u128 {
 /// (`{AZ09DOTDASH}{1,255}{DOT}...`), an e-mail (`{EMLOCAL}{1,64}@`) or an
 /// ellipsis (`\.(?:{HSPACE}*\.)+`) goes on, so the `.` stands alone when
 /// it ends the text, or is followed by an ASCII char in none of those
-/// classes, or by `{HSPACE}` chars (all ASCII) and then such a char other
-/// than `.`.
+/// classes, or by ASCII `{HSPACE}` chars and then an ASCII char other than
+/// `.`.
 fn lone_dot(b: &[u8], pos: usize, cl: &Classes) -> bool {
-    let hspace = |c: u8| matches!(c, b'\t' | 0x0b | 0x0c | b' ');
+    let hspace = |c: u8| c < 0x80 && (cl.hspace >> c) & 1 != 0;
     match b.get(pos + 1) {
         None => true,
         Some(&n) if n >= 0x80 => false,
