@@ -2,8 +2,8 @@
 //!
 //! A thread directory has an all-ASCII-digit name and a `source-tweets/` (or,
 //! in older releases, `source-tweet/`) subdirectory; it may sit at any depth.
-//! The walk is parallel ([`jwalk`]) and does not descend into a thread's own
-//! tweet folders: the workers list those themselves, so the walk only has to
+//! The walk is parallel (a task per directory on a rayon pool) and does not
+//! descend into a thread's own tweet folders: the workers list those themselves, so the walk only has to
 //! read the directories above the tweets.
 //!
 //! Threads come back ordered by numeric source id (then by path), whatever
@@ -14,7 +14,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use jwalk::{Parallelism, WalkDirGeneric};
+use rustix::fs::Dir;
 
 use crate::error::BuildError;
 use crate::schema::{Label, ReactionKind};
@@ -168,31 +168,153 @@ fn name_of(path: Option<&Path>) -> String {
         .unwrap_or_default()
 }
 
-type Found = Arc<Mutex<Vec<(PathBuf, u16)>>>;
+/// One walk's shared results.
+struct Walk<'a> {
+    root: &'a Path,
+    /// Thread directories found, with their `entries` bits.
+    found: Mutex<Vec<(PathBuf, u16)>>,
+    bad: Mutex<Vec<BadInput>>,
+}
 
-/// The walk's pool, built here rather than by jwalk: when jwalk cannot
-/// start its pool (memory or process limits) it falls back to rayon's global
-/// pool, which then panics; a pool that will not start means a serial walk.
-fn walk_parallelism(threads: usize) -> Parallelism {
-    if threads <= 1 {
-        return Parallelism::Serial;
+impl Walk<'_> {
+    fn report(&self, dir: &Path, reason: String) {
+        self.bad
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(BadInput::new(relative(self.root, dir), reason));
     }
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => Parallelism::RayonExistingPool {
-            pool: Arc::new(pool),
-            busy_timeout: None,
-        },
-        Err(_) => Parallelism::Serial,
+
+    /// Lists `dir`, records it if it is a thread directory, and pushes the
+    /// subdirectories to walk onto `subdirs`, each with this directory open
+    /// (`dir` is opened relative to `parent`, its parent directory, when
+    /// that is given: no lookup of the whole path per directory). A
+    /// directory that cannot be opened or listed is reported, not fatal.
+    fn visit(&self, parent: Option<&Dir>, dir: &Path, subdirs: &mut Vec<Pending>) {
+        use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, statat};
+        use std::os::unix::ffi::OsStrExt;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let opened = match (parent.and_then(|p| p.fd().ok()), dir.file_name()) {
+            (Some(parent), Some(name)) => openat(parent, name, flags, Mode::empty()),
+            _ => openat(CWD, dir, flags, Mode::empty()),
+        };
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => {
+                let e = std::io::Error::from(e);
+                return self.report(dir, format!("cannot list directory: {e}"));
+            }
+        };
+        let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
+        let mut entries = 0u16;
+        let mut children: Vec<PathBuf> = Vec::new();
+        // Tweet folders of a thread are not walked (the workers list them),
+        // so they are kept apart until the listing says whether `dir` is one.
+        let mut tweet_dirs = Vec::new();
+        let mut listing = match Dir::new(fd) {
+            Ok(listing) => listing,
+            Err(e) => {
+                let e = std::io::Error::from(e);
+                return self.report(dir, format!("cannot list directory: {e}"));
+            }
+        };
+        while let Some(entry) = listing.read() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let e = std::io::Error::from(e);
+                    self.report(dir, format!("cannot read directory: {e}"));
+                    break;
+                }
+            };
+            let name = entry.file_name().to_bytes();
+            if name.starts_with(b".") {
+                continue;
+            }
+            let Ok(fd) = listing.fd() else { break };
+            // Some file systems do not fill in d_type: ask, without
+            // following a symlink (symlinked directories are not walked).
+            let file_type = match entry.file_type() {
+                FileType::Unknown => statat(fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+                t => t,
+            };
+            let name = OsStr::from_bytes(name);
+            let is_dir = file_type == FileType::Directory;
+            if thread_name {
+                // A symlink to a directory counts as a tweet folder (the
+                // workers follow it), not as a thread file.
+                let is_dir_or_link = || {
+                    is_dir
+                        || (file_type == FileType::Symlink
+                            && statat(fd, entry.file_name(), AtFlags::empty())
+                                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir()))
+                };
+                if let Some(bit) = subdir_bit(name) {
+                    if is_dir_or_link() {
+                        entries |= bit;
+                    }
+                    if is_dir {
+                        tweet_dirs.push(dir.join(name));
+                    }
+                    continue;
+                } else if let Some(bit) = file_bit(name)
+                    && !is_dir
+                {
+                    entries |= bit;
+                }
+            }
+            if is_dir {
+                children.push(dir.join(name));
+            }
+        }
+        if entries & 0b11 != 0 {
+            self.found
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((dir.to_path_buf(), entries));
+        } else {
+            // Not a thread after all: its tweet-folder-named directories are
+            // walked like any other.
+            children.append(&mut tweet_dirs);
+        }
+        if !children.is_empty() {
+            let listing = Arc::new(listing);
+            subdirs.extend(
+                children
+                    .into_iter()
+                    .map(|c| (Some(Arc::clone(&listing)), c)),
+            );
+        }
+    }
+}
+
+/// A directory still to walk, with its parent directory open.
+type Pending = (Option<Arc<Dir>>, PathBuf);
+
+/// Walks `dir` on the pool behind `scope`: each subdirectory is a task.
+fn walk_parallel<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'_>, (parent, dir): Pending) {
+    let mut subdirs = Vec::new();
+    walk.visit(parent.as_deref(), &dir, &mut subdirs);
+    drop(parent);
+    for sub in subdirs {
+        scope.spawn(move |s| walk_parallel(s, walk, sub));
     }
 }
 
 /// Walks `root` with `threads` threads and returns its thread directories.
 ///
-/// Hidden entries (names starting with `.`) are skipped. Every directory
-/// that cannot be read or listed, at any level (the root, an event, a label,
-/// a thread), is one line in [`Discovery::bad`] with the OS error, not fatal
-/// (strict builds fail on it). A thread's tweet folders are not walked here:
-/// the workers list them and report the ones they cannot list.
+/// Hidden entries (names starting with `.`) are skipped and symbolic links
+/// to directories are not followed. Every directory that cannot be read or
+/// listed, at any level (the root, an event, a label, a thread), is one line
+/// in [`Discovery::bad`] with the OS error, not fatal (strict builds fail on
+/// it). A thread's tweet folders are not walked here: the workers list them
+/// and report the ones they cannot list.
+///
+/// The walk is a task per directory on a rayon pool of `threads` (one
+/// `getdents` listing per directory, no allocation per entry); the caller
+/// blocks, it does not poll. It replaced jwalk, whose consuming iterator
+/// spins on `sched_yield` while waiting for its pool, so on a 2-core
+/// machine one core was busy doing nothing through the walk.
 ///
 /// ```no_run
 /// let found = socialctx::internals::discover::discover("data-samples/corpus".as_ref(), 2).unwrap();
@@ -201,75 +323,39 @@ fn walk_parallelism(threads: usize) -> Parallelism {
 pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
     // `build` has checked that `root` is a directory before taking the lock;
     // if it vanished since, the walk reports it like any unreadable directory.
-    let found: Found = Arc::default();
-    let sink = Arc::clone(&found);
-    let walk = WalkDirGeneric::<((), ())>::new(root)
-        .skip_hidden(true)
-        .follow_links(false)
-        .parallelism(walk_parallelism(threads))
-        .process_read_dir(move |_depth, dir, _state, children| {
-            if !is_thread_name(dir.file_name().unwrap_or_default()) {
-                return;
-            }
-            let mut entries = 0u16;
-            for c in children.iter().flatten() {
-                let is_dir =
-                    || c.file_type.is_dir() || (c.file_type.is_symlink() && c.path().is_dir());
-                if let Some(bit) = subdir_bit(&c.file_name)
-                    && is_dir()
-                {
-                    entries |= bit;
-                } else if let Some(bit) = file_bit(&c.file_name)
-                    && !c.file_type.is_dir()
-                {
-                    entries |= bit;
-                }
-            }
-            if entries & 0b11 == 0 {
-                return;
-            }
-            // The workers list the tweet folders themselves: do not walk them twice.
-            for c in children.iter_mut().flatten() {
-                if subdir_bit(&c.file_name).is_some() {
-                    c.read_children = None;
-                }
-            }
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((dir.to_path_buf(), entries));
-        });
-
-    let mut bad = Vec::new();
-    for entry in walk {
-        match entry {
-            Err(e) => {
-                let path = e
-                    .path()
-                    .map(|p| relative(root, p))
-                    .unwrap_or_else(|| ".".into());
-                let reason = match e.io_error() {
-                    Some(io) => format!("cannot read directory: {io}"),
-                    None => format!("cannot walk: {e}"),
-                };
-                bad.push(BadInput::new(path, reason));
-            }
-            // jwalk does not yield an `Err` for a directory it cannot list
-            // (no read permission, or `x` without `r`): it keeps the error on
-            // that directory's own entry. Without this, everything below it
-            // would vanish without a report line.
-            Ok(dir) => {
-                if let Some(e) = dir.read_children.as_ref().and_then(|rc| rc.error()) {
-                    let reason = match e.io_error() {
-                        Some(io) => format!("cannot list directory: {io}"),
-                        None => format!("cannot list directory: {e}"),
-                    };
-                    bad.push(BadInput::new(relative(root, &dir.path()), reason));
-                }
+    let walk = Walk {
+        root,
+        found: Mutex::default(),
+        bad: Mutex::default(),
+    };
+    // A pool that will not start (memory or process limits) means a serial
+    // walk, never rayon's global pool, which panics when it cannot start.
+    let pool = (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+        })
+        .flatten();
+    match pool {
+        Some(pool) => pool.scope(|s| walk_parallel(s, &walk, (None, root.to_path_buf()))),
+        None => {
+            let mut stack = vec![(None, root.to_path_buf())];
+            while let Some((parent, dir)) = stack.pop() {
+                walk.visit(parent.as_deref(), &dir, &mut stack);
             }
         }
     }
 
-    let paths = std::mem::take(&mut *found.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut bad = walk
+        .bad
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let paths = walk
+        .found
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     let mut list = Vec::with_capacity(paths.len());
     for (path, entries) in paths {
         let rel = relative(root, &path);
@@ -307,4 +393,145 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
         }
     }
     Ok(Discovery { threads, bad })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn mkdir(root: &Path, rel: &str) {
+        fs::create_dir_all(root.join(rel)).unwrap();
+    }
+
+    fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, b"{}").unwrap();
+    }
+
+    /// `(rel, entries)` of every thread found, and the report lines, the
+    /// same whatever the thread count.
+    fn found(root: &Path) -> (Vec<(String, u16)>, Vec<String>) {
+        let mut all = [1, 2, 5].map(|n| {
+            let d = discover(root, n).unwrap();
+            let threads: Vec<_> = d
+                .threads
+                .iter()
+                .map(|t| (t.rel.clone(), t.entries))
+                .collect();
+            let mut bad: Vec<_> = d
+                .bad
+                .iter()
+                .map(|b| format!("{}: {}", b.path, b.reason))
+                .collect();
+            bad.sort();
+            (threads, bad)
+        });
+        assert!(
+            all.iter().all(|a| *a == all[0]),
+            "serial and parallel walks differ: {all:?}"
+        );
+        std::mem::take(&mut all[0])
+    }
+
+    const SRC: u16 = 1;
+    const REACTIONS: u16 = 1 << 2;
+    const STRUCTURE: u16 = 1 << 5;
+
+    #[test]
+    fn threads_at_any_depth_in_source_id_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/rumours/30/source-tweets/30.json");
+        touch(r, "ev/rumours/30/reactions/31.json");
+        touch(r, "ev/rumours/30/structure.json");
+        touch(r, "deep/a/b/c/d/20/source-tweet/20.json");
+        // A digit-named folder without a source folder is walked into.
+        touch(r, "ev/non-rumours/99/10/source-tweets/10.json");
+        // Tweet-folder names under a folder that is not a thread are walked too.
+        touch(r, "x/reactions/5/source-tweets/5.json");
+        let (threads, bad) = found(r);
+        assert_eq!(
+            threads,
+            [
+                ("x/reactions/5".to_string(), SRC),
+                ("ev/non-rumours/99/10".to_string(), SRC),
+                ("deep/a/b/c/d/20".to_string(), 2),
+                ("ev/rumours/30".to_string(), SRC | REACTIONS | STRUCTURE),
+            ]
+        );
+        assert!(bad.is_empty(), "{bad:?}");
+    }
+
+    #[test]
+    fn what_counts_in_a_thread_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/rumours/1/source-tweets/1.json");
+        // A directory named like a thread file is no thread file.
+        mkdir(r, "ev/rumours/1/structure.json");
+        // Hidden entries do not count, and are not walked.
+        touch(r, "ev/rumours/1/.reactions/2.json");
+        touch(r, "ev/.hidden/7/source-tweets/7.json");
+        // The tweet folders of a thread are not walked, other folders are.
+        touch(r, "ev/rumours/1/reactions/3/source-tweets/3.json");
+        touch(r, "ev/rumours/1/other/4/source-tweets/4.json");
+        // A symlinked tweet folder counts (the workers follow it); a
+        // symlinked directory is not walked.
+        touch(r, "store/8/source-tweets/8.json");
+        mkdir(r, "ev/rumours/6");
+        std::os::unix::fs::symlink(
+            r.join("store/8/source-tweets"),
+            r.join("ev/rumours/6/source-tweets"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(r.join("store"), r.join("ev/linked")).unwrap();
+        // The root itself may be a thread.
+        let (threads, bad) = found(r);
+        assert_eq!(
+            threads,
+            [
+                ("ev/rumours/1".to_string(), SRC | REACTIONS),
+                ("ev/rumours/1/other/4".to_string(), SRC),
+                ("ev/rumours/6".to_string(), SRC),
+                ("store/8".to_string(), SRC),
+            ]
+        );
+        assert!(bad.is_empty(), "{bad:?}");
+        let (threads, _) = found(&r.join("store/8"));
+        assert_eq!(threads, [(".".to_string(), SRC)]);
+    }
+
+    #[test]
+    fn duplicates_and_ids_out_of_range_are_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "b/42/source-tweets/42.json");
+        touch(r, "a/42/source-tweets/42.json");
+        touch(r, "a/99999999999999999999/source-tweets/1.json");
+        let (threads, bad) = found(r);
+        assert_eq!(threads, [("a/42".to_string(), SRC)]);
+        assert_eq!(bad.len(), 2, "{bad:?}");
+        assert!(
+            bad[0].starts_with("a/9999") && bad[0].contains("fits in 64 bits"),
+            "{bad:?}"
+        );
+        assert!(
+            bad[1].starts_with("b/42: duplicate source id 42: already found at a/42"),
+            "{bad:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_root_is_one_report_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (threads, bad) = found(&tmp.path().join("gone"));
+        assert!(threads.is_empty());
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        assert!(
+            bad[0].contains("cannot list directory") && bad[0].contains("os error 2"),
+            "{bad:?}"
+        );
+    }
 }

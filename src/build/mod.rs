@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  discover ──► pool: thread assembly × N workers ──► writer ──► publish
-//!  (jwalk)          parse, timestamp, pytext,      (in source-id   (atomic
+//!  (rayon walk)     parse, timestamp, pytext,      (in source-id   (atomic
 //!                   features, extended             order, shards)   swap)
 //! ```
 //!
