@@ -105,10 +105,15 @@ impl<'a> Prefetch<'a> {
         self.stop.load(Ordering::SeqCst)
     }
 
+    /// Whether thread `i` is more than a window ahead of the writer.
+    fn ahead(&self, i: usize) -> bool {
+        i > self.done.load(Ordering::SeqCst) + self.window
+    }
+
     /// Blocks while thread `i` is more than a window ahead of the writer;
     /// false once stopped.
     fn wait_for_workers(&self, i: usize) -> bool {
-        let ahead = |p: &Self| i > p.done.load(Ordering::SeqCst) + p.window;
+        let ahead = |p: &Self| p.ahead(i);
         if !ahead(self) {
             return !self.stopped();
         }
@@ -173,6 +178,15 @@ impl<'a> Prefetch<'a> {
                     return;
                 }
                 warm_streak = 0;
+            }
+            // A helper a window ahead of the workers has nothing to do: it
+            // sleeps until a cold thread is found, not on `advanced`, where
+            // all the helpers would wake at every advance to find most of
+            // them still ahead (31 helpers, 100 advances: 3,000 futile
+            // wake-ups, each fighting for the lock). The scout waits there.
+            if !scout && self.ahead(self.next.load(Ordering::Relaxed)) {
+                warm_streak = STREAK;
+                continue;
             }
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             if i >= self.list.len() || !self.wait_for_workers(i) {
