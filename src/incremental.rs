@@ -270,7 +270,8 @@ pub fn build_incremental(
         .map_or(0, |d| d.as_nanos() as i128);
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let t = Instant::now();
-    let (list, report) = discover_checked(corpus, threads, opts.strict)?;
+    // The rumour index comes later: from the old cache where it can.
+    let (list, report, _) = discover_checked(corpus, threads, opts, false)?;
     let list = &list;
     let fps = fingerprints(list, threads, opts.verify);
     let old = old_cache(corpus, cache, opts, list, &fps);

@@ -168,15 +168,21 @@ fn name_of(path: Option<&Path>) -> String {
         .unwrap_or_default()
 }
 
+/// What [`discover_with`] computes for each thread directory as it finds it
+/// (on the walk's pool): `hook(thread, worker)`, `worker` being the index of
+/// the walk thread (below the thread count), for per-thread scratch state.
+pub(crate) type Hook<'h, E> = &'h (dyn Fn(&ThreadDir, usize) -> E + Sync);
+
 /// One walk's shared results.
-struct Walk<'a> {
+struct Walk<'a, 'h, E> {
     root: &'a Path,
-    /// Thread directories found, with their `entries` bits.
-    found: Mutex<Vec<(PathBuf, u16)>>,
+    /// Thread directories found, each with what the hook said of it.
+    found: Mutex<Vec<(ThreadDir, E)>>,
     bad: Mutex<Vec<BadInput>>,
+    hook: Hook<'h, E>,
 }
 
-impl Walk<'_> {
+impl<E> Walk<'_, '_, E> {
     fn report(&self, dir: &Path, reason: String) {
         self.bad
             .lock()
@@ -268,10 +274,21 @@ impl Walk<'_> {
             }
         }
         if entries & 0b11 != 0 {
-            self.found
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((dir.to_path_buf(), entries));
+            match thread_dir(self.root, dir, entries) {
+                Ok(td) => {
+                    let worker = rayon::current_thread_index().unwrap_or(0);
+                    let e = (self.hook)(&td, worker);
+                    self.found
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((td, e));
+                }
+                Err(bad) => self
+                    .bad
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(bad),
+            }
         } else {
             // Not a thread after all: its tweet-folder-named directories are
             // walked like any other.
@@ -292,7 +309,11 @@ impl Walk<'_> {
 type Pending = (Option<Arc<Dir>>, PathBuf);
 
 /// Walks `dir` on the pool behind `scope`: each subdirectory is a task.
-fn walk_parallel<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'_>, (parent, dir): Pending) {
+fn walk_parallel<'s, E: Send>(
+    scope: &rayon::Scope<'s>,
+    walk: &'s Walk<'_, '_, E>,
+    (parent, dir): Pending,
+) {
     let mut subdirs = Vec::new();
     walk.visit(parent.as_deref(), &dir, &mut subdirs);
     drop(parent);
@@ -321,12 +342,24 @@ fn walk_parallel<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'_>, (parent, dir)
 /// println!("{} threads", found.threads.len());
 /// ```
 pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
+    discover_with(root, threads, &|_, _| ()).map(|(found, _)| found)
+}
+
+/// [`discover`], also computing `hook` of each thread directory on the walk's
+/// threads as it is found; the values come back in [`Discovery::threads`]
+/// order (none for a duplicate).
+pub(crate) fn discover_with<E: Send>(
+    root: &Path,
+    threads: usize,
+    hook: Hook<'_, E>,
+) -> Result<(Discovery, Vec<E>)> {
     // `build` has checked that `root` is a directory before taking the lock;
     // if it vanished since, the walk reports it like any unreadable directory.
     let walk = Walk {
         root,
         found: Mutex::default(),
         bad: Mutex::default(),
+        hook,
     };
     // A pool that will not start (memory or process limits) means a serial
     // walk, never rayon's global pool, which panics when it cannot start.
@@ -352,47 +385,52 @@ pub fn discover(root: &Path, threads: usize) -> Result<Discovery> {
         .bad
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
-    let paths = walk
+    let mut list = walk
         .found
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
-    let mut list = Vec::with_capacity(paths.len());
-    for (path, entries) in paths {
-        let rel = relative(root, &path);
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let Ok(source_id) = name.parse::<u64>() else {
-            bad.push(BadInput::new(
-                rel,
-                format!("thread directory name {name} is not a source id that fits in 64 bits"),
-            ));
-            continue;
-        };
-        let parent = path.parent();
-        list.push(ThreadDir {
-            source_id,
-            label: name_of(parent),
-            event: name_of(parent.and_then(Path::parent)),
-            path,
-            rel,
-            entries,
-        });
-    }
-    list.sort_by(|a, b| (a.source_id, &a.rel).cmp(&(b.source_id, &b.rel)));
+    list.sort_unstable_by(|(a, _), (b, _)| (a.source_id, &a.rel).cmp(&(b.source_id, &b.rel)));
 
-    let mut threads: Vec<ThreadDir> = Vec::with_capacity(list.len());
-    for t in list {
-        match threads.last() {
-            Some(kept) if kept.source_id == t.source_id => bad.push(BadInput::new(
+    let mut kept: Vec<ThreadDir> = Vec::with_capacity(list.len());
+    let mut values = Vec::with_capacity(list.len());
+    for (t, e) in list {
+        match kept.last() {
+            Some(first) if first.source_id == t.source_id => bad.push(BadInput::new(
                 t.rel,
                 format!(
                     "duplicate source id {}: already found at {}, which is kept",
-                    kept.source_id, kept.rel
+                    first.source_id, first.rel
                 ),
             )),
-            _ => threads.push(t),
+            _ => {
+                kept.push(t);
+                values.push(e);
+            }
         }
     }
-    Ok(Discovery { threads, bad })
+    Ok((Discovery { threads: kept, bad }, values))
+}
+
+/// The [`ThreadDir`] of thread directory `path` (whose listing gave
+/// `entries`), or why its name is no source id.
+fn thread_dir(root: &Path, path: &Path, entries: u16) -> Result<ThreadDir, BadInput> {
+    let rel = relative(root, path);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let Ok(source_id) = name.parse::<u64>() else {
+        return Err(BadInput::new(
+            rel,
+            format!("thread directory name {name} is not a source id that fits in 64 bits"),
+        ));
+    };
+    let parent = path.parent();
+    Ok(ThreadDir {
+        source_id,
+        label: name_of(parent),
+        event: name_of(parent.and_then(Path::parent)),
+        path: path.to_path_buf(),
+        rel,
+        entries,
+    })
 }
 
 #[cfg(test)]

@@ -39,9 +39,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use self::discover::{ThreadDir, discover};
+use self::discover::ThreadDir;
 
-use self::extended::rumour_index;
+use self::extended::discover_indexed;
 use self::features::reliability::RumourIndex;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
 use self::thread::Worker;
@@ -254,13 +254,10 @@ pub fn build(
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let mut phases = Phases::default();
     let t = Instant::now();
-    let (list, report) = discover_checked(corpus, threads, opts.strict)?;
+    let (list, report, index) = discover_checked(corpus, threads, opts, opts.extended)?;
     if progress.cancelled() {
         return Err(BuildError::Cancelled);
     }
-    let index = opts
-        .extended
-        .then(|| rumour_index(&list, threads, opts.max_file_bytes));
     phases.discover = t.elapsed();
     progress.discovered(list.len() as u64);
 
@@ -437,16 +434,20 @@ impl Tally {
 
 /// Discovery with the checks every build makes before reading a tweet:
 /// strict mode fails on the first bad directory, and a corpus with no
-/// thread and nothing to report is an error. The report comes sorted.
+/// thread and nothing to report is an error. The report comes sorted. With
+/// `index`, the rumour index is built in the same walk.
 pub(crate) fn discover_checked(
     corpus: &Path,
     threads: usize,
-    strict: bool,
-) -> Result<(Vec<ThreadDir>, Vec<BadInput>)> {
-    let found = discover(corpus, threads)?;
+    opts: &BuildOptions,
+    index: bool,
+) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>)> {
+    let (found, index) = discover_indexed(corpus, threads, opts.max_file_bytes, index)?;
     let mut report = found.bad;
     report.sort();
-    if strict && let Some(first) = report.first() {
+    if opts.strict
+        && let Some(first) = report.first()
+    {
         return Err(BuildError::StrictBadInput {
             path: first.path.clone().into(),
             reason: first.reason.clone(),
@@ -455,7 +456,7 @@ pub(crate) fn discover_checked(
     if found.threads.is_empty() && report.is_empty() {
         return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
     }
-    Ok((found.threads, report))
+    Ok((found.threads, report, index))
 }
 
 /// Address space set aside per worker thread under a finite `RLIMIT_AS`:

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::discover::ThreadDir;
-use super::extended::rumour_index;
 use super::features::reliability::RumourIndex;
 use super::{BuildOptions, BuildSummary, Phases, Progress, discover_checked, execute, prepare};
 use crate::error::BuildError;
@@ -82,12 +81,8 @@ impl Plan {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
         let threads = opts.threads.max(1);
-        let (list, bad) = discover_checked(corpus, threads, opts.strict)?;
-        let index = if opts.extended {
-            rumour_index(&list, threads, opts.max_file_bytes)
-        } else {
-            RumourIndex::default()
-        };
+        let (list, bad, index) = discover_checked(corpus, threads, opts, opts.extended)?;
+        let index = index.unwrap_or_default();
         let mut rumour_index: Vec<(u64, i64)> = index.entries().collect();
         rumour_index.sort_unstable();
         let threads = list
