@@ -171,6 +171,7 @@ impl<'a> Prefetch<'a> {
         // cold sample switches back to every thread.
         const STREAK: usize = 64;
         const SAMPLE: usize = 32;
+        super::pool::private_fd_table();
         let mut warm_streak = if scout { 0 } else { STREAK };
         loop {
             if !scout && warm_streak >= STREAK {
