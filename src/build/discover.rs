@@ -525,7 +525,6 @@ mod tests {
         )
         .unwrap();
         std::os::unix::fs::symlink(r.join("store"), r.join("ev/linked")).unwrap();
-        // The root itself may be a thread.
         let (threads, bad) = found(r);
         assert_eq!(
             threads,
@@ -537,6 +536,7 @@ mod tests {
             ]
         );
         assert!(bad.is_empty(), "{bad:?}");
+        // The root itself may be a thread.
         let (threads, _) = found(&r.join("store/8"));
         assert_eq!(threads, [(".".to_string(), SRC)]);
     }
