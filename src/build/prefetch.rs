@@ -16,10 +16,11 @@
 //! them, and a helper sleeps again after a long run of cached threads (a
 //! mostly warm corpus with a few evicted threads, as memory reclaim leaves
 //! it, wakes a few helpers, not all). A warm build thus pays one listing, one open
-//! and one mincore per sampled thread, on one extra thread. Prefetchers a
-//! window ahead of the writer wait on a second condition variable that the
-//! writer signals as it advances: they are not polled. The
-//! cache's bytes do not depend on any of this.
+//! and one mincore per sampled thread, on one extra thread. The scout, a
+//! window ahead of the writer, waits on a second condition variable that the
+//! writer signals as it advances (it is not polled); a helper a window
+//! ahead goes back to sleep until a cold thread is found. The cache's bytes
+//! do not depend on any of this.
 
 use std::fs::{self, File};
 use std::path::Path;
