@@ -461,8 +461,9 @@ pub(crate) fn discover_checked(
 
 /// Address space set aside per worker thread under a finite `RLIMIT_AS`:
 /// its stack (2 MiB) and the 64 MiB heap arena glibc reserves for a thread
-/// that allocates, twice over, because the walk's and the rumour index's
-/// pools of the same size may still be winding down when the workers start.
+/// that allocates, twice over: the walk's pool of the same size (which also
+/// reads the rumour index) may still be winding down when the workers start,
+/// and the margin is kept from when the index had a pool of its own.
 /// (24 MiB per thread was measured to fail now and then under 512 MiB.)
 const ADDRESS_SPACE_PER_THREAD: u64 = 2 * (66 << 20);
 /// Address space kept free under a finite `RLIMIT_AS` for everything that
