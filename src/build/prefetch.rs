@@ -114,13 +114,12 @@ impl<'a> Prefetch<'a> {
     /// Blocks while thread `i` is more than a window ahead of the writer;
     /// false once stopped.
     fn wait_for_workers(&self, i: usize) -> bool {
-        let ahead = |p: &Self| p.ahead(i);
-        if !ahead(self) {
+        if !self.ahead(i) {
             return !self.stopped();
         }
         let mut guard = self.cold.lock().unwrap_or_else(PoisonError::into_inner);
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        while ahead(self) && !self.stopped() {
+        while self.ahead(i) && !self.stopped() {
             // The timeout only bounds the cost of a wake-up skipped by the
             // every-WAKE_EVERY rule at the very end of the list.
             guard = self

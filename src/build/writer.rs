@@ -484,39 +484,14 @@ struct DirectOut {
     direct: bool,
 }
 
-/// A heap buffer of [`DIRECT_CHUNK`] bytes aligned to [`DIRECT_ALIGN`].
-struct AlignedChunk(std::ptr::NonNull<u8>);
+/// A buffer of [`DIRECT_CHUNK`] bytes aligned to [`DIRECT_ALIGN`] (rkyv's
+/// aligned vector, already a dependency: no allocation code of our own).
+type AlignedChunk = rkyv::util::AlignedVec<DIRECT_ALIGN>;
 
-// SAFETY: the buffer is owned, like a Box<[u8]>.
-unsafe impl Send for AlignedChunk {}
-
-impl AlignedChunk {
-    const LAYOUT: std::alloc::Layout =
-        match std::alloc::Layout::from_size_align(DIRECT_CHUNK, DIRECT_ALIGN) {
-            Ok(l) => l,
-            Err(_) => panic!("invalid layout"),
-        };
-
-    fn new() -> Self {
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc_zeroed(Self::LAYOUT) };
-        match std::ptr::NonNull::new(ptr) {
-            Some(p) => AlignedChunk(p),
-            None => std::alloc::handle_alloc_error(Self::LAYOUT),
-        }
-    }
-
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: DIRECT_CHUNK initialised (zeroed) bytes, owned by self.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), DIRECT_CHUNK) }
-    }
-}
-
-impl Drop for AlignedChunk {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.0.as_ptr(), Self::LAYOUT) }
-    }
+fn aligned_chunk() -> AlignedChunk {
+    let mut buf = AlignedChunk::with_capacity(DIRECT_CHUNK);
+    buf.resize(DIRECT_CHUNK, 0);
+    buf
 }
 
 impl DirectOut {
@@ -531,7 +506,7 @@ impl DirectOut {
         };
         Ok(DirectOut {
             file,
-            buf: AlignedChunk::new(),
+            buf: aligned_chunk(),
             filled: 0,
             direct,
         })
@@ -551,7 +526,7 @@ impl DirectOut {
     fn drain(&mut self, n: usize) -> std::io::Result<()> {
         let mut done = 0;
         while done < n {
-            match self.file.write(&self.buf.as_mut()[done..n]) {
+            match self.file.write(&self.buf[done..n]) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(k) => done += k,
                 // Some file systems take the O_DIRECT open and refuse the
@@ -573,7 +548,7 @@ impl DirectOut {
         if whole > 0 {
             let tail = self.filled - whole;
             self.drain(whole)?;
-            self.buf.as_mut().copy_within(whole..whole + tail, 0);
+            self.buf.as_mut_slice().copy_within(whole..whole + tail, 0);
             self.filled = tail;
         }
         if self.filled > 0 {
@@ -587,7 +562,7 @@ impl DirectOut {
 impl Write for DirectOut {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         let n = data.len().min(DIRECT_CHUNK - self.filled);
-        self.buf.as_mut()[self.filled..self.filled + n].copy_from_slice(&data[..n]);
+        self.buf.as_mut_slice()[self.filled..self.filled + n].copy_from_slice(&data[..n]);
         self.filled += n;
         if self.filled == DIRECT_CHUNK {
             self.drain(DIRECT_CHUNK)?;
