@@ -32,6 +32,50 @@ pub enum Error {
     /// A training-time read failed.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// An embedding store could not be opened.
+    #[error(transparent)]
+    Embedding(#[from] EmbeddingError),
+}
+
+/// Why an [`EmbeddingStore`](crate::EmbeddingStore) cannot be opened.
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbeddingError {
+    /// No store of that name.
+    #[error(
+        "{path}: no embedding store {name:?} (stores of this cache: {have:?}); make it with socialctx.embed"
+    )]
+    Missing {
+        /// Where the store would be.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+        /// The stores the cache has.
+        have: Vec<String>,
+    },
+    /// The store was computed for another content of the cache.
+    #[error(
+        "{path}: store {name:?} was computed for cache content {found}, but the cache now has \
+         content {expected} (rebuilt since?); run socialctx.embed(..., name={name:?}) again"
+    )]
+    OtherContent {
+        /// The store's directory.
+        path: PathBuf,
+        /// Its name.
+        name: String,
+        /// The content id the store records.
+        found: String,
+        /// The cache's content id.
+        expected: String,
+    },
+    /// A file of the store is unreadable, malformed or damaged.
+    #[error("{path}: {reason}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// Everything that can stop a build. Any existing cache is then left as it was.
@@ -276,6 +320,13 @@ pub enum LoadError {
         reason: String,
     },
 
+    /// An epoch cannot be cut into batches as asked.
+    #[error("cannot plan the epoch's batches: {reason}")]
+    BadBatching {
+        /// Why.
+        reason: String,
+    },
+
     /// A statistics file could not be read or does not fit this cache.
     #[error("{path}: {reason}")]
     BadStats {
@@ -308,7 +359,7 @@ macro_rules! debug_is_display {
         }
     )*};
 }
-debug_is_display!(Error, BuildError, OpenError, LoadError);
+debug_is_display!(Error, BuildError, OpenError, LoadError, EmbeddingError);
 
 #[cfg(test)]
 mod tests {

@@ -42,24 +42,29 @@ mod train;
 
 pub use build::plan::{Plan, build_partition};
 pub use build::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
-pub use error::{BuildError, Error, LoadError, OpenError, Result};
+pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
 pub use format::FORMAT_VERSION;
+pub use format::embeddings::{NO_ROW, StoreMeta};
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use incremental::build_incremental;
 pub use merge::merge;
 pub use read::{
-    Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView, TokenList,
+    Cache, EmbeddingStore, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView,
+    TokenList,
 };
 pub use schema::{
     Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
     ReactionKind, THREAD_COLUMNS, Veracity,
 };
-pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, shuffle, shuffled};
+pub use train::batches::{Batching, plan_batches, rank_batches};
+pub use train::loader::{
+    Batch, BatchMut, EmptyThreads, Loader, NO_REACTION, Pad, shuffle, shuffled,
+};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
-pub use train::texts::{TextField, UniqueTexts};
+pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
 
 /// Internals for this repository's benchmarks, fuzz targets and tests: the
 /// build's stages and the format's records. Not a stable API.
@@ -67,6 +72,7 @@ pub use train::texts::{TextField, UniqueTexts};
 pub mod internals {
     pub use crate::build::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
     pub use crate::build::{discover, features, parse, pytext, timestamp, tokens};
+    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header, parse_npy};
     pub use crate::format::footer::{self, Footer};
     pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
     pub use crate::format::report::{read_jsonl, write_jsonl};

@@ -18,6 +18,9 @@ FORMAT_VERSION: int
 class Error(Exception):
     """Base class of every socialctx error."""
 
+class EmbeddingError(Error):
+    """An embedding store is missing, damaged, or was computed for another content of the cache."""
+
 class CacheError(Error):
     """A cache is missing, damaged or of another format version; the message names the file and the reason."""
 
@@ -265,23 +268,37 @@ class FeatureStats:
     def feature_names(self) -> list[str]: ...
 
 class Batch:
-    """One batch's NumPy buffers, allocated once and refilled in place."""
+    """One batch's NumPy buffers, allocated once for ``max_cxt`` rows per
+    thread and refilled in place. Every property is a view of the used
+    ``[batch_size, width]`` prefix; the next fill overwrites it."""
 
-    features: npt.NDArray[np.float32]
-    """[B, T, 28], zero-padded."""
-    mask: npt.NDArray[np.uint8]
-    """[B, T]: 1 for a real row."""
-    lengths: npt.NDArray[np.uint32]
-    """[B]: real rows per thread."""
-    source_ids: npt.NDArray[np.uint64]
-    """[B]"""
-    labels: npt.NDArray[np.int8]
-    """[B]: the cache's label codes or the labels passed to ``fill``."""
-    embeddings: dict[str, npt.NDArray[Any]]
-    """Per store of the Loader: [B, T, dim] rows (float32 or float16), zeros
-    for padding, retweets, empty tokens and missing descriptions."""
+    @property
+    def features(self) -> npt.NDArray[np.float32]:
+        """[batch_size, width, 28], zero-padded."""
+    @property
+    def mask(self) -> npt.NDArray[np.uint8]:
+        """[batch_size, width]: 1 for a real row."""
+    @property
+    def lengths(self) -> npt.NDArray[np.uint32]:
+        """[batch_size]: real rows per thread."""
+    @property
+    def source_ids(self) -> npt.NDArray[np.uint64]:
+        """[batch_size]"""
+    @property
+    def labels(self) -> npt.NDArray[np.int8]:
+        """[batch_size]: the cache's label codes or the labels passed to ``fill``."""
+    @property
+    def embedding_index(self) -> dict[str, npt.NDArray[np.int32]]:
+        """Per store of the Loader: [batch_size, width], each row slot's row in
+        the store, -1 for none (padding, retweets, ``[]`` tokens, no description)."""
+    @property
+    def embeddings(self) -> dict[str, npt.NDArray[Any]]:
+        """With ``dense=True``, per store: [batch_size, width, dim] rows (float32
+        or float16), zeros where the index is -1."""
     size: int
-    """Threads filled by the last fill."""
+    """Threads filled by the last fill (the rest is padding)."""
+    width: int
+    """Rows per thread of the last fill (``max_cxt`` with ``pad="max"``)."""
     @property
     def batch_size(self) -> int: ...
     @property
@@ -291,6 +308,12 @@ class Batch:
 class Epoch:
     """One epoch of batches. Every step yields the same Batch, refilled in place."""
 
+    real_rows: int
+    """Real rows in the epoch's batches."""
+    padded_rows: int
+    """Rows the epoch's batches hold, padding included."""
+    @property
+    def padding_fraction(self) -> float: ...
     def __iter__(self) -> Iterator[Batch]: ...
     def __next__(self) -> Batch: ...
     def __len__(self) -> int: ...
@@ -302,6 +325,10 @@ class Loader:
     source when given, the earliest ``max_cxt``; standardised with ``stats``
     when given. A thread with no selected reaction gives one zero row
     (``empty="row"``, the reference's behaviour) or none (``"masked"``).
+    ``pad="max"`` makes every batch ``[B, max_cxt]``; ``pad="longest"`` as
+    wide as its longest thread, rounded up to ``pad_multiple``. Stores in
+    ``embeddings`` are indexed per row slot (``batch.embedding_index``) and,
+    with ``dense=True``, copied (``batch.embeddings``).
     """
 
     def __init__(
@@ -314,16 +341,37 @@ class Loader:
         stats: FeatureStats | None = None,
         empty: Literal["row", "masked"] = "row",
         embeddings: Sequence[str] | None = None,
+        pad: Literal["max", "longest"] = "max",
+        pad_multiple: int = 8,
+        dense: bool = True,
     ) -> None: ...
     @property
     def max_cxt(self) -> int: ...
     @property
+    def pad(self) -> str: ...
+    @property
     def embeddings(self) -> list[str]:
-        """Names of the embedding stores each batch is filled from."""
+        """Names of the embedding stores each batch indexes."""
     def new_batch(self, batch_size: int) -> Batch:
         """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
     def fill(self, positions: _Positions, batch: Batch, labels: _Labels | None = None) -> None:
         """Writes the threads at ``positions`` into ``batch`` in place (GIL released)."""
+    def lengths(self, positions: _Positions) -> npt.NDArray[np.int64]:
+        """Rows each thread contributes (at most ``max_cxt``; an empty thread's row counts)."""
+    def plan(
+        self,
+        positions: _Positions,
+        batch_size: int,
+        *,
+        seed: int | None = None,
+        bucket: bool = False,
+        noise: float = 0.1,
+        world_size: int = 1,
+        rank: int | None = None,
+        drop_last: bool = False,
+    ) -> list[npt.NDArray[np.int64]]:
+        """The epoch's batches as arrays of indices into ``positions``
+        (bucketed, sharded by rank); deterministic on any machine."""
     def epoch(
         self,
         positions: _Positions,
@@ -331,9 +379,13 @@ class Loader:
         *,
         seed: int | None = None,
         labels: _Labels | None = None,
+        bucket: bool = False,
+        noise: float = 0.1,
     ) -> Epoch:
-        """Iterates one epoch in batches of ``batch_size`` (shuffled by ``seed``);
-        yields the SAME Batch every step, refilled in place."""
+        """Iterates one epoch in batches of ``batch_size`` (shuffled by ``seed``,
+        length-bucketed with ``bucket``); yields the SAME Batch every step,
+        refilled in place."""
 
+def _verify_store(cache: Cache, name: str) -> str: ...
 def _xxh3_file(path: _Path) -> str: ...
 def _publish_dir(staging: _Path, target: _Path) -> bool: ...

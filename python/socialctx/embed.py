@@ -39,10 +39,12 @@ that changes the cache, opening it raises :class:`EmbeddingError`.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -54,16 +56,15 @@ from . import _socialctx
 
 STORE_FORMAT = "socialctx-embeddings"
 STORE_VERSION = 1
-NONE = 0xFFFFFFFF
+#: An index entry for a reaction with no row (the crate's ``NO_ROW``).
+NONE = _socialctx.UniqueTexts.NONE
 _DTYPES = {"float32": np.float32, "float16": np.float16}
 
 Field = Literal["reply", "description"]
 EmbedFn = Callable[[list[list[str]]], Any]
 
 
-class EmbeddingError(_socialctx.Error):
-    """An embedding store is missing, damaged, or was computed for another
-    content of the cache (rebuilt since); the message says which and why."""
+EmbeddingError = _socialctx.EmbeddingError
 
 
 def _store_root(cache: _socialctx.Cache) -> Path:
@@ -107,6 +108,7 @@ def embed(
     name: str,
     batch_size: int = 256,
     dtype: Literal["float32", "float16"] = "float32",
+    model_id: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, int]:
     """Embeds every distinct non-empty input of ``field`` with ``fn`` into
@@ -118,10 +120,16 @@ def embed(
     is called ``ceil(unique / batch_size)`` times. ``field`` is ``"reply"``
     (RPDNN's reply tokens) or ``"description"`` (the author's description
     split on ``' '``). ``progress(done, total)``, when given, is called after
-    each batch.
+    each batch. ``model_id`` names the model (e.g. a hash of its weights):
+    it is stored in ``meta.json``, and an interrupted embed resumes only
+    with the same ``model_id`` (and the same rows' dimension), never mixing
+    two models' rows.
 
     Resumable: after an interruption (Ctrl-C, a crash, a kill), calling it
     again with the same arguments computes only the batches not yet written.
+    Rows are written with plain writes into a file allocated in full first,
+    so a full disk is an :class:`EmbeddingError` naming the file, never a
+    crash, and every value is checked finite after the cast to ``dtype``.
     Returns ``{"calls", "unique", "dim", "reactions", "resumed"}`` (``calls``
     made by this invocation; ``resumed`` batches reused from before).
     """
@@ -140,7 +148,12 @@ def embed(
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise EmbeddingError(f"{root / name}: another embed of this store is running") from None
-        return _embed_locked(cache, fn, field, name, batch_size, dtype, progress)
+        try:
+            return _embed_locked(cache, fn, field, name, batch_size, dtype, model_id, progress)
+        except OSError as e:
+            raise EmbeddingError(
+                f"{e.filename or root / name}: {e.strerror or e} while writing store {name!r}"
+            ) from e
     finally:
         lock.close()
 
@@ -152,6 +165,7 @@ def _embed_locked(
     name: str,
     batch_size: int,
     dtype: str,
+    model_id: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> dict[str, int]:
     root = _store_root(cache)
@@ -167,6 +181,7 @@ def _embed_locked(
         "batch_size": batch_size,
         "unique": total,
         "reactions": len(unique.index),
+        "model_id": model_id,
     }
     state = _resume_state(partial, plan)
     if state is None:
@@ -180,42 +195,62 @@ def _embed_locked(
     done = int(state["done"])
     resumed = done
     dim = state["dim"]
-    vectors: np.memmap[Any, Any] | None = None
+    item = np.dtype(_DTYPES[dtype]).itemsize
+    vectors_path = partial / "vectors.npy"
+    data_at = 0
+    fd = -1
     if dim is not None:
-        vectors = np.lib.format.open_memmap(partial / "vectors.npy", mode="r+")
+        fd = os.open(vectors_path, os.O_RDWR)
+        data_at = _npy_data_offset(vectors_path, dtype, (total, dim))
     calls = 0
-    for b in range(done, n_batches):
-        start, stop = b * batch_size, min(total, (b + 1) * batch_size)
-        inputs = unique.batch(start, stop)
-        rows = np.asarray(fn(inputs))
-        calls += 1
-        if rows.ndim != 2 or rows.shape[0] != len(inputs):
-            raise ValueError(
-                f"fn returned shape {rows.shape} for {len(inputs)} inputs; expected [{len(inputs)}, dim]"
-            )
-        if dim is None:
-            dim = int(rows.shape[1])
-            if dim < 1:
-                raise ValueError("fn returned rows of dimension 0")
-            vectors = np.lib.format.open_memmap(
-                partial / "vectors.npy", mode="w+", dtype=_DTYPES[dtype], shape=(total, dim)
-            )
-        elif rows.shape[1] != dim:
-            raise ValueError(f"fn returned rows of dimension {rows.shape[1]} after {dim}")
-        if not np.isfinite(rows).all():
-            raise ValueError(f"fn returned non-finite values for inputs {start}..{stop}")
-        assert vectors is not None
-        vectors[start:stop] = rows.astype(_DTYPES[dtype], copy=False)
-        vectors.flush()
-        state.update(done=b + 1, dim=dim)
-        _write_json(partial / "progress.json", state)
-        if progress is not None:
-            progress(b + 1, n_batches)
+    try:
+        for b in range(done, n_batches):
+            start, stop = b * batch_size, min(total, (b + 1) * batch_size)
+            inputs = unique.batch(start, stop)
+            rows = np.asarray(fn(inputs))
+            calls += 1
+            if rows.ndim != 2 or rows.shape[0] != len(inputs):
+                raise ValueError(
+                    f"fn returned shape {rows.shape} for {len(inputs)} inputs; expected [{len(inputs)}, dim]"
+                )
+            if dim is None:
+                dim = int(rows.shape[1])
+                if dim < 1:
+                    raise ValueError("fn returned rows of dimension 0")
+                fd, data_at = _create_vectors(vectors_path, dtype, (total, dim))
+            elif rows.shape[1] != dim and calls == 1 and resumed:
+                # The model changed since the interrupted run: its rows cannot
+                # be mixed with the ones written; start over.
+                warnings.warn(
+                    f"{partial}: fn returns rows of dimension {rows.shape[1]}, the interrupted "
+                    f"embed wrote {dim}; starting over",
+                    stacklevel=3,
+                )
+                os.close(fd)
+                fd = -1
+                shutil.rmtree(partial)
+                return _embed_locked(cache, fn, field, name, batch_size, dtype, model_id, progress)
+            elif rows.shape[1] != dim:
+                raise ValueError(f"fn returned rows of dimension {rows.shape[1]} after {dim}")
+            with np.errstate(over="ignore", invalid="ignore"):
+                cast = np.ascontiguousarray(rows, dtype=_DTYPES[dtype])
+            if not np.isfinite(cast).all():
+                raise ValueError(
+                    f"fn returned values that are not finite as {dtype} for inputs {start}..{stop}"
+                )
+            _pwrite_all(fd, cast.tobytes(), data_at + start * dim * item, vectors_path)
+            os.fsync(fd)
+            state.update(done=b + 1, dim=dim)
+            _write_json(partial / "progress.json", state)
+            if progress is not None:
+                progress(b + 1, n_batches)
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if dim is None:
         # No input at all: a store of zero rows (every reaction reads zeros).
         dim = 0
-        np.save(partial / "vectors.npy", np.zeros((0, 0), dtype=_DTYPES[dtype]))
-    del vectors
+        np.save(vectors_path, np.zeros((0, 0), dtype=_DTYPES[dtype]))
     files = {}
     for fname in ("vectors.npy", "index.npy"):
         path = partial / fname
@@ -239,11 +274,70 @@ def _embed_locked(
     }
 
 
+def _npy_header(dtype: str, shape: tuple[int, int]) -> bytes:
+    """NumPy's format-1.0 header for a C-ordered array (what np.save writes)."""
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": np.dtype(_DTYPES[dtype]).str, "fortran_order": False, "shape": shape}
+    )
+    return buf.getvalue()
+
+
+def _create_vectors(path: Path, dtype: str, shape: tuple[int, int]) -> tuple[int, int]:
+    """Creates the rows file with its header and all its blocks allocated
+    (ENOSPC now, not as a fault on a sparse map later); returns (fd, data offset)."""
+    header = _npy_header(dtype, shape)
+    size = len(header) + shape[0] * shape[1] * np.dtype(_DTYPES[dtype]).itemsize
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _pwrite_all(fd, header, 0, path)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise OSError(e.errno, e.strerror, str(path)) from None
+            os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, len(header)
+
+
+def _npy_data_offset(path: Path, dtype: str, shape: tuple[int, int]) -> int:
+    header = _npy_header(dtype, shape)
+    with open(path, "rb") as f:
+        if f.read(len(header)) != header:
+            raise EmbeddingError(f"{path}: the partial store's header does not match; delete it")
+    return len(header)
+
+
+def _pwrite_all(fd: int, data: bytes, offset: int, path: Path) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.pwrite(fd, view, offset)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, str(path)) from None
+        view, offset = view[n:], offset + n
+
+
 def _resume_state(partial: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
-    """The progress of an interrupted embed with the same plan, else None."""
+    """The progress of an interrupted embed with the same plan, else None
+    (the partial store is then restarted; a different model says so)."""
     try:
         state = json.loads((partial / "progress.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict):
+        return None
+    if state.get("model_id") != plan["model_id"]:
+        warnings.warn(
+            f"{partial}: the interrupted embed was of model {state.get('model_id')!r}, "
+            f"not {plan['model_id']!r}; starting over",
+            stacklevel=4,
+        )
         return None
     if any(state.get(k) != v for k, v in plan.items()):
         return None
@@ -289,90 +383,20 @@ class Embeddings:
 
 
 def open_store(
-    cache: _socialctx.Cache, name: str, *, validate: Literal["lazy", "all"] = "lazy"
+    cache: _socialctx.Cache, name: str, *, validate: Literal["lazy", "all"] = "all"
 ) -> Embeddings:
-    """Opens store ``name`` of ``cache``. ``"lazy"`` checks the metadata,
-    shapes and sizes and that the store belongs to this cache's content;
-    ``"all"`` also verifies both files' checksums and every index entry."""
+    """Opens store ``name`` of ``cache``, verified in full by the crate's
+    reader (metadata, that it belongs to this content of the cache, both
+    files' sizes and checksums, the arrays' headers, every index entry,
+    finite rows): any fault is an :class:`EmbeddingError` naming the file.
+    ``validate`` is accepted for compatibility; every open verifies all."""
+    if validate not in ("lazy", "all"):
+        raise ValueError(f'validate must be "lazy" or "all", not {validate!r}')
     path = store_dir(cache, name)
-    meta_path = path / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        have = (
-            sorted(p.name for p in _store_root(cache).glob("[!.]*"))
-            if _store_root(cache).is_dir()
-            else []
-        )
-        raise EmbeddingError(
-            f"{path}: no embedding store {name!r} (stores of this cache: {have}); make it with socialctx.embed"
-        ) from None
-    except (OSError, ValueError) as e:
-        raise EmbeddingError(f"{meta_path}: unreadable store metadata: {e}") from None
-    if meta.get("format") != STORE_FORMAT or meta.get("version") != STORE_VERSION:
-        raise EmbeddingError(
-            f"{meta_path}: not a socialctx embedding store of version {STORE_VERSION} "
-            f"(format {meta.get('format')!r}, version {meta.get('version')!r})"
-        )
-    if meta.get("cache_content_id") != cache.content_id:
-        raise EmbeddingError(
-            f"{path}: store {name!r} was computed for cache content {meta.get('cache_content_id')}, "
-            f"but the cache now has content {cache.content_id} (rebuilt since?); "
-            f"run socialctx.embed(..., name={name!r}) again"
-        )
-    files = meta.get("files", {})
-    for fname in ("vectors.npy", "index.npy"):
-        p = path / fname
-        try:
-            size = p.stat().st_size
-        except OSError as e:
-            raise EmbeddingError(f"{p}: {e.strerror}") from None
-        want = files.get(fname, {})
-        if size != want.get("bytes"):
-            raise EmbeddingError(
-                f"{p}: {size} bytes, the metadata says {want.get('bytes')} (damaged store)"
-            )
-        if validate == "all" and _socialctx._xxh3_file(p) != want.get("xxh3"):
-            raise EmbeddingError(f"{p}: checksum mismatch (damaged store)")
+    meta = json.loads(_socialctx._verify_store(cache, name))
     try:
         vectors = np.load(path / "vectors.npy", mmap_mode="r")
         index = np.load(path / "index.npy", mmap_mode="r")
     except (OSError, ValueError) as e:
         raise EmbeddingError(f"{path}: unreadable store arrays: {e}") from None
-    unique, dim = int(meta["unique"]), int(meta["dim"])
-    want_dtype = _DTYPES.get(meta.get("dtype", ""), None)
-    if (
-        vectors.dtype != want_dtype
-        or vectors.ndim != 2
-        or (unique and vectors.shape != (unique, dim))
-    ):
-        raise EmbeddingError(
-            f"{path}/vectors.npy: {vectors.dtype} {vectors.shape}, expected {meta['dtype']} ({unique}, {dim})"
-        )
-    if index.dtype != np.uint32 or index.shape != (int(meta["reactions"]),):
-        raise EmbeddingError(
-            f"{path}/index.npy: {index.dtype} {index.shape}, expected uint32 ({meta['reactions']},)"
-        )
-    if validate == "all":
-        bad = (index != NONE) & (index >= unique)
-        if bad.any():
-            raise EmbeddingError(
-                f"{path}/index.npy: entry {int(np.argmax(bad))} points past the {unique} rows"
-            )
     return Embeddings(path, meta, vectors, index)
-
-
-def _open_for_loader(cache: _socialctx.Cache, name: str) -> tuple[Any, Any, int, bool]:
-    """What Loader(embeddings=[...]) reads: (vectors, index, dim, half)."""
-    store = open_store(cache, name)
-    if store.meta["dim"] == 0:
-        raise EmbeddingError(f"{store.path}: store {name!r} has no rows (no input to embed)")
-    unique = int(store.meta["unique"])
-    index = np.ascontiguousarray(store.index)
-    if ((index != NONE) & (index >= unique)).any():
-        raise EmbeddingError(f"{store.path}/index.npy: an entry points past the {unique} rows")
-    vectors = store.vectors
-    half = vectors.dtype == np.float16
-    if half:
-        vectors = vectors.view(np.uint16)
-    return vectors, index, store.dim, half

@@ -1,27 +1,50 @@
-"""PyTorch adapter: batches of a socialctx cache as an ``IterableDataset``.
+"""PyTorch adapter: batches of a socialctx cache as an ``IterableDataset``,
+embedding rows gathered on the device.
 
 Importing this module needs torch; the rest of socialctx does not::
 
+    import torch
     from torch.utils.data import DataLoader
-    from socialctx.torch import CacheDataset
+    from socialctx.torch import CacheDataset, EmbeddingTable
 
-    ds = CacheDataset("target/socialctx-cache", split.positions, 128,
-                      labels=split.labels, seed=0, stats=stats)
-    for step in DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True):
-        step["features"], step["mask"], step["lengths"], step["labels"]
+    ds = CacheDataset("target/socialctx-cache", split.positions, 32, labels=split.labels,
+                      seed=0, bucket=True, pad="longest", embeddings=["elmo-reply"])
+    table = EmbeddingTable(cache, "elmo-reply", device="cuda")   # rows moved once
+    for epoch in range(10):
+        ds.set_epoch(epoch)
+        for step in DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True):
+            x = step["features"].cuda(non_blocking=True)           # [B, T, 28]
+            e = table(step["embedding_index"]["elmo-reply"])       # [B, T, dim] on the GPU
 
 Batching happens here, not in the DataLoader (hence ``batch_size=None``).
-Each worker opens the cache itself (microseconds) and takes every k-th
-batch, so the workers' batches are disjoint and together cover the epoch
-once. Tensors are made with ``torch.from_numpy`` over the worker's reused
-batch buffers: no copy in the worker (a DataLoader with workers then moves
-them to the main process; in-process, clone a tensor to keep it past the
-step).
+
+- **Batches never change once yielded.** Each yielded tensor is a fresh
+  tensor (in a worker, in shared memory, so that handing it to the main
+  process copies nothing more); keep them as long as you like. The one
+  opt-in exception is ``pin_memory=True`` in-process (see
+  :class:`CacheDataset`).
+- **Sharding.** The epoch's batch plan (:meth:`socialctx.Loader.plan`) is
+  the same in every process; DDP rank ``r`` of ``w`` takes batches
+  ``r, r + w, ...`` and its DataLoader workers take every k-th of those, so
+  ranks and workers are disjoint and together cover the epoch once.
+  Remainder policy: the batch count is rounded up to a multiple of the
+  world size and threads are spread evenly over the batches (no batch
+  exceeds ``batch_size``), so every rank gets the same number of batches
+  and no thread is repeated or dropped; ``drop_last=True`` instead keeps
+  only full batches, as many for every rank.
+- **Resumption.** ``state_dict()`` records the epoch and how many batches
+  this rank has consumed; ``load_state_dict`` makes the next iteration
+  start at the first unseen batch, exactly as the uninterrupted run would
+  have continued.
+- **torch conventions.** ``labels`` are int64, ``mask`` is bool (True for
+  a real row; ``key_padding_mask`` wants its negation: ``~mask``).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -30,25 +53,115 @@ import numpy.typing as npt
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import Cache, FeatureStats, Loader, open, shuffled
+from . import Cache, FeatureStats, Loader, open, open_store
 
-__all__ = ["CacheDataset"]
+__all__ = ["CacheDataset", "EmbeddingTable"]
+
+_TORCH_DTYPES = {
+    np.dtype(np.float32): torch.float32,
+    np.dtype(np.float16): torch.float16,
+}
+
+
+class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
+    """The rows of an embedding store on a device, gathered by index.
+
+    ``EmbeddingTable(cache, name, device="cuda")`` reads the store's rows
+    (a memory map on the host) and moves them to ``device`` once, with one
+    zero row appended; calling it on an index tensor (a batch's
+    ``embedding_index[name]``, int32 or int64 ``[B, T]``, -1 for none)
+    returns ``[B, T, dim]`` rows on that device, zeros where the index is
+    -1: bit for bit the rows a ``dense=True`` Loader copies on the host.
+    ``dtype`` converts the rows once (default: the store's own dtype).
+    """
+
+    def __init__(
+        self,
+        cache: Cache | str | os.PathLike[str],
+        name: str,
+        *,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(cache, Cache):
+            cache = open(os.fspath(cache))
+        store = open_store(cache, name)
+        vectors = np.asarray(store.vectors)
+        unique, dim = int(store.meta["unique"]), int(store.meta["dim"])
+        src_dtype = _TORCH_DTYPES[vectors.dtype]
+        table = torch.zeros((unique + 1, max(dim, 1)), dtype=dtype or src_dtype, device=device)
+        if unique:
+            with warnings.catch_warnings():
+                # The map is read-only; torch only reads it here.
+                warnings.simplefilter("ignore", UserWarning)
+                host = torch.from_numpy(vectors)
+            table[:unique].copy_(host)
+        self.name = name
+        self.dim = dim
+        self.register_buffer("rows", table, persistent=False)
+
+    @property
+    def num_rows(self) -> int:
+        """Rows of the store (the zero row not counted)."""
+        return int(self.rows.shape[0]) - 1
+
+    def forward(self, index: torch.Tensor) -> torch.Tensor:
+        """``[..., dim]`` rows for an index tensor (-1: the zero row)."""
+        idx = index.to(device=self.rows.device, dtype=torch.int64, non_blocking=True)
+        idx = torch.where(idx < 0, self.num_rows, idx)
+        return torch.nn.functional.embedding(idx, self.rows)
+
+    def extra_repr(self) -> str:
+        return f"{self.name!r}, rows={self.num_rows}, dim={self.dim}, dtype={self.rows.dtype}"
+
+
+def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    dist = torch.distributed
+    if world_size is None:
+        world_size = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if rank is None:
+        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} of world_size {world_size} is not a valid rank")
+    return rank, world_size
 
 
 class CacheDataset(IterableDataset):  # type: ignore[misc]
-    """One epoch of ``batch_size`` batches over ``positions`` of a cache.
+    """One epoch of batches over ``positions`` of a cache, for a DataLoader
+    with ``batch_size=None``.
 
-    ``cache`` is a cache directory or an open :class:`socialctx.Cache` (its
-    path is used: each worker opens its own). ``labels`` (one per position,
-    e.g. ``split.labels``) replace the cache's label codes. With ``seed``,
-    positions are shuffled by ``seed + epoch``; call :meth:`set_epoch` each
-    epoch for a new order. Other keyword arguments go to
-    :class:`socialctx.Loader` (``kinds``, ``max_cxt``, ``window_s``,
-    ``stats``, ``empty``).
+    - ``cache``: a cache directory or an open :class:`socialctx.Cache` (its
+      path is used: each worker opens its own).
+    - ``labels``: one per position (e.g. ``split.labels``), replacing the
+      cache's label codes.
+    - ``seed``: shuffle by ``seed + epoch`` (call :meth:`set_epoch` each
+      epoch; it reaches persistent workers too). ``None`` keeps the order.
+    - ``bucket``, ``noise``: length-bucketed batches (see
+      :meth:`socialctx.Loader.plan`); pair with ``pad="longest"``.
+    - ``rank``, ``world_size``: DDP sharding; by default from
+      ``torch.distributed`` when it is initialised, else a single rank.
+    - ``drop_last``: keep only full batches, as many for every rank.
+    - ``embeddings``: store names; items carry ``embedding_index[name]``
+      (int32 ``[B, T]``, -1 for none) for :class:`EmbeddingTable`, and with
+      ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``.
+    - ``pin_memory``: in-process only (``num_workers=0``): the dataset
+      fills two page-locked buffer sets in turn and yields views of them,
+      so the host-to-device copy can be asynchronous and nothing is copied
+      twice. **A yielded batch is then valid until the next-but-one step**:
+      copy it to the device (``non_blocking=True``) in the step it arrives.
+      Without a GPU it falls back to ordinary memory (with a warning).
+    - other keyword arguments go to :class:`socialctx.Loader` (``kinds``,
+      ``max_cxt``, ``window_s``, ``stats``, ``empty``, ``pad``,
+      ``pad_multiple``).
 
-    Each item is a dict of tensors: ``features`` float32 [B, T, 28],
-    ``mask`` uint8 [B, T], ``lengths`` int64 [B], ``source_ids`` int64 [B],
-    ``labels`` int8 [B]; the last batch of an epoch may be smaller.
+    Each item is a dict: ``features`` float32 ``[B, T, 28]``, ``mask`` bool
+    ``[B, T]``, ``lengths`` int64 ``[B]``, ``source_ids`` int64 ``[B]``,
+    ``labels`` int64 ``[B]`` (-1 is the cache's "unknown": pass a split's
+    labels to train), ``positions`` int64 ``[B]`` and ``embedding_index`` /
+    ``embeddings`` dicts. ``B`` is at most ``batch_size``; ``T`` is
+    ``max_cxt`` with ``pad="max"``, the batch's longest selection rounded up
+    with ``pad="longest"``.
     """
 
     def __init__(
@@ -57,8 +170,16 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         positions: npt.NDArray[np.int64] | Sequence[int] | range,
         batch_size: int,
         *,
-        labels: npt.NDArray[np.int8] | Sequence[int] | None = None,
+        labels: npt.NDArray[np.integer[Any]] | Sequence[int] | None = None,
         seed: int | None = None,
+        rank: int | None = None,
+        world_size: int | None = None,
+        bucket: bool = False,
+        noise: float = 0.1,
+        drop_last: bool = False,
+        embeddings: Sequence[str] | None = None,
+        dense: bool = False,
+        pin_memory: bool = False,
         stats: FeatureStats | None = None,
         **loader_kwargs: Any,
     ) -> None:
@@ -72,35 +193,200 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             raise ValueError(f"{len(self.labels)} labels for {len(self.positions)} positions")
         self.batch_size = batch_size
         self.seed = seed
-        self.epoch = 0
+        self.rank, self.world_size = _world(rank, world_size)
+        self.bucket = bucket
+        self.noise = noise
+        self.drop_last = drop_last
+        self.embeddings = list(embeddings or [])
+        self.dense = dense
+        self.pin_memory = pin_memory
         self.stats = stats
         self.loader_kwargs = loader_kwargs
+        # Shared with the DataLoader's workers (persistent ones included):
+        # [epoch, resume epoch, batches of that epoch already consumed].
+        self._shared = multiprocessing.RawArray("q", [0, -1, 0])
+        self._consumed = 0
+        self._loader: Loader | None = None
+        # Fail now, in the main process, rather than in every worker.
+        self._open_loader()
+        self._count = len(self._plan(self._open_loader(), 0))
+
+    def _open_loader(self) -> Loader:
+        if self._loader is None:
+            self._loader = Loader(
+                open(self.path),
+                stats=self.stats,
+                embeddings=self.embeddings,
+                dense=self.dense,
+                **self.loader_kwargs,
+            )
+        return self._loader
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_loader"] = None  # each process opens its own (microseconds)
+        return state
+
+    @property
+    def epoch(self) -> int:
+        return int(self._shared[0])
 
     def set_epoch(self, epoch: int) -> None:
-        """Selects the shuffle of epoch ``epoch`` (with a seed)."""
-        self.epoch = epoch
+        """Selects epoch ``epoch``'s shuffle (with a seed), in this process
+        and in persistent DataLoader workers."""
+        self._shared[0] = epoch
+        self._consumed = 0
+
+    def _plan(self, loader: Loader, epoch: int) -> list[npt.NDArray[np.int64]]:
+        seed = None if self.seed is None else self.seed + epoch
+        return loader.plan(
+            self.positions,
+            self.batch_size,
+            seed=seed,
+            bucket=self.bucket,
+            noise=self.noise,
+            world_size=self.world_size,
+            rank=self.rank,
+            drop_last=self.drop_last,
+        )
 
     def __len__(self) -> int:
-        return -(-len(self.positions) // self.batch_size)
+        """Batches this rank feeds per epoch."""
+        return self._count
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+    def state_dict(self, batches_done: int | None = None) -> dict[str, int | None]:
+        """Where this rank is: the epoch and the batches consumed in it.
+
+        In-process (``num_workers=0``) the dataset counts the batches it
+        yielded; with DataLoader workers (which run ahead of the training
+        loop) pass ``batches_done``, the steps your loop finished this
+        epoch."""
+        done = self._consumed if batches_done is None else int(batches_done)
+        return {
+            "epoch": self.epoch,
+            "batches_done": done,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resumes at the first batch of ``state["epoch"]`` not yet consumed."""
+        if state.get("seed") != self.seed or state.get("world_size") != self.world_size:
+            raise ValueError(
+                f"state of seed {state.get('seed')} / world_size {state.get('world_size')} "
+                f"does not fit this dataset (seed {self.seed}, world_size {self.world_size})"
+            )
+        epoch, done = int(state["epoch"]), int(state["batches_done"])
+        self._shared[0] = epoch
+        self._shared[1] = epoch
+        self._shared[2] = done
+        self._consumed = done
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        order = np.arange(len(self.positions))
-        if self.seed is not None:
-            order = shuffled(len(self.positions), self.seed + self.epoch)
-        cache = open(self.path)
-        loader = Loader(cache, stats=self.stats, **self.loader_kwargs)
+        epoch = self.epoch
+        start = int(self._shared[2]) if int(self._shared[1]) == epoch else 0
+        loader = self._open_loader()
+        plan = self._plan(loader, epoch)
+        in_process = info is None
+        if in_process:
+            self._consumed = start
+        if in_process and self.pin_memory:
+            yield from self._iter_pinned(loader, plan, start)
+            return
         batch = loader.new_batch(self.batch_size)
-        for step in range(worker, len(self), workers):
-            picked = order[step * self.batch_size : (step + 1) * self.batch_size]
-            labels = None if self.labels is None else self.labels[picked]
-            loader.fill(self.positions[picked], batch, labels)
+        for k in range(start + worker, len(plan), workers):
+            picked = plan[k]
+            self._fill(loader, batch, picked)
+            item = self._fresh(batch, self.positions[picked], shared=not in_process)
+            if in_process:
+                self._consumed = k + 1
+            yield item
+
+    def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
+        labels = None if self.labels is None else self.labels[picked]
+        loader.fill(self.positions[picked], batch, labels)
+
+    def _fresh(
+        self, batch: Any, positions: npt.NDArray[np.int64], *, shared: bool
+    ) -> dict[str, Any]:
+        """New tensors holding the batch's used part (one copy each; in a
+        worker, straight into shared memory)."""
+        n = batch.size
+
+        def own(a: npt.NDArray[Any], dtype: torch.dtype | None = None) -> torch.Tensor:
+            t = torch.empty(a.shape, dtype=dtype or torch.from_numpy(a[:0]).dtype)
+            if shared:
+                t.share_memory_()
+            t.copy_(torch.from_numpy(a))
+            return t
+
+        item: dict[str, Any] = {
+            "features": own(batch.features[:n]),
+            "mask": own(batch.mask[:n], torch.bool),
+            "lengths": own(batch.lengths[:n].astype(np.int64)),
+            "source_ids": own(batch.source_ids[:n].view(np.int64)),
+            "labels": own(batch.labels[:n], torch.int64),
+            "positions": own(positions),
+            "embedding_index": {k: own(v[:n]) for k, v in batch.embedding_index.items()},
+        }
+        if self.dense:
+            item["embeddings"] = {k: own(v[:n]) for k, v in batch.embeddings.items()}
+        return item
+
+    def _iter_pinned(
+        self, loader: Loader, plan: list[npt.NDArray[np.int64]], start: int
+    ) -> Iterator[dict[str, Any]]:
+        pin = torch.cuda.is_available()
+        if not pin:
+            warnings.warn(
+                "CacheDataset(pin_memory=True): no CUDA device, using ordinary memory",
+                stacklevel=3,
+            )
+        batches = [loader.new_batch(self.batch_size) for _ in range(2)]
+        # Page-locked twins of each batch's arrays, filled by a copy each step
+        # (the Batch's buffers are NumPy's).
+        twins: list[dict[str, Any]] = [{}, {}]
+        for k in range(start, len(plan)):
+            slot = k % 2
+            batch, twin = batches[slot], twins[slot]
+            picked = plan[k]
+            self._fill(loader, batch, picked)
             n = batch.size
-            yield {
-                "features": torch.from_numpy(batch.features[:n]),
-                "mask": torch.from_numpy(batch.mask[:n]),
-                "lengths": torch.from_numpy(batch.lengths[:n].astype(np.int64)),
-                "source_ids": torch.from_numpy(batch.source_ids[:n].view(np.int64)),
-                "labels": torch.from_numpy(batch.labels[:n]),
+
+            def into(
+                key: str,
+                a: npt.NDArray[Any],
+                dtype: torch.dtype | None = None,
+                twin: dict[str, Any] = twin,
+            ) -> Any:
+                src = torch.from_numpy(np.ascontiguousarray(a))
+                want = dtype or src.dtype
+                buf = twin.get(key)
+                if buf is None or buf.numel() < src.numel() or buf.dtype != want:
+                    # Sized for the largest batch seen (twice, to settle fast).
+                    buf = torch.empty(max(src.numel(), 1) * 2, dtype=want, pin_memory=pin)
+                    twin[key] = buf
+                out = buf[: src.numel()].view(src.shape)
+                out.copy_(src)
+                return out
+
+            item: dict[str, Any] = {
+                "features": into("features", batch.features[:n]),
+                "mask": into("mask", batch.mask[:n], torch.bool),
+                "lengths": into("lengths", batch.lengths[:n].astype(np.int64)),
+                "source_ids": into("source_ids", batch.source_ids[:n].view(np.int64)),
+                "labels": into("labels", batch.labels[:n], torch.int64),
+                "positions": into("positions", self.positions[picked]),
+                "embedding_index": {
+                    k2: into("i:" + k2, v[:n]) for k2, v in batch.embedding_index.items()
+                },
             }
+            if self.dense:
+                item["embeddings"] = {
+                    k2: into("e:" + k2, v[:n]) for k2, v in batch.embeddings.items()
+                }
+            self._consumed = k + 1
+            yield item

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use numpy::ndarray::{ArrayView1, ArrayView2};
-use numpy::{Element, IntoPyArray, PyArray1, PyArray2, PyArray3, PyArrayMethods};
+use numpy::{Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyException, PyIndexError, PyKeyError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -23,9 +23,11 @@ use pyo3::{create_exception, intern};
 
 use socialctx as sc;
 
+mod loader;
 mod texts;
 
-use texts::{LoaderEmbedding, Picks, PyUniqueTexts};
+use loader::{Epoch, PyBatch, PyLoader};
+use texts::PyUniqueTexts;
 
 create_exception!(
     socialctx,
@@ -44,6 +46,12 @@ create_exception!(
     BuildError,
     Error,
     "A build failed (an unusable corpus or cache directory, a lock held by another build, an I/O error)."
+);
+create_exception!(
+    socialctx,
+    EmbeddingError,
+    Error,
+    "An embedding store is missing, damaged, or was computed for another content of the cache (rebuilt since); the message says which and why."
 );
 create_exception!(
     socialctx,
@@ -73,7 +81,7 @@ fn build_err(py: Python<'_>, e: sc::BuildError) -> PyErr {
     }
 }
 
-fn load_err(e: sc::LoadError) -> PyErr {
+pub(crate) fn load_err(e: sc::LoadError) -> PyErr {
     match e {
         sc::LoadError::Cache(e) => open_err(e),
         e @ sc::LoadError::NoSuchThread { .. } => PyIndexError::new_err(e.to_string()),
@@ -86,7 +94,7 @@ fn load_err(e: sc::LoadError) -> PyErr {
 }
 
 /// A cache validated all at once or file by file on first use.
-enum AnyCache {
+pub(crate) enum AnyCache {
     Lazy(sc::LazyCache),
     Full(sc::Cache),
 }
@@ -132,6 +140,12 @@ impl AnyCache {
         match self {
             AnyCache::Lazy(c) => c.thread_column(name),
             AnyCache::Full(c) => c.thread_column(name),
+        }
+    }
+    pub(crate) fn embeddings(&self, name: &str) -> Result<sc::EmbeddingStore, sc::EmbeddingError> {
+        match self {
+            AnyCache::Lazy(c) => c.embeddings(name),
+            AnyCache::Full(c) => c.embeddings(name),
         }
     }
     fn report(&self) -> Result<Vec<sc::BadInput>, sc::OpenError> {
@@ -189,8 +203,8 @@ fn readonly(array: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyAny>> {
 
 /// An open feature cache. Made by `socialctx.open`.
 #[pyclass(frozen, module = "socialctx", name = "Cache")]
-struct PyCache {
-    inner: Arc<AnyCache>,
+pub(crate) struct PyCache {
+    pub(crate) inner: Arc<AnyCache>,
     dir: PathBuf,
 }
 
@@ -841,7 +855,7 @@ fn open(py: Python<'_>, cache_dir: PathBuf, validate: &str) -> PyResult<PyCache>
 
 /// Positions from an int64 NumPy array or any sequence of ints, checked
 /// against the cache's length (negative positions count from the end).
-fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
+pub(crate) fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
     let check = |i: i64| -> PyResult<usize> {
         let j = if i < 0 { i + len as i64 } else { i };
         if j < 0 || j as u64 >= len as u64 {
@@ -860,7 +874,7 @@ fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
     v.into_iter().map(check).collect()
 }
 
-fn labels_of(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i8>>> {
+pub(crate) fn labels_of(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i8>>> {
     let Some(obj) = obj else { return Ok(None) };
     if obj.is_none() {
         return Ok(None);
@@ -871,7 +885,7 @@ fn labels_of(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i8>>> {
     Ok(Some(obj.extract()?))
 }
 
-fn kinds_of(kinds: &str) -> PyResult<sc::Kinds> {
+pub(crate) fn kinds_of(kinds: &str) -> PyResult<sc::Kinds> {
     match kinds {
         "replies" => Ok(sc::Kinds::Replies),
         "retweets" => Ok(sc::Kinds::Retweets),
@@ -882,7 +896,7 @@ fn kinds_of(kinds: &str) -> PyResult<sc::Kinds> {
     }
 }
 
-fn window_of(window_s: Option<f64>) -> PyResult<Option<Duration>> {
+pub(crate) fn window_of(window_s: Option<f64>) -> PyResult<Option<Duration>> {
     window_s
         .map(|w| {
             Duration::try_from_secs_f64(w).map_err(|_| {
@@ -1052,322 +1066,6 @@ impl PyFeatureStats {
     }
 }
 
-/// Output buffers of one batch, allocated once and refilled in place.
-#[pyclass(module = "socialctx", name = "Batch")]
-struct PyBatch {
-    #[pyo3(get)]
-    features: Py<PyArray3<f32>>,
-    #[pyo3(get)]
-    mask: Py<PyArray2<u8>>,
-    #[pyo3(get)]
-    lengths: Py<PyArray1<u32>>,
-    #[pyo3(get)]
-    source_ids: Py<PyArray1<u64>>,
-    #[pyo3(get)]
-    labels: Py<PyArray1<i8>>,
-    /// Per embedding store of the Loader: [B, T, dim] rows (zeros where due).
-    #[pyo3(get)]
-    embeddings: Py<PyDict>,
-    /// The arrays `fill` writes the embeddings into (float16 stores as
-    /// uint16; `embeddings` holds views of the same memory).
-    embedding_out: Vec<Py<PyAny>>,
-    /// Threads filled by the last fill (the rest is zero padding).
-    #[pyo3(get)]
-    size: usize,
-    batch_size: usize,
-    max_cxt: usize,
-}
-
-#[pymethods]
-impl PyBatch {
-    /// Capacity in threads.
-    #[getter]
-    fn batch_size(&self) -> usize {
-        self.batch_size
-    }
-    /// Rows per thread.
-    #[getter]
-    fn max_cxt(&self) -> usize {
-        self.max_cxt
-    }
-    fn __len__(&self) -> usize {
-        self.size
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "socialctx.Batch(size={}, batch_size={}, max_cxt={})",
-            self.size, self.batch_size, self.max_cxt
-        )
-    }
-}
-
-/// Assembles padded, masked, optionally normalised batches from a cache.
-#[pyclass(frozen, module = "socialctx", name = "Loader")]
-struct PyLoader {
-    cache: Py<PyCache>,
-    selection: sc::Selection,
-    stats: Option<sc::FeatureStats>,
-    empty: sc::EmptyThreads,
-    embeddings: Vec<LoaderEmbedding>,
-    /// Per thread, its first reaction in cache order (for the stores' index).
-    offsets: Vec<u64>,
-}
-
-impl PyLoader {
-    fn fill_impl(
-        &self,
-        py: Python<'_>,
-        positions: &[usize],
-        labels: Option<&[i8]>,
-        batch: &mut PyBatch,
-    ) -> PyResult<()> {
-        let mut features = batch.features.bind(py).try_readwrite()?;
-        let mut mask = batch.mask.bind(py).try_readwrite()?;
-        let mut lengths = batch.lengths.bind(py).try_readwrite()?;
-        let mut ids = batch.source_ids.bind(py).try_readwrite()?;
-        let mut out_labels = batch.labels.bind(py).try_readwrite()?;
-        let (f, m, l, s, y) = (
-            features.as_slice_mut()?,
-            mask.as_slice_mut()?,
-            lengths.as_slice_mut()?,
-            ids.as_slice_mut()?,
-            out_labels.as_slice_mut()?,
-        );
-        let cache = &*self.cache.get().inner;
-        let max_cxt = batch.max_cxt;
-        py.detach(|| {
-            let mut loader = sc::Loader::new(cache, self.selection).empty_threads(self.empty);
-            if let Some(stats) = &self.stats {
-                loader = loader.normalize(stats);
-            }
-            let mut out = sc::BatchMut::new(max_cxt, f, m, l, s, y)?;
-            loader.fill_into(positions, labels, &mut out)
-        })
-        .map_err(load_err)?;
-        if !self.embeddings.is_empty() {
-            let picks = py
-                .detach(|| {
-                    Picks::new(
-                        cache,
-                        &self.offsets,
-                        positions,
-                        self.selection,
-                        batch.batch_size,
-                        max_cxt,
-                    )
-                })
-                .map_err(load_err)?;
-            for (e, out) in self.embeddings.iter().zip(&batch.embedding_out) {
-                texts::fill_embedding(py, e, &picks, out.bind(py))?;
-            }
-        }
-        batch.size = positions.len();
-        Ok(())
-    }
-}
-
-#[pymethods]
-impl PyLoader {
-    #[new]
-    #[pyo3(signature = (cache, *, kinds="replies", max_cxt=200, window_s=None, stats=None, empty="row", embeddings=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        cache: Py<PyCache>,
-        kinds: &str,
-        max_cxt: usize,
-        window_s: Option<f64>,
-        stats: Option<&Bound<'_, PyFeatureStats>>,
-        empty: &str,
-        embeddings: Option<Vec<String>>,
-    ) -> PyResult<Self> {
-        let names = embeddings.unwrap_or_default();
-        let mut stores = Vec::with_capacity(names.len());
-        for (i, name) in names.iter().enumerate() {
-            if names[..i].contains(name) {
-                return Err(PyValueError::new_err(format!(
-                    "embedding store {name:?} named twice"
-                )));
-            }
-            stores.push(LoaderEmbedding::open(cache.bind(py), name)?);
-        }
-        let offsets = if stores.is_empty() {
-            Vec::new()
-        } else {
-            let c = &*cache.get().inner;
-            py.detach(|| texts::reaction_offsets(c)).map_err(load_err)?
-        };
-        let empty = match empty {
-            "row" => sc::EmptyThreads::ZeroRow,
-            "masked" => sc::EmptyThreads::Masked,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "empty must be \"row\" or \"masked\", not {other:?}"
-                )));
-            }
-        };
-        Ok(PyLoader {
-            cache,
-            selection: sc::Selection {
-                kinds: kinds_of(kinds)?,
-                window: window_of(window_s)?,
-                max_cxt,
-            },
-            stats: stats.map(|s| s.get().inner.clone()),
-            empty,
-            embeddings: stores,
-            offsets,
-        })
-    }
-
-    /// Names of the embedding stores each batch is filled from.
-    #[getter]
-    fn embeddings(&self) -> Vec<String> {
-        self.embeddings.iter().map(|e| e.name.clone()).collect()
-    }
-
-    /// Rows per thread (`max_cxt`).
-    #[getter]
-    fn max_cxt(&self) -> usize {
-        self.selection.max_cxt
-    }
-
-    /// A Batch for `batch_size` threads: NumPy arrays allocated once,
-    /// writable and C-contiguous, that `fill` and `epoch` write into.
-    fn new_batch(&self, py: Python<'_>, batch_size: usize) -> PyResult<PyBatch> {
-        let t = self.selection.max_cxt;
-        let dict = PyDict::new(py);
-        let mut embedding_out = Vec::with_capacity(self.embeddings.len());
-        for e in &self.embeddings {
-            let (raw, user) = e.new_output(py, batch_size, t)?;
-            dict.set_item(&e.name, user)?;
-            embedding_out.push(raw.unbind());
-        }
-        Ok(PyBatch {
-            embeddings: dict.unbind(),
-            embedding_out,
-            features: PyArray3::zeros(py, [batch_size, t, sc::NUM_FEATURES], false).unbind(),
-            mask: PyArray2::zeros(py, [batch_size, t], false).unbind(),
-            lengths: PyArray1::zeros(py, batch_size, false).unbind(),
-            source_ids: PyArray1::zeros(py, batch_size, false).unbind(),
-            labels: PyArray1::zeros(py, batch_size, false).unbind(),
-            size: 0,
-            batch_size,
-            max_cxt: t,
-        })
-    }
-
-    /// Fills `batch` in place with the threads at `positions` (the GIL is
-    /// released meanwhile). Labels come from `labels` (one per position,
-    /// e.g. a split's) or else from the cache.
-    #[pyo3(signature = (positions, batch, labels=None))]
-    fn fill(
-        &self,
-        py: Python<'_>,
-        positions: &Bound<'_, PyAny>,
-        batch: &Bound<'_, PyBatch>,
-        labels: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let positions = positions_of(positions, self.cache.get().inner.len())?;
-        let labels = labels_of(labels)?;
-        let mut b = batch.borrow_mut();
-        self.fill_impl(py, &positions, labels.as_deref(), &mut b)
-    }
-
-    /// Iterates over one epoch: the threads at `positions` (shuffled by
-    /// `seed` when given, with the same order as Rust's `shuffled`), in
-    /// batches of `batch_size`. Every step yields the SAME Batch object,
-    /// refilled in place: copy what you keep beyond the step.
-    #[pyo3(signature = (positions, batch_size, *, seed=None, labels=None))]
-    fn epoch(
-        slf: &Bound<'_, Self>,
-        positions: &Bound<'_, PyAny>,
-        batch_size: usize,
-        seed: Option<u64>,
-        labels: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Epoch> {
-        if batch_size == 0 {
-            return Err(PyValueError::new_err("batch_size must be at least 1"));
-        }
-        let py = slf.py();
-        let this = slf.get();
-        let mut order = positions_of(positions, this.cache.get().inner.len())?;
-        let mut labels = labels_of(labels)?;
-        if let Some(l) = &labels
-            && l.len() != order.len()
-        {
-            return Err(PyValueError::new_err(format!(
-                "{} labels for {} positions",
-                l.len(),
-                order.len()
-            )));
-        }
-        if let Some(seed) = seed {
-            let perm = sc::shuffled(order.len(), seed);
-            order = perm.iter().map(|&i| order[i]).collect();
-            labels = labels.map(|l| perm.iter().map(|&i| l[i]).collect());
-        }
-        let batch = Py::new(py, this.new_batch(py, batch_size)?)?;
-        Ok(Epoch {
-            loader: slf.clone().unbind(),
-            batch,
-            order,
-            labels,
-            batch_size,
-            next: 0,
-        })
-    }
-}
-
-/// One epoch of batches; yields the same Batch object every step.
-#[pyclass(module = "socialctx")]
-struct Epoch {
-    loader: Py<PyLoader>,
-    batch: Py<PyBatch>,
-    order: Vec<usize>,
-    labels: Option<Vec<i8>>,
-    batch_size: usize,
-    next: usize,
-}
-
-#[pymethods]
-impl Epoch {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __len__(&self) -> usize {
-        self.order.len().div_ceil(self.batch_size)
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyBatch>>> {
-        if self.next >= self.order.len() {
-            return Ok(None);
-        }
-        let end = (self.next + self.batch_size).min(self.order.len());
-        let labels = self.labels.as_ref().map(|l| &l[self.next..end]);
-        {
-            let mut b = self.batch.bind(py).borrow_mut();
-            self.loader
-                .get()
-                .fill_impl(py, &self.order[self.next..end], labels, &mut b)?;
-        }
-        self.next = end;
-        Ok(Some(self.batch.clone_ref(py)))
-    }
-}
-
-/// A deterministic permutation of range(n) from `seed` (the same as the
-/// Rust crate's `shuffled`, on every machine).
-#[pyfunction]
-fn shuffled<'py>(py: Python<'py>, n: usize, seed: u64) -> Bound<'py, PyArray1<i64>> {
-    let v: Vec<i64> = sc::shuffled(n, seed)
-        .into_iter()
-        .map(|i| i as i64)
-        .collect();
-    v.into_pyarray(py)
-}
-
 #[pymodule]
 fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1375,6 +1073,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CacheError", py.get_type::<CacheError>())?;
     m.add("BuildError", py.get_type::<BuildError>())?;
     m.add("BadInputError", py.get_type::<BadInputError>())?;
+    m.add("EmbeddingError", py.get_type::<EmbeddingError>())?;
     m.add("FEATURE_NAMES", sc::FEATURE_NAMES.to_vec())?;
     m.add("NUM_FEATURES", sc::NUM_FEATURES)?;
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
@@ -1384,7 +1083,8 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_partition, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(read_split, m)?)?;
-    m.add_function(wrap_pyfunction!(shuffled, m)?)?;
+    m.add_function(wrap_pyfunction!(loader::shuffled, m)?)?;
+    m.add_function(wrap_pyfunction!(loader::_verify_store, m)?)?;
     m.add_function(wrap_pyfunction!(texts::_xxh3_file, m)?)?;
     m.add_function(wrap_pyfunction!(texts::_publish_dir, m)?)?;
     m.add_class::<PyUniqueTexts>()?;

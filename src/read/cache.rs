@@ -376,6 +376,17 @@ impl Cache {
         self.core.dir.join(crate::format::layout::DERIVED_DIR)
     }
 
+    /// Opens embedding store `name` (made by `socialctx.embed`), verified
+    /// in full and checked to belong to this content of the cache.
+    pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
+        super::EmbeddingStore::open_in(
+            &self.derived_dir(),
+            &self.content_id(),
+            self.manifest().reactions,
+            name,
+        )
+    }
+
     /// The bad-input report of the build that wrote this cache.
     pub fn report(&self) -> &[BadInput] {
         &self.report
@@ -495,6 +506,17 @@ impl LazyCache {
     /// As [`Cache::derived_dir`].
     pub fn derived_dir(&self) -> PathBuf {
         self.core.dir.join(crate::format::layout::DERIVED_DIR)
+    }
+
+    /// Opens embedding store `name` (made by `socialctx.embed`), verified
+    /// in full and checked to belong to this content of the cache.
+    pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
+        super::EmbeddingStore::open_in(
+            &self.derived_dir(),
+            &self.content_id(),
+            self.manifest().reactions,
+            name,
+        )
     }
 
     /// The bad-input report of the build that wrote this cache, read and

@@ -56,13 +56,17 @@ pub enum EmptyThreads {
 pub struct Batch {
     /// Capacity in threads.
     pub batch_size: usize,
-    /// Rows per thread.
+    /// Rows per thread the buffers hold (the capacity).
     pub max_cxt: usize,
     /// Number of threads filled by the last [`Loader::fill`] (≤ `batch_size`).
     pub len: usize,
-    /// `features[(b * max_cxt + t) * 28 + f]`, zero-padded.
+    /// Rows per thread of the last fill: `max_cxt` with [`Pad::Max`], the
+    /// batch's longest selection rounded up with [`Pad::Longest`].
+    pub width: usize,
+    /// `features[(b * width + t) * 28 + f]`, zero-padded: the first
+    /// `batch_size * width * 28` values hold the batch.
     pub features: Vec<f32>,
-    /// `mask[b * max_cxt + t]`: 1 for a real row, 0 for padding.
+    /// `mask[b * width + t]`: 1 for a real row, 0 for padding.
     pub mask: Vec<u8>,
     /// Number of real rows of each thread.
     pub lengths: Vec<u32>,
@@ -80,6 +84,7 @@ impl Batch {
             batch_size,
             max_cxt,
             len: 0,
+            width: max_cxt,
             features: vec![0.0; batch_size * max_cxt * NUM_FEATURES],
             mask: vec![0; batch_size * max_cxt],
             lengths: vec![0; batch_size],
@@ -92,18 +97,25 @@ impl Batch {
     pub fn as_mut(&mut self) -> BatchMut<'_> {
         BatchMut {
             max_cxt: self.max_cxt,
+            width: self.width,
             features: &mut self.features,
             mask: &mut self.mask,
             lengths: &mut self.lengths,
             source_ids: &mut self.source_ids,
             labels: &mut self.labels,
+            reactions: None,
         }
     }
 
-    /// The rows of thread `b` of the last fill, `[max_cxt][28]`.
+    /// The rows of thread `b` of the last fill, `[width][28]`.
     pub fn thread_rows(&self, b: usize) -> &[f32] {
-        let n = self.max_cxt * NUM_FEATURES;
+        let n = self.width * NUM_FEATURES;
         &self.features[b * n..(b + 1) * n]
+    }
+
+    /// The mask of thread `b` of the last fill, `[width]`.
+    pub fn thread_mask(&self, b: usize) -> &[u8] {
+        &self.mask[b * self.width..(b + 1) * self.width]
     }
 }
 
@@ -120,11 +132,13 @@ impl Batch {
 #[derive(Debug)]
 pub struct BatchMut<'a> {
     max_cxt: usize,
+    width: usize,
     features: &'a mut [f32],
     mask: &'a mut [u8],
     lengths: &'a mut [u32],
     source_ids: &'a mut [u64],
     labels: &'a mut [i8],
+    reactions: Option<&'a mut [u32]>,
 }
 
 impl<'a> BatchMut<'a> {
@@ -160,12 +174,32 @@ impl<'a> BatchMut<'a> {
         check("labels", labels.len(), Some(b))?;
         Ok(BatchMut {
             max_cxt,
+            width: max_cxt,
             features,
             mask,
             lengths,
             source_ids,
             labels,
+            reactions: None,
         })
+    }
+
+    /// Also records, per row slot `b * width + t`, which reaction of its
+    /// thread fills it (its index in the thread's time order), and
+    /// [`NO_REACTION`] for padding and empty-thread rows: what an
+    /// [`EmbeddingStore`](crate::EmbeddingStore)'s rows are looked up by.
+    /// `reactions` holds `batch_size * max_cxt` values.
+    pub fn with_reactions(mut self, reactions: &'a mut [u32]) -> Result<Self> {
+        let expected = self.lengths.len() * self.max_cxt;
+        if reactions.len() != expected {
+            return Err(LoadError::BufferSize {
+                buffer: "reactions",
+                expected,
+                found: reactions.len(),
+            });
+        }
+        self.reactions = Some(reactions);
+        Ok(self)
     }
 
     /// Capacity in threads.
@@ -173,10 +207,33 @@ impl<'a> BatchMut<'a> {
         self.lengths.len()
     }
 
-    /// Rows per thread.
+    /// Rows per thread the buffers hold.
     pub fn max_cxt(&self) -> usize {
         self.max_cxt
     }
+
+    /// Rows per thread of the last fill (the layout's stride).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+}
+
+/// [`BatchMut::with_reactions`]' value for a row slot no reaction fills.
+pub const NO_REACTION: u32 = u32::MAX;
+
+/// How many rows per thread a batch has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Pad {
+    /// Every batch is `[batch_size, max_cxt]`: for models sized by
+    /// `max_cxt` (RPDNN's attention).
+    #[default]
+    Max,
+    /// The batch's longest selection, rounded up to a multiple of
+    /// `multiple` (at most the buffers' `max_cxt`, at least one row).
+    Longest {
+        /// Round the width up to a multiple of this (8 suits tensor cores).
+        multiple: usize,
+    },
 }
 
 /// Assembles batches from a cache.
@@ -185,6 +242,7 @@ pub struct Loader<'c, C: ThreadSource + ?Sized> {
     selection: Selection,
     normalizer: Option<Normalizer>,
     empty: EmptyThreads,
+    pad: Pad,
 }
 
 impl<C: ThreadSource + ?Sized> std::fmt::Debug for Loader<'_, C> {
@@ -194,6 +252,7 @@ impl<C: ThreadSource + ?Sized> std::fmt::Debug for Loader<'_, C> {
             .field("selection", &self.selection)
             .field("normalized", &self.normalizer.is_some())
             .field("empty", &self.empty)
+            .field("pad", &self.pad)
             .finish()
     }
 }
@@ -206,7 +265,14 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             selection,
             normalizer: None,
             empty: EmptyThreads::ZeroRow,
+            pad: Pad::Max,
         }
+    }
+
+    /// How wide each batch is (default [`Pad::Max`]).
+    pub fn pad(mut self, pad: Pad) -> Self {
+        self.pad = pad;
+        self
     }
 
     /// Standardise features with these statistics.
@@ -233,7 +299,9 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
     /// are zeroed. `out.max_cxt` must be at least the selection's `max_cxt`
     /// would need; extra reactions are cut at `out.max_cxt`.
     pub fn fill(&self, positions: &[usize], out: &mut Batch) -> Result<()> {
-        self.fill_into(positions, None, &mut out.as_mut())?;
+        let mut view = out.as_mut();
+        self.fill_into(positions, None, &mut view)?;
+        out.width = view.width;
         out.len = positions.len();
         Ok(())
     }
@@ -241,7 +309,9 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
     /// As [`fill`](Self::fill), with `labels[b]` as thread `b`'s label
     /// (e.g. [`ResolvedSplit::labels`](crate::ResolvedSplit::labels)).
     pub fn fill_labeled(&self, positions: &[usize], labels: &[i8], out: &mut Batch) -> Result<()> {
-        self.fill_into(positions, Some(labels), &mut out.as_mut())?;
+        let mut view = out.as_mut();
+        self.fill_into(positions, Some(labels), &mut view)?;
+        out.width = view.width;
         out.len = positions.len();
         Ok(())
     }
@@ -252,6 +322,11 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
     /// cache's label code. Every thread slot beyond `positions.len()` is
     /// zeroed, so the buffers hold exactly this batch whatever they held
     /// before.
+    ///
+    /// The batch is laid out contiguously with [`out.width()`](BatchMut::width)
+    /// rows per thread (the [`Pad`] policy's): `features[(b * width + t) * 28 + f]`,
+    /// `mask[b * width + t]`; values past `batch_size * width` rows are not
+    /// touched. With [`Pad::Max`] the width is the buffers' `max_cxt`.
     pub fn fill_into(
         &self,
         positions: &[usize],
@@ -273,20 +348,34 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
                 found: labels.len(),
             });
         }
-        let max_cxt = out.max_cxt.min(self.selection.max_cxt);
-        let stride = out.max_cxt * NUM_FEATURES;
         let sel = Selection {
-            max_cxt,
+            max_cxt: out.max_cxt.min(self.selection.max_cxt),
             ..self.selection
         };
+        let width = match self.pad {
+            Pad::Max => out.max_cxt,
+            Pad::Longest { multiple } => {
+                let mut longest = 0;
+                for &pos in positions {
+                    longest = longest.max(self.rows_of(pos, &sel)?);
+                }
+                longest
+                    .max(1)
+                    .next_multiple_of(multiple.max(1))
+                    .min(out.max_cxt)
+            }
+        };
+        out.width = width;
+        let stride = width * NUM_FEATURES;
         for (b, &pos) in positions.iter().enumerate() {
-            let t = self
-                .cache
-                .thread_at(pos)?
-                .ok_or(LoadError::NoSuchThread { position: pos })?;
+            let t = self.thread(pos)?;
             let rows = t.features();
             let dst = &mut out.features[b * stride..(b + 1) * stride];
-            let mask = &mut out.mask[b * out.max_cxt..(b + 1) * out.max_cxt];
+            let mask = &mut out.mask[b * width..(b + 1) * width];
+            let mut picked = out
+                .reactions
+                .as_deref_mut()
+                .map(|r| &mut r[b * width..(b + 1) * width]);
             let mut n = 0;
             for i in sel.indices(&t) {
                 let row = &mut dst[n * NUM_FEATURES..(n + 1) * NUM_FEATURES];
@@ -298,10 +387,16 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
                         }
                     }
                 }
+                if let Some(p) = picked.as_deref_mut() {
+                    p[n] = i as u32;
+                }
                 n += 1;
             }
+            if let Some(p) = picked {
+                p[n..].fill(NO_REACTION);
+            }
             let mut len = n;
-            if n == 0 && self.empty == EmptyThreads::ZeroRow && out.max_cxt > 0 {
+            if n == 0 && self.empty == EmptyThreads::ZeroRow && width > 0 {
                 dst[..NUM_FEATURES].fill(0.0);
                 len = 1;
             }
@@ -312,13 +407,59 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             out.source_ids[b] = t.source_id();
             out.labels[b] = labels.map_or(t.label_code(), |l| l[b]);
         }
-        let used = positions.len();
-        out.features[used * stride..].fill(0.0);
-        out.mask[used * out.max_cxt..].fill(0);
+        let (used, cap) = (positions.len(), out.batch_size());
+        out.features[used * stride..cap * stride].fill(0.0);
+        out.mask[used * width..cap * width].fill(0);
+        if let Some(r) = out.reactions.as_deref_mut() {
+            r[used * width..cap * width].fill(NO_REACTION);
+        }
         out.lengths[used..].fill(0);
         out.source_ids[used..].fill(0);
         out.labels[used..].fill(0);
         Ok(())
+    }
+
+    fn thread(&self, pos: usize) -> Result<crate::read::NumView<'c>> {
+        self.cache
+            .thread_at(pos)?
+            .ok_or(LoadError::NoSuchThread { position: pos })
+    }
+
+    /// Rows thread `pos` contributes under `sel` (its empty-thread row included).
+    fn rows_of(&self, pos: usize, sel: &Selection) -> Result<usize> {
+        let n = sel.indices(&self.thread(pos)?).count();
+        Ok(
+            if n == 0 && self.empty == EmptyThreads::ZeroRow && sel.max_cxt > 0 {
+                1
+            } else {
+                n
+            },
+        )
+    }
+
+    /// The rows each thread at `positions` contributes to a batch (at most
+    /// the selection's `max_cxt`; an empty thread's zero row counts): what
+    /// length-bucketed batches ([`plan_batches`](crate::plan_batches)) are
+    /// sorted by, and what a batch's padding is measured against.
+    pub fn lengths(&self, positions: &[usize]) -> Result<Vec<usize>> {
+        positions
+            .iter()
+            .map(|&p| self.rows_of(p, &self.selection))
+            .collect()
+    }
+
+    /// The width ([`Pad`]) of a batch whose threads contribute `lengths` rows.
+    pub fn width_of(&self, lengths: impl IntoIterator<Item = usize>) -> usize {
+        match self.pad {
+            Pad::Max => self.selection.max_cxt,
+            Pad::Longest { multiple } => lengths
+                .into_iter()
+                .max()
+                .unwrap_or(0)
+                .max(1)
+                .next_multiple_of(multiple.max(1))
+                .min(self.selection.max_cxt),
+        }
     }
 
     /// Fills `out` with the threads of these source ids.

@@ -3,6 +3,7 @@
 //! statistics and the normaliser ([`stats`]), split files ([`splits`]) and
 //! the distinct texts to embed ([`texts`]).
 
+pub mod batches;
 pub mod loader;
 pub mod selection;
 pub mod splits;

@@ -95,8 +95,9 @@ pub struct UniqueTexts {
 }
 
 impl UniqueTexts {
-    /// `index` value of a reaction with no input (its row embeds to zeros).
-    pub const NONE: u32 = u32::MAX;
+    /// `index` value of a reaction with no input (its row embeds to zeros):
+    /// the embedding store's [`NO_ROW`](crate::NO_ROW).
+    pub const NONE: u32 = crate::format::embeddings::NO_ROW;
 
     /// Finds the distinct inputs of `field` over the threads at `positions`
     /// (all threads when `None`), in that order.
@@ -210,4 +211,22 @@ impl UniqueTexts {
     pub fn positions(&self) -> &[usize] {
         &self.positions
     }
+}
+
+/// Per thread position, its first reaction's index in cache order (threads
+/// by position, reactions by time), plus the total at the end: what an
+/// [`EmbeddingStore`](crate::EmbeddingStore)'s per-reaction index is
+/// addressed by.
+pub fn reaction_offsets<C: ThreadSource + ?Sized>(cache: &C) -> Result<Vec<u64>, LoadError> {
+    let mut offsets = Vec::with_capacity(cache.thread_count() + 1);
+    let mut next = 0u64;
+    for i in 0..cache.thread_count() {
+        offsets.push(next);
+        let t = cache
+            .thread_at(i)?
+            .ok_or(LoadError::NoSuchThread { position: i })?;
+        next += t.reaction_count() as u64;
+    }
+    offsets.push(next);
+    Ok(offsets)
 }

@@ -1,0 +1,246 @@
+//! The embedding store's format, both directions: what `socialctx.embed`
+//! writes under `CACHE_DIR/derived/embeddings/<name>/` and what
+//! [`EmbeddingStore`](crate::EmbeddingStore) reads.
+//!
+//! ```text
+//! <name>/
+//!   vectors.npy   [unique, dim] float32 or float16, C order: one row per
+//!                 distinct input, in UniqueTexts order
+//!   index.npy     uint32 [reactions]: each reaction's row (cache order:
+//!                 threads by position, reactions by time), NO_ROW for none
+//!   meta.json     StoreMeta: field, dtype, dim, counts, the cache's content
+//!                 id, the model's id, size and xxh3-64 of both files
+//! ```
+//!
+//! The `.npy` files are NumPy's format 1.0 (a 64-byte-aligned text header,
+//! then the raw little-endian array), so that NumPy memory-maps them as
+//! they are and the rows start aligned.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `meta.json`'s `format`.
+pub const STORE_FORMAT: &str = "socialctx-embeddings";
+/// `meta.json`'s `version`.
+pub const STORE_VERSION: u32 = 1;
+/// The rows file.
+pub const VECTORS_FILE: &str = "vectors.npy";
+/// The per-reaction index file.
+pub const INDEX_FILE: &str = "index.npy";
+/// The metadata file.
+pub const META_FILE: &str = "meta.json";
+/// Where stores live under the cache's `derived/`.
+pub const STORES_DIR: &str = "embeddings";
+/// An index entry for a reaction with no row (a retweet, a reply whose
+/// tokens are `[]`, no description): it reads as zeros.
+pub const NO_ROW: u32 = u32::MAX;
+
+/// Size and checksum of one file of a store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreFile {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// xxh3-64 of the bytes, 16 hex digits.
+    pub xxh3: String,
+}
+
+/// `meta.json` of a store.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoreMeta {
+    /// [`STORE_FORMAT`].
+    pub format: String,
+    /// [`STORE_VERSION`].
+    pub version: u32,
+    /// The store's name (its directory).
+    pub name: String,
+    /// `"reply"` or `"description"`.
+    pub field: String,
+    /// `"float32"` or `"float16"`.
+    pub dtype: String,
+    /// Row width (0 for a store with no rows).
+    pub dim: usize,
+    /// Rows: distinct inputs.
+    pub unique: usize,
+    /// Index entries: the cache's reactions.
+    pub reactions: usize,
+    /// The content id of the cache the store was computed from.
+    pub cache_content_id: String,
+    /// The caller's name for the model (e.g. a hash of its weights), if given.
+    #[serde(default)]
+    pub model_id: Option<String>,
+    /// Inputs per model call.
+    pub batch_size: usize,
+    /// Model calls a from-scratch embed makes.
+    #[serde(default)]
+    pub calls: usize,
+    /// [`VECTORS_FILE`] and [`INDEX_FILE`]: size and checksum.
+    pub files: BTreeMap<String, StoreFile>,
+}
+
+/// Element types of `.npy` files in a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    /// `<f4`.
+    F32,
+    /// `<f2`.
+    F16,
+    /// `<u4`.
+    U32,
+}
+
+impl Dtype {
+    /// NumPy's `descr`.
+    pub fn descr(self) -> &'static str {
+        match self {
+            Dtype::F32 => "<f4",
+            Dtype::F16 => "<f2",
+            Dtype::U32 => "<u4",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F16 => 2,
+            Dtype::F32 | Dtype::U32 => 4,
+        }
+    }
+
+    /// The vectors' dtype named in `meta.json`.
+    pub fn of_meta(name: &str) -> Option<Dtype> {
+        match name {
+            "float32" => Some(Dtype::F32),
+            "float16" => Some(Dtype::F16),
+            _ => None,
+        }
+    }
+}
+
+/// A parsed `.npy` header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// `descr`, e.g. `<f4`.
+    pub descr: String,
+    /// `fortran_order`.
+    pub fortran_order: bool,
+    /// `shape`.
+    pub shape: Vec<usize>,
+    /// Where the array's bytes start.
+    pub data_offset: usize,
+}
+
+const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// The header of a format-1.0 `.npy` file of `dtype` and `shape`, padded
+/// with spaces so that the data starts at a multiple of 64 bytes.
+pub fn npy_header(dtype: Dtype, shape: &[usize]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut dict = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
+        dtype.descr()
+    );
+    let unpadded = NPY_MAGIC.len() + 2 + 2 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    let mut out = Vec::with_capacity(unpadded.next_multiple_of(64));
+    out.extend_from_slice(NPY_MAGIC);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
+/// Parses the header of a `.npy` file (versions 1 to 3). The reason on
+/// failure says what is wrong.
+pub fn parse_npy(bytes: &[u8]) -> Result<NpyHeader, String> {
+    if bytes.len() < 10 || &bytes[..6] != NPY_MAGIC {
+        return Err("not a .npy file (no \\x93NUMPY magic)".into());
+    }
+    let (len, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        v => return Err(format!(".npy format version {v} is not supported")),
+    };
+    let text = bytes
+        .get(start..start + len)
+        .ok_or("the .npy header is cut short")?;
+    let text = std::str::from_utf8(text).map_err(|_| "the .npy header is not text")?;
+    let value = |key: &str| -> Result<&str, String> {
+        let at = text
+            .find(&format!("'{key}':"))
+            .ok_or_else(|| format!("the .npy header has no {key:?}"))?;
+        Ok(text[at + key.len() + 3..].trim_start())
+    };
+    let descr = value("descr")?;
+    let descr = descr
+        .strip_prefix('\'')
+        .and_then(|d| d.split_once('\''))
+        .map(|(d, _)| d.to_owned())
+        .ok_or("the .npy header's descr is not a string")?;
+    let fortran_order = match value("fortran_order")? {
+        v if v.starts_with("False") => false,
+        v if v.starts_with("True") => true,
+        _ => return Err("the .npy header's fortran_order is not a boolean".into()),
+    };
+    let shape = value("shape")?;
+    let shape = shape
+        .strip_prefix('(')
+        .and_then(|s| s.split_once(')'))
+        .map(|(s, _)| s)
+        .ok_or("the .npy header's shape is not a tuple")?;
+    let shape = shape
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.trim_end_matches('L').parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| "the .npy header's shape is not a tuple of sizes")?;
+    Ok(NpyHeader {
+        descr,
+        fortran_order,
+        shape,
+        data_offset: start + len,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_aligns() {
+        for (dtype, shape) in [
+            (Dtype::F32, vec![10, 4]),
+            (Dtype::F16, vec![0, 0]),
+            (Dtype::U32, vec![123_456]),
+        ] {
+            let h = npy_header(dtype, &shape);
+            assert_eq!(h.len() % 64, 0);
+            let p = parse_npy(&h).unwrap();
+            assert_eq!(p.descr, dtype.descr());
+            assert!(!p.fortran_order);
+            assert_eq!(p.shape, shape);
+            assert_eq!(p.data_offset, h.len());
+        }
+    }
+
+    #[test]
+    fn bad_headers_say_why() {
+        assert!(parse_npy(b"PK\x03\x04 zip").unwrap_err().contains("magic"));
+        let mut h = npy_header(Dtype::F32, &[2, 2]);
+        h.truncate(20);
+        assert!(parse_npy(&h).unwrap_err().contains("cut short"));
+        let mut f = npy_header(Dtype::F32, &[2, 2]);
+        let at = f.windows(5).position(|w| w == b"False").unwrap();
+        f[at..at + 5].copy_from_slice(b"True ");
+        assert!(parse_npy(&f).unwrap().fortran_order);
+    }
+}
