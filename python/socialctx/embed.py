@@ -301,6 +301,8 @@ def _create_vectors(path: Path, dtype: str, shape: tuple[int, int]) -> tuple[int
             os.ftruncate(fd, size)
     except BaseException:
         os.close(fd)
+        # Nothing of this file is worth resuming from; leave no half file.
+        path.unlink(missing_ok=True)
         raise
     return fd, len(header)
 

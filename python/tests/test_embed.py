@@ -288,3 +288,149 @@ def test_embed_resumes_after_a_kill(golden):
     model = Model()
     result = socialctx.embed(golden, model, field=field, name="k", batch_size=64)
     assert result["resumed"] == 0 and model.calls == math.ceil(len(unique) / 64)
+
+
+# --- The red team's store defects (issue 25, items 6 to 11) ----------------
+
+
+def _fix_meta(store: Path) -> None:
+    """Makes meta.json's sizes and checksums agree with the files again, so
+    that only the deeper checks can catch a damage."""
+    meta = json.loads((store / "meta.json").read_text())
+    for fname in ("vectors.npy", "index.npy"):
+        p = store / fname
+        meta["files"][fname] = {
+            "bytes": p.stat().st_size,
+            "xxh3": socialctx._socialctx._xxh3_file(p),
+        }
+    (store / "meta.json").write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize(("value", "dtype"), [(70000.0, "float16"), (1e39, "float32")])
+def test_values_that_overflow_the_cast_are_refused(golden, value, dtype):
+    with pytest.raises(ValueError, match="not finite as " + dtype):
+        socialctx.embed(
+            golden, lambda b: np.full((len(b), 3), value), field="reply", name="o", dtype=dtype
+        )
+    with pytest.raises(socialctx.EmbeddingError):
+        socialctx.open_store(golden, "o")
+
+
+class Interrupt(Exception):
+    pass
+
+
+def _interrupted(golden, model_id, scale, stop_after):
+    calls = 0
+
+    def fn(batch):
+        nonlocal calls
+        calls += 1
+        if calls > stop_after:
+            raise Interrupt
+        return np.stack([toy(t) * scale for t in batch])
+
+    with pytest.raises(Interrupt):
+        socialctx.embed(golden, fn, field="reply", name="m", batch_size=16, model_id=model_id)
+
+
+def test_resuming_with_another_model_starts_over_instead_of_mixing(golden):
+    _interrupted(golden, "model-a", 1.0, stop_after=3)
+    b = lambda batch: np.stack([toy(t) * 2 for t in batch])  # noqa: E731
+    with pytest.warns(UserWarning, match="model-a"):
+        result = socialctx.embed(
+            golden, b, field="reply", name="m", batch_size=16, model_id="model-b"
+        )
+    assert result["resumed"] == 0
+    store = socialctx.open_store(golden, "m")
+    assert store.meta["model_id"] == "model-b"
+    unique = golden.unique_texts("reply")
+    want = np.stack([toy(unique[i]) * 2 for i in range(len(unique))])
+    assert np.array_equal(np.asarray(store.vectors), want)
+
+
+def test_resuming_with_rows_of_another_dimension_starts_over(golden):
+    _interrupted(golden, None, 1.0, stop_after=2)
+    wide = lambda batch: np.stack([np.concatenate([toy(t), [7.0]]) for t in batch])  # noqa: E731
+    with pytest.warns(UserWarning, match="dimension 5"):
+        result = socialctx.embed(golden, wide, field="reply", name="m", batch_size=16)
+    assert result["dim"] == 5
+    assert socialctx.open_store(golden, "m").vectors.shape[1] == 5
+
+
+def test_a_same_model_resume_reuses_the_written_batches(golden):
+    _interrupted(golden, "a", 1.0, stop_after=2)
+    result = socialctx.embed(golden, Model(), field="reply", name="m", batch_size=16, model_id="a")
+    assert result["resumed"] == 2
+
+
+def test_nan_bytes_in_a_store_are_detected_even_with_matching_checksums(golden):
+    socialctx.embed(golden, Model(), field="reply", name="e")
+    store = Path(golden.derived_dir) / "embeddings/e"
+    data = bytearray((store / "vectors.npy").read_bytes())
+    data[-4:] = np.array([np.nan], dtype=np.float32).tobytes()
+    (store / "vectors.npy").write_bytes(bytes(data))
+    _fix_meta(store)
+    for open_it in (
+        lambda: socialctx.open_store(golden, "e"),
+        lambda: socialctx.Loader(golden, embeddings=["e"]),
+    ):
+        with pytest.raises(socialctx.EmbeddingError, match="non-finite"):
+            open_it()
+
+
+def test_a_fortran_ordered_store_is_refused(golden):
+    socialctx.embed(golden, Model(), field="reply", name="e")
+    store = Path(golden.derived_dir) / "embeddings/e"
+    rows = np.load(store / "vectors.npy")
+    np.save(store / "vectors.npy", np.asfortranarray(rows))
+    _fix_meta(store)
+    with pytest.raises(socialctx.EmbeddingError, match="Fortran"):
+        socialctx.Loader(golden, embeddings=["e"])
+
+
+@pytest.mark.parametrize(
+    ("damage", "fix"),
+    [
+        (lambda s: (s / "meta.json").write_text("{"), False),
+        (lambda s: (s / "meta.json").write_text("[]"), False),
+        (lambda s: (s / "meta.json").write_text('{"format": "socialctx-embeddings"}'), False),
+        (lambda s: (s / "vectors.npy").write_bytes(b"\x93NUMPY\x01\x00\xff\x00{'descr'"), True),
+        (lambda s: (s / "vectors.npy").write_bytes(b"PK\x03\x04"), True),
+        (lambda s: (s / "index.npy").unlink(), False),
+    ],
+    ids=["truncated-meta", "meta-list", "meta-keys", "cut-header", "not-npy", "no-index"],
+)
+def test_malformed_stores_are_embedding_errors(golden, damage, fix):
+    socialctx.embed(golden, Model(), field="reply", name="e")
+    store = Path(golden.derived_dir) / "embeddings/e"
+    damage(store)
+    if fix:
+        _fix_meta(store)
+    with pytest.raises(socialctx.EmbeddingError, match=str(store)):
+        socialctx.open_store(golden, "e")
+    with pytest.raises(socialctx.EmbeddingError):
+        socialctx.Loader(golden, embeddings=["e"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root (CI runs as root)")
+def test_embed_on_a_full_disk_is_an_error_and_leaves_no_half_file(built, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    size = sum(p.stat().st_size for p in built["golden"].rglob("*") if p.is_file())
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size + 256 * 1024}", "tmpfs", mnt], check=True
+    )
+    try:
+        shutil.copytree(built["golden"], mnt / "cache")
+        cache = socialctx.open(mnt / "cache")
+        wide = lambda batch: np.ones((len(batch), 8192), dtype=np.float32)  # noqa: E731
+        with pytest.raises(socialctx.EmbeddingError, match="No space left on device"):
+            socialctx.embed(cache, wide, field="reply", name="big")
+        partial = Path(cache.derived_dir) / "embeddings/.big.partial"
+        assert not (partial / "vectors.npy").exists()
+        assert not (Path(cache.derived_dir) / "embeddings/big").exists()
+        del cache  # its maps keep the file system busy
+    finally:
+        # Lazy: a map still held elsewhere must not fail the test run.
+        subprocess.run(["umount", "-l", mnt], check=True)

@@ -171,3 +171,88 @@ def test_stats_match_numpy_and_the_rust_file(built, tmp_path):
     assert np.array_equal(again.mean, stats.mean) and again.feature_names == socialctx.FEATURE_NAMES
     sub = socialctx.FeatureStats.compute(cache, [0, 1, 2], kinds="both")
     assert sub.threads == 3
+
+
+# --- Misuse is an exception, never a panic or an abort (issue 25, 10-11) ---
+
+
+def test_a_batch_of_another_loader_is_refused(built):
+    cache = socialctx.open(built["golden"])
+    small = socialctx.Loader(cache, max_cxt=10)
+    big = socialctx.Loader(cache, max_cxt=20)
+    with pytest.raises(ValueError, match="another Loader"):
+        big.fill([0], small.new_batch(2))
+    with pytest.raises(ValueError, match="another Loader"):
+        small.fill([0], big.new_batch(2))
+    with pytest.raises(ValueError, match="do not fit"):
+        small.fill([0, 1, 2], small.new_batch(2))
+
+
+def test_sizes_that_cannot_be_had_are_python_errors(built):
+    cache = socialctx.open(built["golden"])
+    with pytest.raises(MemoryError):
+        socialctx.shuffled(10**11, 0)
+    with pytest.raises((ValueError, MemoryError)):
+        socialctx.Loader(cache).new_batch(10**13)
+    with pytest.raises((ValueError, MemoryError)):
+        socialctx.Loader(cache, max_cxt=10**12).new_batch(1)
+    with pytest.raises(ValueError, match="max_cxt"):
+        socialctx.Loader(cache, max_cxt=0)
+    with pytest.raises(TypeError, match="socialctx.open"):
+        socialctx.Loader(str(built["golden"]))  # type: ignore[arg-type]
+
+
+def test_two_threads_filling_one_batch_get_a_runtime_error(built):
+    import threading
+
+    cache = socialctx.open(built["sample"])
+    loader = socialctx.Loader(cache, kinds="both")
+    batch = loader.new_batch(len(cache))
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(200):
+            try:
+                loader.fill(range(len(cache)), batch)
+            except BaseException as e:  # noqa: BLE001 - the type is what is tested
+                errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(type(e) is RuntimeError and "another thread" in str(e) for e in errors), errors
+
+
+def test_longest_padding_and_buckets(built):
+    cache = socialctx.open(built["sample"])
+    n = len(cache)
+    max_loader = socialctx.Loader(cache)
+    longest = socialctx.Loader(cache, pad="longest", pad_multiple=4)
+    lengths = longest.lengths(range(n))
+    plain = max_loader.epoch(range(n), 8, seed=3)
+    bucketed = longest.epoch(range(n), 8, seed=3, bucket=True)
+    assert plain.real_rows == bucketed.real_rows == int(lengths.sum())
+    assert plain.padded_rows == n * 200
+    assert bucketed.padded_rows < plain.padded_rows
+    seen = []
+    ref = max_loader.new_batch(1)
+    for batch in bucketed:
+        w = batch.width
+        assert w % 4 == 0 or w == 200
+        assert batch.features.shape == (8, w, 28) and batch.features.flags.c_contiguous
+        assert w >= int(batch.lengths[: batch.size].max())
+        for b in range(batch.size):
+            sid = int(batch.source_ids[b])
+            pos = cache.position(sid)
+            max_loader.fill([pos], ref)
+            k = int(ref.lengths[0])
+            assert np.array_equal(batch.features[b, :k], ref.features[0, :k])
+            assert not batch.mask[b, k:].any()
+            seen.append(pos)
+    assert sorted(seen) == list(range(n))
+    # Bucketing is deterministic and seed-dependent.
+    a = [x.tolist() for x in longest.plan(range(n), 8, seed=1, bucket=True)]
+    assert a == [x.tolist() for x in longest.plan(range(n), 8, seed=1, bucket=True)]
+    assert a != [x.tolist() for x in longest.plan(range(n), 8, seed=2, bucket=True)]
