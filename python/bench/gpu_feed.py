@@ -39,7 +39,6 @@ import statistics
 import time
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
