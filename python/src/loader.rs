@@ -79,7 +79,8 @@ fn prefix<'py>(flat: &Bound<'py, PyAny>, shape: &[usize]) -> PyResult<Bound<'py,
 /// ``dense=True``, `embeddings[name]` ``[batch_size, width, dim]``. Only
 /// the first `size` threads are real; the rest is zero padding (mask 0).
 /// Every property is a view of memory the next fill overwrites: copy what
-/// you keep.
+/// you keep, and treat the views as read-only (the next fill relies on
+/// what it wrote: padding rows it zeroed are not zeroed again).
 #[pyclass(module = "socialctx", name = "Batch")]
 pub(crate) struct PyBatch {
     features: Py<PyArray1<f32>>,
@@ -94,6 +95,10 @@ pub(crate) struct PyBatch {
     index_out: Vec<Py<PyArray1<i32>>>,
     dense_out: Vec<(Py<PyAny>, Py<PyAny>)>,
     layout: Layout,
+    /// Rows per store of the fill in progress (before they replace `index_out`).
+    rows_scratch: Vec<i32>,
+    /// Whether the dense buffers still hold only zeros (never filled).
+    pristine: bool,
     /// Threads filled by the last fill (the rest is zero padding).
     #[pyo3(get)]
     size: usize,
@@ -298,28 +303,39 @@ impl PyLoader {
             })
             .map_err(load_err)?;
         let slots = batch.batch_size * width;
+        // The dense buffers hold the previous fill's rows; with the same
+        // layout, slots that were and stay padding need no rewrite.
+        let same_layout = batch.pristine || batch.width == width;
         for (i, st) in self.stores.iter().enumerate() {
             let mut idx = batch.index_out[i].bind(py).try_readwrite().map_err(busy)?;
             let idx = &mut idx.as_slice_mut()?[..slots];
             let picked = &batch.reactions[..slots];
             let store = &st.store;
             let offsets = &self.offsets;
-            py.detach(|| store.rows_of_slots(offsets, positions, picked, width, idx));
+            let rows = &mut batch.rows_scratch;
+            rows.clear();
+            rows.resize(slots, -1);
+            py.detach(|| store.rows_of_slots(offsets, positions, picked, width, rows));
             if self.dense {
                 let (raw, _) = &batch.dense_out[i];
                 let n = slots * store.dim();
+                let previous = same_layout.then_some(&idx[..]);
                 if store.is_half() {
                     let arr = raw.bind(py).cast::<PyArray1<u16>>()?;
                     let mut out = arr.try_readwrite().map_err(busy)?;
                     let out = &mut out.as_slice_mut()?[..n];
-                    py.detach(|| store.gather(idx, out));
+                    py.detach(|| store.gather_over(rows, previous, out));
                 } else {
                     let arr = raw.bind(py).cast::<PyArray1<f32>>()?;
                     let mut out = arr.try_readwrite().map_err(busy)?;
                     let out = &mut out.as_slice_mut()?[..n];
-                    py.detach(|| store.gather(idx, out));
+                    py.detach(|| store.gather_over(rows, previous, out));
                 }
             }
+            idx.copy_from_slice(rows);
+        }
+        if self.dense && !self.stores.is_empty() {
+            batch.pristine = false;
         }
         batch.size = positions.len();
         batch.width = width;
@@ -513,6 +529,8 @@ impl PyLoader {
             index_out,
             dense_out,
             layout: self.layout(),
+            rows_scratch: Vec::new(),
+            pristine: true,
             size: 0,
             width: t,
             batch_size,

@@ -341,10 +341,26 @@ impl EmbeddingStore {
         rows: &[i32],
         out: &mut [T],
     ) {
+        self.gather_over(rows, None, out);
+    }
+
+    /// As [`gather`](Self::gather) into an `out` that already holds the
+    /// rows of `previous` (the same layout): slots that were and stay -1
+    /// are left as they are (zeros), so a `[B, max_cxt]` batch, mostly
+    /// padding, costs only its real rows.
+    pub fn gather_over<T: Copy + Default + FromBytes + zerocopy::Immutable>(
+        &self,
+        rows: &[i32],
+        previous: Option<&[i32]>,
+        out: &mut [T],
+    ) {
         let dim = self.meta.dim;
         let src: &[T] = <[T]>::ref_from_bytes(&self.vectors[self.vectors_at..]).unwrap_or(&[]);
         let fits = std::mem::size_of::<T>() == self.dtype.size();
-        for (dst, &row) in out.chunks_exact_mut(dim.max(1)).zip(rows) {
+        for (slot, (dst, &row)) in out.chunks_exact_mut(dim.max(1)).zip(rows).enumerate() {
+            if row < 0 && previous.is_some_and(|p| p.get(slot) == Some(&-1)) {
+                continue;
+            }
             match usize::try_from(row)
                 .ok()
                 .filter(|_| fits)
