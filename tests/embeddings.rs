@@ -45,12 +45,21 @@ fn write_store(cache: &Cache, name: &str) -> PathBuf {
         .iter()
         .flat_map(|i| i.to_le_bytes())
         .collect();
+    let keys: Vec<u8> = (0..unique.len())
+        .flat_map(|i| unique.key(cache, i).unwrap().to_le_bytes())
+        .collect();
     let vectors = npy(Dtype::F32, &[unique.len(), DIM], &rows);
     let index = npy(Dtype::U32, &[unique.index().len()], &index);
+    let keys = npy(Dtype::U64, &[unique.len(), 2], &keys);
     std::fs::write(dir.join("vectors.npy"), &vectors).unwrap();
     std::fs::write(dir.join("index.npy"), &index).unwrap();
+    std::fs::write(dir.join("keys.npy"), &keys).unwrap();
     let mut files = BTreeMap::new();
-    for (f, b) in [("vectors.npy", &vectors), ("index.npy", &index)] {
+    for (f, b) in [
+        ("vectors.npy", &vectors),
+        ("index.npy", &index),
+        ("keys.npy", &keys),
+    ] {
         files.insert(
             f.to_string(),
             socialctx::internals::store_format::StoreFile {
@@ -61,7 +70,7 @@ fn write_store(cache: &Cache, name: &str) -> PathBuf {
     }
     let meta = StoreMeta {
         format: "socialctx-embeddings".into(),
-        version: 1,
+        version: 2,
         name: name.into(),
         field: "reply".into(),
         dtype: "float32".into(),
@@ -78,6 +87,11 @@ fn write_store(cache: &Cache, name: &str) -> PathBuf {
     dir
 }
 
+fn unique_key(cache: &Cache, i: usize) -> u128 {
+    let unique = UniqueTexts::collect(cache, TextField::Reply, None).unwrap();
+    xxhash_rust::xxh3::xxh3_128(unique.tokens(cache, i).unwrap().joined().as_bytes())
+}
+
 fn golden(tmp: &Path) -> Cache {
     let out = tmp.join("cache");
     build_cache(&repo("tests/fixtures/golden/corpus"), &out, 2);
@@ -91,6 +105,11 @@ fn batches_index_the_rows_of_their_reactions() {
     write_store(&cache, "toy");
     let store = cache.embeddings("toy").unwrap();
     assert_eq!(store.dim(), DIM);
+    let keys: Vec<u128> = store.keys().collect();
+    assert_eq!(keys.len(), store.unique());
+    for (i, k) in keys.iter().enumerate() {
+        assert_eq!(*k, unique_key(&cache, i));
+    }
     let unique = UniqueTexts::collect(&cache, TextField::Reply, None).unwrap();
     let offsets = socialctx::reaction_offsets(&cache).unwrap();
     for pad in [Pad::Max, Pad::Longest { multiple: 4 }] {
@@ -193,7 +212,7 @@ fn damage_then_open(tmp: &Path, damage: impl Fn(&Path)) -> EmbeddingError {
 fn refresh_meta(dir: &Path) {
     let mut meta: StoreMeta =
         serde_json::from_slice(&std::fs::read(dir.join("meta.json")).unwrap()).unwrap();
-    for f in ["vectors.npy", "index.npy"] {
+    for f in ["vectors.npy", "index.npy", "keys.npy"] {
         let b = std::fs::read(dir.join(f)).unwrap();
         let e = meta.files.get_mut(f).unwrap();
         e.bytes = b.len() as u64;

@@ -213,6 +213,9 @@ class UniqueTexts:
     def token_counts(self) -> npt.NDArray[np.uint32]:
         """[unique]: tokens per input (non-decreasing)."""
     @property
+    def keys(self) -> npt.NDArray[np.uint64]:
+        """[unique, 2]: each input's content key (xxh3-128 of its tokens, low then high)."""
+    @property
     def index(self) -> npt.NDArray[np.uint32]:
         """[reactions]: each reaction's input, or NONE."""
     @property
@@ -386,6 +389,6 @@ class Loader:
         length-bucketed with ``bucket``); yields the SAME Batch every step,
         refilled in place."""
 
-def _verify_store(cache: Cache, name: str) -> str: ...
+def _verify_store(cache: Cache, name: str, same_content: bool = True) -> str: ...
 def _xxh3_file(path: _Path) -> str: ...
 def _publish_dir(staging: _Path, target: _Path) -> bool: ...

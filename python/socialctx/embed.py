@@ -27,6 +27,9 @@ A store is the directory ``<cache>/derived/embeddings/<name>/``:
 - ``index.npy``: ``uint32 [reactions]``, each reaction's row in cache order
   (threads by position, reactions by time), ``0xFFFFFFFF`` for a zero row
   (a retweet, a reply RPDNN tokenises to ``[]``, no description);
+- ``keys.npy``: ``uint64 [unique, 2]``, each row's input as a content key
+  (xxh3-128 of its tokens), what a later embed of a rebuilt cache reuses
+  rows by;
 - ``meta.json``: field, dtype, dim, counts, the cache's content id, and the
   size and xxh3-64 of both files.
 
@@ -34,7 +37,10 @@ It is written under ``.<name>.partial/`` and published with one atomic
 rename (an exchange when replacing a store), so readers see the old store or
 the new one, never a mixture. An interrupted :func:`embed` resumes from the
 last finished batch. A store belongs to one cache content: after a rebuild
-that changes the cache, opening it raises :class:`EmbeddingError`.
+that changes the cache, opening it raises :class:`EmbeddingError` until
+``embed`` is run again, which (given a ``model_id``) calls the model only
+for the inputs that are new. The format is the crate's
+(``src/format/embeddings.rs``), which also verifies every store it opens.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ import fcntl
 import json
 import os
 import shutil
+import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,7 +63,7 @@ import numpy.typing as npt
 from . import _socialctx
 
 STORE_FORMAT = "socialctx-embeddings"
-STORE_VERSION = 1
+STORE_VERSION = 2
 #: An index entry for a reaction with no row (the crate's ``NO_ROW``).
 NONE = _socialctx.UniqueTexts.NONE
 _DTYPES = {"float32": np.float32, "float16": np.float16}
@@ -109,29 +117,44 @@ def embed(
     batch_size: int = 256,
     dtype: Literal["float32", "float16"] = "float32",
     model_id: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | bool | None = None,
 ) -> dict[str, int]:
     """Embeds every distinct non-empty input of ``field`` with ``fn`` into
     the store ``name`` of ``cache``.
 
     ``fn(batch)`` gets a list of at most ``batch_size`` token lists (never an
     empty one; consecutive batches grow in length) and returns an array-like
-    ``[len(batch), dim]`` of finite numbers, the same ``dim`` every call. It
-    is called ``ceil(unique / batch_size)`` times. ``field`` is ``"reply"``
-    (RPDNN's reply tokens) or ``"description"`` (the author's description
-    split on ``' '``). ``progress(done, total)``, when given, is called after
-    each batch. ``model_id`` names the model (e.g. a hash of its weights):
-    it is stored in ``meta.json``, and an interrupted embed resumes only
-    with the same ``model_id`` (and the same rows' dimension), never mixing
-    two models' rows.
+    ``[len(batch), dim]`` of finite numbers, the same ``dim`` every call.
+    ``field`` is ``"reply"`` (RPDNN's reply tokens) or ``"description"``
+    (the author's description split on ``' '``).
+
+    ``model_id`` names the model (e.g. a hash of its weights) and is stored
+    in ``meta.json``. With a ``model_id``, re-embedding a rebuilt cache
+    reuses the rows of every input the store already has under the same
+    ``model_id`` (inputs are matched by content: xxh3-128 of their tokens)
+    and calls ``fn`` only for the new ones; for a deterministic model the
+    result is byte for byte what a from-scratch embed writes. Without one,
+    or with another one, nothing is reused. The previous generation of the
+    store is the source of the reused rows until the new one is published
+    in its place: one generation remains.
+
+    ``progress``: a callable ``progress(done, total)`` called after each
+    model call; ``None`` draws a progress bar when standard error is a
+    terminal (``False``: never).
 
     Resumable: after an interruption (Ctrl-C, a crash, a kill), calling it
-    again with the same arguments computes only the batches not yet written.
-    Rows are written with plain writes into a file allocated in full first,
-    so a full disk is an :class:`EmbeddingError` naming the file, never a
-    crash, and every value is checked finite after the cast to ``dtype``.
-    Returns ``{"calls", "unique", "dim", "reactions", "resumed"}`` (``calls``
-    made by this invocation; ``resumed`` batches reused from before).
+    again with the same arguments computes only the batches not yet
+    written; an interrupted embed of another ``model_id`` or row width is
+    started over (with a warning), never mixed. Rows are written with plain
+    writes into a file allocated in full first, so a full disk is an
+    :class:`EmbeddingError` naming the file, never a crash, and every value
+    is checked finite after the cast to ``dtype``.
+
+    Returns ``{"calls", "unique", "dim", "reactions", "resumed", "new",
+    "reused", "dropped"}``: model calls made by this invocation, distinct
+    inputs, row width, reactions, batches reused from an interrupted run,
+    inputs embedded now, rows reused from the previous store, and rows of
+    the previous store no longer needed.
     """
     if dtype not in _DTYPES:
         raise ValueError(f'dtype must be "float32" or "float16", not {dtype!r}')
@@ -140,6 +163,10 @@ def embed(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     _check_name(name)
+    if progress is None and sys.stderr.isatty():
+        progress = _ProgressBar(name)
+    elif progress is None or progress is False or progress is True:
+        progress = _ProgressBar(name) if progress is True else None
     root = _store_root(cache)
     root.mkdir(parents=True, exist_ok=True)
     lock = open(root / f".{name}.lock", "w")
@@ -156,6 +183,88 @@ def embed(
             ) from e
     finally:
         lock.close()
+        if isinstance(progress, _ProgressBar):
+            progress.close()
+
+
+class _ProgressBar:
+    """A one-line progress bar on standard error."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = time.monotonic()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        secs = time.monotonic() - self.started
+        sys.stderr.write(
+            f"\rembed {self.name}: [{'#' * filled}{'.' * (width - filled)}] "
+            f"{done}/{total} calls, {secs:.1f} s"
+        )
+        sys.stderr.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+
+
+class _Source:
+    """The previous generation of a store, whose rows can be reused."""
+
+    def __init__(self, meta: dict[str, Any], vectors: npt.NDArray[Any], keys: npt.NDArray[Any]):
+        self.meta = meta
+        self.vectors = vectors
+        self.keys = keys
+
+
+def _reusable(
+    cache: _socialctx.Cache, final: Path, field: str, dtype: str, model_id: str | None
+) -> _Source | None:
+    """The published store at ``final`` if its rows may be reused: same
+    field, dtype and (given) model_id, verified in full."""
+    if model_id is None or not (final / "meta.json").exists():
+        return None
+    try:
+        meta = json.loads(_socialctx._verify_store(cache, final.name, False))
+    except EmbeddingError as e:
+        warnings.warn(f"not reusing {final}: {e}", stacklevel=4)
+        return None
+    if (
+        meta.get("model_id") != model_id
+        or meta.get("field") != field
+        or meta.get("dtype") != dtype
+        or int(meta.get("dim", 0)) == 0
+    ):
+        return None
+    vectors = np.load(final / "vectors.npy", mmap_mode="r")
+    keys = np.load(final / "keys.npy", mmap_mode="r")
+    return _Source(meta, vectors, keys)
+
+
+def _match(keys: npt.NDArray[np.uint64], source: _Source | None) -> npt.NDArray[np.int64]:
+    """Per input, the source's row with the same content key, or -1."""
+    out = np.full(len(keys), -1, dtype=np.int64)
+    if source is None or not len(keys) or not len(source.keys):
+        return out
+    pair = np.dtype([("lo", "<u8"), ("hi", "<u8")])
+    new = np.ascontiguousarray(keys).view(pair).ravel()
+    old = np.ascontiguousarray(source.keys).view(pair).ravel()
+    _, at_new, at_old = np.intersect1d(new, old, assume_unique=True, return_indices=True)
+    out[at_new] = at_old
+    return out
+
+
+def _runs(idx: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+    """(start, stop) of each run of consecutive values, in order, as
+    offsets into ``idx``."""
+    if not len(idx):
+        return []
+    cuts = np.flatnonzero(np.diff(idx) != 1) + 1
+    bounds = [0, *cuts.tolist(), len(idx)]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _embed_locked(
@@ -173,8 +282,12 @@ def _embed_locked(
     partial = root / f".{name}.partial"
     unique = cache.unique_texts(field)
     total = len(unique)
-    n_batches = -(-total // batch_size)
-    plan = {
+    keys = np.ascontiguousarray(unique.keys)
+    source = _reusable(cache, final, field, dtype, model_id)
+    reuse_from = _match(keys, source)
+    todo = np.flatnonzero(reuse_from < 0)
+    n_batches = -(-len(todo) // batch_size)
+    store_meta = {
         "cache_content_id": cache.content_id,
         "field": field,
         "dtype": dtype,
@@ -183,20 +296,28 @@ def _embed_locked(
         "reactions": len(unique.index),
         "model_id": model_id,
     }
+    plan = dict(
+        store_meta,
+        source=None if source is None else source.meta["cache_content_id"],
+        todo=len(todo),
+    )
+    item = np.dtype(_DTYPES[dtype]).itemsize
+    vectors_path = partial / "vectors.npy"
     state = _resume_state(partial, plan)
     if state is None:
         if partial.exists():
             shutil.rmtree(partial)
         partial.mkdir()
-        index = unique.index
-        np.save(partial / "index.npy", index)
+        np.save(partial / "index.npy", unique.index)
+        np.save(partial / "keys.npy", keys)
         state = dict(plan, done=0, dim=None)
+        if source is not None:
+            _copy_reused(vectors_path, dtype, total, source, reuse_from)
+            state["dim"] = int(source.meta["dim"])
         _write_json(partial / "progress.json", state)
     done = int(state["done"])
     resumed = done
     dim = state["dim"]
-    item = np.dtype(_DTYPES[dtype]).itemsize
-    vectors_path = partial / "vectors.npy"
     data_at = 0
     fd = -1
     if dim is not None:
@@ -205,8 +326,12 @@ def _embed_locked(
     calls = 0
     try:
         for b in range(done, n_batches):
-            start, stop = b * batch_size, min(total, (b + 1) * batch_size)
-            inputs = unique.batch(start, stop)
+            picked = todo[b * batch_size : (b + 1) * batch_size]
+            start, stop = int(picked[0]), int(picked[-1]) + 1
+            if stop - start == len(picked):
+                inputs = unique.batch(start, stop)
+            else:
+                inputs = [unique[int(i)] for i in picked]
             rows = np.asarray(fn(inputs))
             calls += 1
             if rows.ndim != 2 or rows.shape[0] != len(inputs):
@@ -218,17 +343,20 @@ def _embed_locked(
                 if dim < 1:
                     raise ValueError("fn returned rows of dimension 0")
                 fd, data_at = _create_vectors(vectors_path, dtype, (total, dim))
-            elif rows.shape[1] != dim and calls == 1 and resumed:
-                # The model changed since the interrupted run: its rows cannot
-                # be mixed with the ones written; start over.
+            elif rows.shape[1] != dim and calls == 1 and (resumed or source is not None):
+                # The model changed since the interrupted run (or since the
+                # store it would reuse): its rows cannot be mixed; start over.
                 warnings.warn(
-                    f"{partial}: fn returns rows of dimension {rows.shape[1]}, the interrupted "
-                    f"embed wrote {dim}; starting over",
+                    f"{partial}: fn returns rows of dimension {rows.shape[1]}, the store "
+                    f"being completed has {dim}; starting over from scratch",
                     stacklevel=3,
                 )
                 os.close(fd)
                 fd = -1
                 shutil.rmtree(partial)
+                if source is not None:
+                    # Reuse is what mismatched: embed everything anew.
+                    return _embed_locked(cache, fn, field, name, batch_size, dtype, None, progress)
                 return _embed_locked(cache, fn, field, name, batch_size, dtype, model_id, progress)
             elif rows.shape[1] != dim:
                 raise ValueError(f"fn returned rows of dimension {rows.shape[1]} after {dim}")
@@ -238,7 +366,9 @@ def _embed_locked(
                 raise ValueError(
                     f"fn returned values that are not finite as {dtype} for inputs {start}..{stop}"
                 )
-            _pwrite_all(fd, cast.tobytes(), data_at + start * dim * item, vectors_path)
+            for a, z in _runs(picked):
+                at = data_at + int(picked[a]) * dim * item
+                _pwrite_all(fd, cast[a:z].tobytes(), at, vectors_path)
             os.fsync(fd)
             state.update(done=b + 1, dim=dim)
             _write_json(partial / "progress.json", state)
@@ -252,26 +382,62 @@ def _embed_locked(
         dim = 0
         np.save(vectors_path, np.zeros((0, 0), dtype=_DTYPES[dtype]))
     files = {}
-    for fname in ("vectors.npy", "index.npy"):
+    for fname in ("vectors.npy", "index.npy", "keys.npy"):
         path = partial / fname
         with open(path, "rb+") as f:
             os.fsync(f.fileno())
         files[fname] = {"bytes": path.stat().st_size, "xxh3": _socialctx._xxh3_file(path)}
-    meta = dict(plan, format=STORE_FORMAT, version=STORE_VERSION, name=name, dim=dim, files=files)
-    meta["calls"] = n_batches
+    # What describes the store only (not how this run made it), so that a
+    # store whose rows were reused equals one embedded from scratch.
+    meta = dict(
+        store_meta, format=STORE_FORMAT, version=STORE_VERSION, name=name, dim=dim, files=files
+    )
+    meta["calls"] = -(-total // batch_size)
     _write_json(partial / "meta.json", meta)
     (partial / "progress.json").unlink()
     _fsync_dir(partial)
     if _socialctx._publish_dir(str(partial), str(final)):
         shutil.rmtree(partial)  # the old store, exchanged out
     _fsync_dir(final.parent)
+    reused = int((reuse_from >= 0).sum())
     return {
         "calls": calls,
         "unique": total,
         "dim": dim,
-        "reactions": plan["reactions"],
+        "reactions": store_meta["reactions"],
         "resumed": resumed,
+        "new": len(todo),
+        "reused": reused,
+        "dropped": 0 if source is None else int(source.meta["unique"]) - reused,
     }
+
+
+def _copy_reused(
+    path: Path,
+    dtype: str,
+    total: int,
+    source: _Source,
+    reuse_from: npt.NDArray[np.int64],
+) -> None:
+    """Creates the rows file and writes the reused rows into it (the others
+    are written as the model computes them), in bounded memory."""
+    dim = int(source.meta["dim"])
+    fd, data_at = _create_vectors(path, dtype, (total, dim))
+    item = np.dtype(_DTYPES[dtype]).itemsize
+    try:
+        chunk = max(1, (8 << 20) // max(dim * item, 1))
+        for start in range(0, total, chunk):
+            stop = min(total, start + chunk)
+            src = reuse_from[start:stop]
+            have = src >= 0
+            if not have.any():
+                continue
+            rows = np.zeros((stop - start, dim), dtype=_DTYPES[dtype])
+            rows[have] = source.vectors[src[have]]
+            _pwrite_all(fd, rows.tobytes(), data_at + start * dim * item, path)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _npy_header(dtype: str, shape: tuple[int, int]) -> bytes:
@@ -343,8 +509,7 @@ def _resume_state(partial: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if any(state.get(k) != v for k, v in plan.items()):
         return None
-    index = partial / "index.npy"
-    if not index.exists():
+    if not (partial / "index.npy").exists() or not (partial / "keys.npy").exists():
         return None
     if state.get("dim") is not None and not (partial / "vectors.npy").exists():
         return None

@@ -148,6 +148,15 @@ impl AnyCache {
             AnyCache::Full(c) => c.embeddings(name),
         }
     }
+    pub(crate) fn embeddings_of_any_content(
+        &self,
+        name: &str,
+    ) -> Result<sc::EmbeddingStore, sc::EmbeddingError> {
+        match self {
+            AnyCache::Lazy(c) => c.embeddings_of_any_content(name),
+            AnyCache::Full(c) => c.embeddings_of_any_content(name),
+        }
+    }
     fn report(&self) -> Result<Vec<sc::BadInput>, sc::OpenError> {
         match self {
             AnyCache::Lazy(c) => c.report(),

@@ -26,17 +26,28 @@ pub(crate) fn store_err(e: sc::EmbeddingError) -> PyErr {
     EmbeddingError::new_err(e.to_string())
 }
 
-/// Verifies store `name` of `cache` in full (metadata, content id,
-/// checksums, headers, index, finite rows) and returns its metadata as
-/// JSON; raises EmbeddingError naming the file and the reason.
+/// Verifies store `name` of `cache` in full (metadata, checksums,
+/// headers, index, finite rows; with `same_content`, that it belongs to
+/// this content of the cache) and returns its metadata as JSON; raises
+/// EmbeddingError naming the file and the reason.
 #[pyfunction]
+#[pyo3(signature = (cache, name, same_content=true))]
 pub(crate) fn _verify_store(
     py: Python<'_>,
     cache: &Bound<'_, PyCache>,
     name: &str,
+    same_content: bool,
 ) -> PyResult<String> {
     let c = &cache.get().inner;
-    let store = py.detach(|| c.embeddings(name)).map_err(store_err)?;
+    let store = py
+        .detach(|| {
+            if same_content {
+                c.embeddings(name)
+            } else {
+                c.embeddings_of_any_content(name)
+            }
+        })
+        .map_err(store_err)?;
     serde_json::to_string(store.meta()).map_err(|e| EmbeddingError::new_err(e.to_string()))
 }
 

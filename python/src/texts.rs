@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -100,6 +100,28 @@ impl PyUniqueTexts {
             .map(|i| self.inner.token_count(i))
             .collect();
         PyArray1::from_vec(py, v)
+    }
+
+    /// np.uint64 [unique, 2]: each input's content key (xxh3-128 of its
+    /// tokens, low then high half): equal inputs have equal keys in any
+    /// cache (what `embed` reuses rows by).
+    #[getter]
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let cache: &AnyCache = &self.cache.get().inner;
+        let inner = &self.inner;
+        let flat = py
+            .detach(|| {
+                let mut v = Vec::with_capacity(inner.len() * 2);
+                for i in 0..inner.len() {
+                    let k = inner.key(cache, i)?;
+                    v.push(k as u64);
+                    v.push((k >> 64) as u64);
+                }
+                Ok::<_, sc::LoadError>(v)
+            })
+            .map_err(load_err)?;
+        let n = inner.len();
+        PyArray1::from_vec(py, flat).reshape([n, 2])
     }
 
     /// np.uint32 [reactions]: per reaction of the threads (thread order,

@@ -297,7 +297,7 @@ def _fix_meta(store: Path) -> None:
     """Makes meta.json's sizes and checksums agree with the files again, so
     that only the deeper checks can catch a damage."""
     meta = json.loads((store / "meta.json").read_text())
-    for fname in ("vectors.npy", "index.npy"):
+    for fname in ("vectors.npy", "index.npy", "keys.npy"):
         p = store / fname
         meta["files"][fname] = {
             "bytes": p.stat().st_size,
@@ -434,3 +434,64 @@ def test_embed_on_a_full_disk_is_an_error_and_leaves_no_half_file(built, tmp_pat
     finally:
         # Lazy: a map still held elsewhere must not fail the test run.
         subprocess.run(["umount", "-l", mnt], check=True)
+
+
+# --- Nightly: rows keyed by content, reused after a rebuild (issue 26) -----
+
+
+def _store_bytes(cache: socialctx.Cache, name: str) -> dict[str, bytes]:
+    d = Path(cache.derived_dir) / "embeddings" / name
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    model = Model()
+    first = socialctx.embed(
+        socialctx.open(out), model, field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    assert first["reused"] == 0 and first["new"] == first["unique"]
+    # A night's change: one reply rewritten, one new reply.
+    replies = sorted(corpus.rglob("reactions/*.json"))
+    tweet = json.loads(replies[0].read_text())
+    tweet["text"] = tweet["full_text"] = "an entirely new reply about the nightly rebuild"
+    replies[0].write_text(json.dumps(tweet))
+    extra = json.loads(replies[1].read_text())
+    extra["id"] = extra["id"] + 1
+    extra["id_str"] = str(extra["id"])
+    extra["text"] = extra["full_text"] = "one more brand new reply for the night"
+    (replies[1].parent / f"{extra['id_str']}.json").write_text(json.dumps(extra))
+    socialctx.build(corpus, out, progress=False, incremental=True)
+    cache = socialctx.open(out)
+    with pytest.raises(socialctx.EmbeddingError, match="rebuilt"):
+        socialctx.open_store(cache, "r")
+    calls: list[list[list[str]]] = []
+
+    def counted(batch):
+        calls.append(batch)
+        return np.stack([toy(t) for t in batch])
+
+    night = socialctx.embed(
+        cache, counted, field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    assert night["new"] == 2 and sum(len(b) for b in calls) == 2, night
+    assert night["reused"] == night["unique"] - 2
+    assert night["dropped"] == first["unique"] - night["reused"]
+    nightly = _store_bytes(cache, "r")
+    # Byte for byte what a from-scratch embed writes.
+    fresh = tmp_path / "fresh"
+    shutil.copytree(out, fresh, ignore=shutil.ignore_patterns("derived"))
+    scratch = socialctx.open(fresh)
+    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    assert nightly == _store_bytes(scratch, "r")
+    # Exactly one generation, nothing else left behind.
+    names = sorted(p.name for p in (Path(cache.derived_dir) / "embeddings").iterdir())
+    assert names == [".r.lock", "r"]
+    # Another model reuses nothing.
+    other = socialctx.embed(
+        cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-2"
+    )
+    assert other["reused"] == 0 and other["new"] == other["unique"]

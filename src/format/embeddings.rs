@@ -8,6 +8,9 @@
 //!                 distinct input, in UniqueTexts order
 //!   index.npy     uint32 [reactions]: each reaction's row (cache order:
 //!                 threads by position, reactions by time), NO_ROW for none
+//!   keys.npy      uint64 [unique, 2]: each row's input as a content key
+//!                 (xxh3-128 of its tokens, low then high half), so that a
+//!                 later embed of a rebuilt cache can reuse the row
 //!   meta.json     StoreMeta: field, dtype, dim, counts, the cache's content
 //!                 id, the model's id, size and xxh3-64 of both files
 //! ```
@@ -22,12 +25,14 @@ use serde::{Deserialize, Serialize};
 
 /// `meta.json`'s `format`.
 pub const STORE_FORMAT: &str = "socialctx-embeddings";
-/// `meta.json`'s `version`.
-pub const STORE_VERSION: u32 = 1;
+/// `meta.json`'s `version` (2: rows carry content keys, `keys.npy`).
+pub const STORE_VERSION: u32 = 2;
 /// The rows file.
 pub const VECTORS_FILE: &str = "vectors.npy";
 /// The per-reaction index file.
 pub const INDEX_FILE: &str = "index.npy";
+/// The per-row content keys file.
+pub const KEYS_FILE: &str = "keys.npy";
 /// The metadata file.
 pub const META_FILE: &str = "meta.json";
 /// Where stores live under the cache's `derived/`.
@@ -74,7 +79,7 @@ pub struct StoreMeta {
     /// Model calls a from-scratch embed makes.
     #[serde(default)]
     pub calls: usize,
-    /// [`VECTORS_FILE`] and [`INDEX_FILE`]: size and checksum.
+    /// [`VECTORS_FILE`], [`INDEX_FILE`] and [`KEYS_FILE`]: size and checksum.
     pub files: BTreeMap<String, StoreFile>,
 }
 
@@ -87,6 +92,8 @@ pub enum Dtype {
     F16,
     /// `<u4`.
     U32,
+    /// `<u8`.
+    U64,
 }
 
 impl Dtype {
@@ -96,6 +103,7 @@ impl Dtype {
             Dtype::F32 => "<f4",
             Dtype::F16 => "<f2",
             Dtype::U32 => "<u4",
+            Dtype::U64 => "<u8",
         }
     }
 
@@ -104,6 +112,7 @@ impl Dtype {
         match self {
             Dtype::F16 => 2,
             Dtype::F32 | Dtype::U32 => 4,
+            Dtype::U64 => 8,
         }
     }
 

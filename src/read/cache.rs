@@ -387,6 +387,16 @@ impl Cache {
         )
     }
 
+    /// Opens embedding store `name` verified in full, whatever cache
+    /// content it was computed for: the source of rows to reuse when a
+    /// rebuilt cache is embedded again.
+    pub fn embeddings_of_any_content(
+        &self,
+        name: &str,
+    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
+        super::EmbeddingStore::open_checked(&self.derived_dir(), None, name)
+    }
+
     /// The bad-input report of the build that wrote this cache.
     pub fn report(&self) -> &[BadInput] {
         &self.report
@@ -517,6 +527,16 @@ impl LazyCache {
             self.manifest().reactions,
             name,
         )
+    }
+
+    /// Opens embedding store `name` verified in full, whatever cache
+    /// content it was computed for: the source of rows to reuse when a
+    /// rebuilt cache is embedded again.
+    pub fn embeddings_of_any_content(
+        &self,
+        name: &str,
+    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
+        super::EmbeddingStore::open_checked(&self.derived_dir(), None, name)
     }
 
     /// The bad-input report of the build that wrote this cache, read and

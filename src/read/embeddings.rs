@@ -10,8 +10,8 @@ use zerocopy::FromBytes;
 
 use crate::error::EmbeddingError;
 use crate::format::embeddings::{
-    Dtype, INDEX_FILE, META_FILE, NO_ROW, STORE_FORMAT, STORE_VERSION, STORES_DIR, StoreMeta,
-    VECTORS_FILE, parse_npy,
+    Dtype, INDEX_FILE, KEYS_FILE, META_FILE, NO_ROW, STORE_FORMAT, STORE_VERSION, STORES_DIR,
+    StoreMeta, VECTORS_FILE, parse_npy,
 };
 use crate::train::loader::NO_REACTION;
 
@@ -33,6 +33,8 @@ pub struct EmbeddingStore {
     vectors_at: usize,
     index: Mmap,
     index_at: usize,
+    keys: Mmap,
+    keys_at: usize,
 }
 
 impl std::fmt::Debug for EmbeddingStore {
@@ -155,6 +157,17 @@ impl EmbeddingStore {
         reactions: u64,
         name: &str,
     ) -> Result<EmbeddingStore> {
+        Self::open_checked(derived, Some((content_id, reactions)), name)
+    }
+
+    /// Opens store `name` under `derived/` verified in full, of whatever
+    /// cache content it was computed for (`for_content` checks it: the
+    /// content id and the reaction count), e.g. to reuse its rows.
+    pub(crate) fn open_checked(
+        derived: &Path,
+        for_content: Option<(&str, u64)>,
+        name: &str,
+    ) -> Result<EmbeddingStore> {
         check_name(name)?;
         let dir = derived.join(STORES_DIR).join(name);
         let meta_path = dir.join(META_FILE);
@@ -180,7 +193,9 @@ impl EmbeddingStore {
                 ),
             ));
         }
-        if meta.cache_content_id != content_id {
+        if let Some((content_id, _)) = for_content
+            && meta.cache_content_id != content_id
+        {
             return Err(EmbeddingError::OtherContent {
                 path: dir,
                 name: name.to_owned(),
@@ -194,7 +209,9 @@ impl EmbeddingStore {
                 format!("dtype {:?} is not float32 or float16", meta.dtype),
             )
         })?;
-        if meta.reactions as u64 != reactions {
+        if let Some((_, reactions)) = for_content
+            && meta.reactions as u64 != reactions
+        {
             return Err(damaged(
                 &meta_path,
                 format!(
@@ -229,6 +246,16 @@ impl EmbeddingStore {
             Dtype::U32,
             &[meta.reactions],
         )?;
+        let kpath = dir.join(KEYS_FILE);
+        let keys = map(&kpath)?;
+        let keys_at = check_npy(
+            &kpath,
+            &keys,
+            &meta,
+            KEYS_FILE,
+            Dtype::U64,
+            &[meta.unique, 2],
+        )?;
         let store = EmbeddingStore {
             dir,
             meta,
@@ -237,6 +264,8 @@ impl EmbeddingStore {
             vectors_at,
             index,
             index_at,
+            keys,
+            keys_at,
         };
         let unique = store.meta.unique;
         if let Some(at) = store
@@ -287,6 +316,15 @@ impl EmbeddingStore {
     /// Each reaction's row (cache order), [`NO_ROW`](crate::NO_ROW) for none.
     pub fn index(&self) -> &[u32] {
         <[u32]>::ref_from_bytes(&self.index[self.index_at..]).unwrap_or(&[])
+    }
+
+    /// Each row's content key, as [`UniqueTexts::key`](crate::UniqueTexts::key)
+    /// computes it.
+    pub fn keys(&self) -> impl Iterator<Item = u128> + '_ {
+        <[u64]>::ref_from_bytes(&self.keys[self.keys_at..])
+            .unwrap_or(&[])
+            .chunks_exact(2)
+            .map(|k| u128::from(k[0]) | (u128::from(k[1]) << 64))
     }
 
     /// The rows of a float32 store, `[unique * dim]` (empty for float16).

@@ -197,6 +197,15 @@ impl UniqueTexts {
             .and_then(|r| self.field.tokens_of(&r))
             .ok_or(LoadError::OtherCache { position })
     }
+    /// The content key of input `i`: xxh3-128 of its tokens as stored
+    /// (joined by the field's separator). Equal inputs have equal keys in
+    /// any cache, which is what lets an embedding store reuse the rows of
+    /// inputs it has already embedded after a rebuild.
+    pub fn key<C: ThreadSource + ?Sized>(&self, cache: &C, i: usize) -> Result<u128, LoadError> {
+        Ok(xxhash_rust::xxh3::xxh3_128(
+            self.tokens(cache, i)?.joined().as_bytes(),
+        ))
+    }
     /// Per reaction of the threads (thread order, then the thread's
     /// reaction order): its input, or [`NONE`](Self::NONE).
     pub fn index(&self) -> &[u32] {
