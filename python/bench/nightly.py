@@ -1,0 +1,120 @@
+"""The nightly job, measured: an incremental rebuild after ~1% of threads
+changed, then an embed that reuses the previous store's rows, against a
+from-scratch embed of the same cache, in one run.
+
+    python python/bench/nightly.py [CORPUS_DIR] [--changed 0.01] [--call-us 100]
+
+CORPUS_DIR defaults to the PHEME-sized corpus of ``benches/measure.sh``
+(``/tmp/socialctx-bench/pheme``); it is hard-linked into a temporary
+directory and never modified (edited files are replaced, not written in
+place). The toy model costs ``--call-us`` per call (busy-waited) and is
+deterministic, so the two stores must be byte-identical. Prints a Markdown
+table and a JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import socialctx
+
+DIM = 64
+
+
+def make_model(call_s: float):  # type: ignore[no-untyped-def]
+    def toy(batch: list[list[str]]) -> np.ndarray:
+        until = time.perf_counter() + call_s
+        while time.perf_counter() < until:
+            pass
+        out = np.empty((len(batch), DIM), dtype=np.float32)
+        for i, tokens in enumerate(batch):
+            out[i] = (len(tokens) + sum(map(len, tokens))) % 97
+        return out
+
+    return toy
+
+
+def files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("corpus", nargs="?", default="/tmp/socialctx-bench/pheme")
+    ap.add_argument("--changed", type=float, default=0.01, help="share of threads edited")
+    ap.add_argument("--call-us", type=float, default=100.0)
+    ap.add_argument("--batch", type=int, default=256)
+    args = ap.parse_args()
+    model = make_model(args.call_us * 1e-6)
+    with tempfile.TemporaryDirectory(prefix="socialctx-nightly-") as tmp:
+        work = Path(tmp)
+        corpus = work / "corpus"
+        subprocess.run(["cp", "-al", args.corpus, corpus], check=True)
+        cache_dir = work / "cache"
+        socialctx.build(corpus, cache_dir, progress=False)
+        cache = socialctx.open(cache_dir)
+        kw = dict(field="reply", name="r", batch_size=args.batch, model_id="toy", progress=False)
+        socialctx.embed(cache, model, **kw)  # type: ignore[arg-type]
+
+        # The night's change: one reply rewritten in ~1% of the threads.
+        threads = sorted({p.parent.parent for p in corpus.rglob("reactions/*.json")})
+        step = max(1, round(1 / args.changed))
+        edited = 0
+        for n, t in enumerate(threads[::step]):
+            reply = sorted((t / "reactions").glob("*.json"))[0]
+            tweet = json.loads(reply.read_text())
+            tweet["text"] = f"nightly edit {n}: {tweet.get('text', '')}"
+            tweet["full_text"] = tweet["text"]
+            tmp_file = reply.with_suffix(".tmp")
+            tmp_file.write_text(json.dumps(tweet))
+            os.replace(tmp_file, reply)  # a new inode: the hard-linked original stays
+            edited += 1
+
+        t0 = time.perf_counter()
+        socialctx.build(corpus, cache_dir, progress=False, incremental=True)
+        build_s = time.perf_counter() - t0
+        cache = socialctx.open(cache_dir)
+        t0 = time.perf_counter()
+        night = socialctx.embed(cache, model, **kw)  # type: ignore[arg-type]
+        night_s = time.perf_counter() - t0
+
+        scratch_dir = work / "scratch"
+        shutil.copytree(cache_dir, scratch_dir, ignore=shutil.ignore_patterns("derived"))
+        scratch = socialctx.open(scratch_dir)
+        t0 = time.perf_counter()
+        full = socialctx.embed(scratch, model, **kw)  # type: ignore[arg-type]
+        scratch_s = time.perf_counter() - t0
+        same = files(Path(cache.derived_dir) / "embeddings/r") == files(
+            Path(scratch.derived_dir) / "embeddings/r"
+        )
+    figures = {
+        "threads": len(threads),
+        "threads_edited": edited,
+        "incremental_build_s": build_s,
+        "unique_inputs": night["unique"],
+        "new_inputs": night["new"],
+        "new_share": night["new"] / night["unique"],
+        "model_calls_nightly": night["calls"],
+        "model_calls_scratch": full["calls"],
+        "embed_nightly_s": night_s,
+        "embed_scratch_s": scratch_s,
+        "nightly_over_scratch": night_s / scratch_s,
+        "byte_identical": same,
+    }
+    print("| figure | value |\n|---|---|")
+    for k, v in figures.items():
+        print(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
