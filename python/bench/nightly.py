@@ -63,7 +63,7 @@ def main() -> None:
         socialctx.build(corpus, cache_dir, progress=False)
         cache = socialctx.open(cache_dir)
         kw = dict(field="reply", name="r", batch_size=args.batch, model_id="toy", progress=False)
-        socialctx.embed(cache, model, **kw)  # type: ignore[arg-type]
+        socialctx.embed(cache, model, **kw)
 
         # The night's change: one reply rewritten in ~1% of the threads.
         threads = sorted({p.parent.parent for p in corpus.rglob("reactions/*.json")})
@@ -84,14 +84,14 @@ def main() -> None:
         build_s = time.perf_counter() - t0
         cache = socialctx.open(cache_dir)
         t0 = time.perf_counter()
-        night = socialctx.embed(cache, model, **kw)  # type: ignore[arg-type]
+        night = socialctx.embed(cache, model, **kw)
         night_s = time.perf_counter() - t0
 
         scratch_dir = work / "scratch"
         shutil.copytree(cache_dir, scratch_dir, ignore=shutil.ignore_patterns("derived"))
         scratch = socialctx.open(scratch_dir)
         t0 = time.perf_counter()
-        full = socialctx.embed(scratch, model, **kw)  # type: ignore[arg-type]
+        full = socialctx.embed(scratch, model, **kw)
         scratch_s = time.perf_counter() - t0
         same = files(Path(cache.derived_dir) / "embeddings/r") == files(
             Path(scratch.derived_dir) / "embeddings/r"
