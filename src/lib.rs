@@ -65,6 +65,7 @@ pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
 pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
+pub use train::vocab::Vocabulary;
 
 /// Internals for this repository's benchmarks, fuzz targets and tests: the
 /// build's stages and the format's records. Not a stable API.

@@ -40,6 +40,7 @@ from ._socialctx import (
     Split,
     Thread,
     UniqueTexts,
+    Vocabulary,
     build,
     build_partition,
     merge,
@@ -49,6 +50,7 @@ from ._socialctx import (
     shuffled,
 )
 from .embed import EmbeddingError, Embeddings, embed, open_store
+from .folds import Fold, folds
 
 __version__ = "0.1.0"
 
@@ -68,6 +70,9 @@ __all__ = [
     "Split",
     "Thread",
     "UniqueTexts",
+    "Vocabulary",
+    "Fold",
+    "folds",
     "EmbeddingError",
     "Embeddings",
     "embed",

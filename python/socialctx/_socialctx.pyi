@@ -138,6 +138,17 @@ class Cache:
     @property
     def report(self) -> list[dict[str, str]]:
         """Every input the build skipped: ``{"path", "reason"}``."""
+    def vocabulary(
+        self,
+        field: Literal["reply", "description"] = "reply",
+        *,
+        kinds: Literal["replies", "retweets", "both"] = "replies",
+        positions: _Positions | None = None,
+        min_count: int = 1,
+        max_size: int | None = None,
+    ) -> Vocabulary:
+        """Token counts of ``field`` over the threads at ``positions`` (all by
+        default), counted in Rust in one pass."""
     def unique_texts(
         self, field: Literal["reply", "description"] = "reply", positions: _Positions | None = None
     ) -> UniqueTexts:
@@ -165,6 +176,9 @@ class Thread:
         """1 rumour, 0 non-rumour, -1 unknown."""
     @property
     def source_text(self) -> str: ...
+    @property
+    def source_user_id(self) -> str:
+        """The source author's user id."""
     @property
     def source_created_at(self) -> int:
         """Seconds since the epoch."""
@@ -221,6 +235,22 @@ class UniqueTexts:
     @property
     def offsets(self) -> npt.NDArray[np.uint64]:
         """[threads + 1]: where each thread's reactions start in ``index``."""
+
+class Vocabulary:
+    """Token counts of a text field, most frequent first (ties by the token).
+    Indices follow AllenNLP's padded namespaces: 0 padding, 1 unknown,
+    ``tokens[i]`` is ``i + 2``."""
+
+    @property
+    def tokens(self) -> list[str]: ...
+    @property
+    def counts(self) -> npt.NDArray[np.uint64]: ...
+    def index(self, token: str) -> int:
+        """2 and up for a known token, 1 (unknown) otherwise."""
+    def save(self, directory: _Path, namespace: str = "tokens") -> None:
+        """Writes AllenNLP's vocabulary directory (``Vocabulary.from_files`` loads it)."""
+    def __len__(self) -> int: ...
+    def __contains__(self, token: str) -> bool: ...
 
 class Split:
     """A split CSV matched against a cache."""

@@ -25,6 +25,7 @@ use socialctx as sc;
 
 mod loader;
 mod texts;
+mod vocab;
 
 use loader::{Epoch, PyBatch, PyLoader};
 use texts::PyUniqueTexts;
@@ -331,6 +332,24 @@ impl PyCache {
         texts::collect(slf.py(), slf, field, positions)
     }
 
+    /// Token counts of `field` ("reply" or "description") over the
+    /// reactions of `kinds` ("replies", the reference's context, "retweets"
+    /// or "both") of the threads at `positions` (all when None), counted in
+    /// Rust in one pass: tokens seen at least `min_count` times, the
+    /// `max_size` most frequent when given. Memory grows with the distinct
+    /// tokens only.
+    #[pyo3(signature = (field="reply", *, kinds="replies", positions=None, min_count=1, max_size=None))]
+    fn vocabulary(
+        slf: &Bound<'_, Self>,
+        field: &str,
+        kinds: &str,
+        positions: Option<&Bound<'_, PyAny>>,
+        min_count: u64,
+        max_size: Option<usize>,
+    ) -> PyResult<vocab::PyVocabulary> {
+        vocab::count(slf.py(), slf, field, kinds, positions, min_count, max_size)
+    }
+
     /// The cache's content id (16 hex digits): equal for equal content.
     /// Name files derived from the cache after it.
     #[getter]
@@ -514,6 +533,12 @@ impl PyThread {
     #[getter]
     fn source_text(&self) -> PyResult<String> {
         Ok(self.view()?.source_text().to_owned())
+    }
+
+    /// The source tweet author's user id (as the tweet's `user.id_str`).
+    #[getter]
+    fn source_user_id(&self) -> PyResult<String> {
+        Ok(self.view()?.source_user_id().to_owned())
     }
 
     /// Source tweet `created_at`, seconds since the epoch.
@@ -1097,6 +1122,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(texts::_xxh3_file, m)?)?;
     m.add_function(wrap_pyfunction!(texts::_publish_dir, m)?)?;
     m.add_class::<PyUniqueTexts>()?;
+    m.add_class::<vocab::PyVocabulary>()?;
     m.add_class::<PyCache>()?;
     m.add_class::<PyThread>()?;
     m.add_class::<PySplit>()?;

@@ -9,3 +9,4 @@ pub mod selection;
 pub mod splits;
 pub mod stats;
 pub mod texts;
+pub mod vocab;
