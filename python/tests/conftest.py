@@ -51,6 +51,17 @@ CORPORA = {
 }
 
 
+# The text oracle's output (rpdnn_tokens.py) for each corpus.
+TOKEN_ORACLES = {
+    "golden": "tests/fixtures/golden/tokens.jsonl",
+    "sample": "data-samples/tokens.jsonl",
+    "pheme-veracity": "tests/fixtures/real/pheme-veracity/tokens.jsonl",
+    "pheme-rnr": "tests/fixtures/real/pheme-rnr/tokens.jsonl",
+    "pheme-journalism": "tests/fixtures/real/pheme-journalism/tokens.jsonl",
+    "rumoureval2017": "tests/fixtures/real/rumoureval2017/tokens.jsonl",
+}
+
+
 def binary(name: str) -> Path:
     """A Rust binary of this repository (example or workspace tool)."""
     for p in (REPO / "target/release/examples" / name, REPO / "target/release" / name):

@@ -18,18 +18,11 @@ import numpy as np
 import pytest
 
 import socialctx
-from conftest import CORPORA, REPO, jsonl
+from conftest import CORPORA, REPO, TOKEN_ORACLES, jsonl
 
 FIELDS = ["description", "reply"]
 
-TOKENS = {
-    "golden": "tests/fixtures/golden/tokens.jsonl",
-    "sample": "data-samples/tokens.jsonl",
-    "pheme-veracity": "tests/fixtures/real/pheme-veracity/tokens.jsonl",
-    "pheme-rnr": "tests/fixtures/real/pheme-rnr/tokens.jsonl",
-    "pheme-journalism": "tests/fixtures/real/pheme-journalism/tokens.jsonl",
-    "rumoureval2017": "tests/fixtures/real/rumoureval2017/tokens.jsonl",
-}
+TOKENS = TOKEN_ORACLES
 
 
 def toy(tokens: list[str]) -> np.ndarray:

@@ -11,16 +11,7 @@ import numpy as np
 import pytest
 
 import socialctx
-from conftest import REPO, jsonl
-
-TOKEN_ORACLES = {
-    "golden": "tests/fixtures/golden/tokens.jsonl",
-    "sample": "data-samples/tokens.jsonl",
-    "pheme-veracity": "tests/fixtures/real/pheme-veracity/tokens.jsonl",
-    "pheme-rnr": "tests/fixtures/real/pheme-rnr/tokens.jsonl",
-    "pheme-journalism": "tests/fixtures/real/pheme-journalism/tokens.jsonl",
-    "rumoureval2017": "tests/fixtures/real/rumoureval2017/tokens.jsonl",
-}
+from conftest import REPO, TOKEN_ORACLES, jsonl
 
 
 def oracle_counts(name: str, key: str) -> collections.Counter[str]:

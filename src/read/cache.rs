@@ -131,6 +131,19 @@ fn same_dir(opened: &File, dir: &Path) -> bool {
 }
 
 impl Core {
+    /// Store `name` under `derived/`, checked against this content when
+    /// `same_content`.
+    fn embeddings(
+        &self,
+        name: &str,
+        same_content: bool,
+    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
+        let derived = self.dir.join(crate::format::layout::DERIVED_DIR);
+        let content = format!("{:016x}", self.content_id);
+        let expected = same_content.then_some((content.as_str(), self.manifest.reactions));
+        super::EmbeddingStore::open_checked(&derived, expected, name)
+    }
+
     /// Reads the manifest and opens every file it names, all through one
     /// directory handle: the cache then reads the generation it opened, for
     /// every shard, even after a rebuild swaps in the next one. If a
@@ -379,12 +392,7 @@ impl Cache {
     /// Opens embedding store `name` (made by `socialctx.embed`), verified
     /// in full and checked to belong to this content of the cache.
     pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        super::EmbeddingStore::open_in(
-            &self.derived_dir(),
-            &self.content_id(),
-            self.manifest().reactions,
-            name,
-        )
+        self.core.embeddings(name, true)
     }
 
     /// Opens embedding store `name` verified in full, whatever cache
@@ -394,7 +402,7 @@ impl Cache {
         &self,
         name: &str,
     ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        super::EmbeddingStore::open_checked(&self.derived_dir(), None, name)
+        self.core.embeddings(name, false)
     }
 
     /// The bad-input report of the build that wrote this cache.
@@ -518,25 +526,17 @@ impl LazyCache {
         self.core.dir.join(crate::format::layout::DERIVED_DIR)
     }
 
-    /// Opens embedding store `name` (made by `socialctx.embed`), verified
-    /// in full and checked to belong to this content of the cache.
+    /// As [`Cache::embeddings`].
     pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        super::EmbeddingStore::open_in(
-            &self.derived_dir(),
-            &self.content_id(),
-            self.manifest().reactions,
-            name,
-        )
+        self.core.embeddings(name, true)
     }
 
-    /// Opens embedding store `name` verified in full, whatever cache
-    /// content it was computed for: the source of rows to reuse when a
-    /// rebuilt cache is embedded again.
+    /// As [`Cache::embeddings_of_any_content`].
     pub fn embeddings_of_any_content(
         &self,
         name: &str,
     ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        super::EmbeddingStore::open_checked(&self.derived_dir(), None, name)
+        self.core.embeddings(name, false)
     }
 
     /// The bad-input report of the build that wrote this cache, read and

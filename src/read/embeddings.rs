@@ -149,17 +149,6 @@ fn check_npy(
 }
 
 impl EmbeddingStore {
-    /// Opens store `name` of the cache whose `derived/` directory, content
-    /// id and reaction count are given (see [`Cache::embeddings`](crate::Cache::embeddings)).
-    pub(crate) fn open_in(
-        derived: &Path,
-        content_id: &str,
-        reactions: u64,
-        name: &str,
-    ) -> Result<EmbeddingStore> {
-        Self::open_checked(derived, Some((content_id, reactions)), name)
-    }
-
     /// Opens store `name` under `derived/` verified in full, of whatever
     /// cache content it was computed for (`for_content` checks it: the
     /// content id and the reaction count), e.g. to reuse its rows.
