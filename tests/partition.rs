@@ -207,3 +207,98 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--partition"));
 }
+
+/// Thread directories under `root` (an all-digit name with a source
+/// folder), sorted.
+fn thread_dirs(root: &Path) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
+                    out.push(p);
+                } else {
+                    walk(&p, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+/// Rewrites the partition record of `part` with `edit`, wherever this
+/// version keeps it (a `partition.json` beside the cache, or the
+/// manifest's `partition`), as a user or a script with a text editor would.
+fn edit_partition_record(part: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let side = part.join("partition.json");
+    if side.exists() {
+        let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&side).unwrap()).unwrap();
+        edit(&mut v);
+        fs::write(&side, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let manifest = part.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    if let Some(p) = m.get_mut("partition") {
+        edit(p);
+        fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    }
+}
+
+/// Issue 25, defect 1: a stale or edited partition record must never make a
+/// merge publish fewer threads than the corpus has, with success.
+#[test]
+fn a_stale_or_edited_partition_record_never_loses_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    let mut gen_opts = gen_corpus::Options::new(300);
+    gen_opts.seed = 1;
+    gen_corpus::generate(&corpus, &gen_opts).unwrap();
+    let plan_a = Plan::create(&corpus, &opts()).unwrap();
+    let parts = partitions(&corpus, &plan_a, 3, tmp.path());
+    let whole = |dir: &Path| socialctx::Cache::open(dir).unwrap().len();
+    let out = tmp.path().join("out");
+    let refused = |set: &[PathBuf], what: &str| {
+        match merge(&out, set) {
+            Err(BuildError::BadPartition { .. }) => {}
+            Ok(_) => panic!(
+                "{what}: merge published {} threads of 300 with success",
+                whole(&out)
+            ),
+            Err(e) => panic!("{what}: expected a bad partition, got {e}"),
+        }
+        assert!(!out.exists(), "{what}: nothing published");
+    };
+
+    // "count": 1 edited into partition 0's record: alone it is not the plan.
+    edit_partition_record(&parts[0], |v| v["count"] = 1.into());
+    refused(&parts[..1], "count edited to 1");
+    refused(&parts, "count edited to 1, all three given");
+    let part0 = partitions(&corpus, &plan_a, 3, tmp.path());
+    assert_eq!(part0[0], parts[0]);
+
+    // 60 replies added, a new plan B; partition 1 rebuilt from plan B but
+    // its record from plan A kept (its write failed, or a killed rebuild).
+    for t in thread_dirs(&corpus).iter().take(20) {
+        let dir = t.join("reactions");
+        let mut files: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for k in 0..3 {
+            fs::copy(&files[0], dir.join(format!("99999999999999999{k}.json"))).unwrap();
+        }
+    }
+    let plan_b = Plan::create(&corpus, &opts()).unwrap();
+    assert_ne!(plan_a.partition_range(1, 3), plan_b.partition_range(1, 3));
+    let side = parts[1].join("partition.json");
+    let stale = fs::read(&side).ok();
+    build_partition(&corpus, &plan_b, (1, 3), &parts[1], 1, &NoProgress).unwrap();
+    if let Some(stale) = stale {
+        fs::write(&side, stale).unwrap();
+    }
+    refused(&parts, "a partition of plan B among plan A's");
+}

@@ -7,12 +7,13 @@
 //! (paths relative to the corpus root), what discovery reported, and the
 //! corpus-wide rumour-source index behind `user_reliability`. Partition `i`
 //! of `n` is a contiguous source-id range, balanced by file count; it reads
-//! only its own threads' files. Each partition is an ordinary cache with a
-//! `partition.json` beside its files that says which part of which plan it
-//! is.
+//! only its own threads' files. Each partition is an ordinary cache whose
+//! manifest says which part of which plan it is (a checksummed
+//! [`PartitionInfo`], written and published with the cache, so it cannot be
+//! left over from an earlier build of the same directory).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -22,15 +23,13 @@ use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
 use super::{BuildOptions, BuildSummary, Phases, Progress, discover_checked, execute, prepare};
 use crate::error::BuildError;
+use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 const PLAN_FORMAT: &str = "socialctx-plan";
 const PLAN_VERSION: u32 = 1;
-
-/// The sidecar file of a partition cache.
-pub(crate) const PARTITION_FILE: &str = "partition.json";
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,16 +59,6 @@ pub struct Plan {
     bad: Vec<BadInput>,
     /// Author key -> earliest rumour source time, sorted (extended builds).
     rumour_index: Vec<(u64, i64)>,
-}
-
-/// Which part of which plan a partition cache is (its `partition.json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct PartitionInfo {
-    pub(crate) plan_id: String,
-    pub(crate) index: usize,
-    pub(crate) count: usize,
-    /// Discovery's report (the same in every partition of a plan).
-    pub(crate) bad: Vec<BadInput>,
 }
 
 impl Plan {
@@ -207,7 +196,7 @@ fn count_files(td: &ThreadDir) -> u64 {
 /// Builds partition `index` of `count` of `plan` into the cache directory
 /// `out`, reading the threads under `corpus` (the corpus root as mounted
 /// here). `threads` workers (0: the default). The result is an ordinary
-/// cache of those threads plus its `partition.json`.
+/// cache of those threads whose manifest records the partition.
 pub fn build_partition(
     corpus: impl AsRef<Path>,
     plan: &Plan,
@@ -231,8 +220,22 @@ pub fn build_partition(
         opts = opts.threads(threads);
     }
     let start = Instant::now();
-    let (workers, writer) = prepare(corpus, out, &opts)?;
-    let list: Vec<ThreadDir> = plan.threads[plan.partition_range(index, count)]
+    let (workers, mut writer) = prepare(corpus, out, &opts)?;
+    let range = plan.partition_range(index, count);
+    let planned = &plan.threads[range.clone()];
+    writer.set_partition(PartitionInfo {
+        plan_id: plan.id(),
+        index: index as u64,
+        count: count as u64,
+        plan_threads: plan.threads.len() as u64,
+        first_thread: range.start as u64,
+        end_thread: range.end as u64,
+        first_source_id: planned.first().map_or(0, |t| t.source_id),
+        last_source_id: planned.last().map_or(0, |t| t.source_id),
+        bad: plan.bad.clone(),
+        xxh3: String::new(),
+    });
+    let list: Vec<ThreadDir> = planned
         .iter()
         .map(|t| ThreadDir {
             source_id: t.source_id,
@@ -251,7 +254,7 @@ pub fn build_partition(
         idx
     });
     progress.discovered(list.len() as u64);
-    let summary = execute(
+    execute(
         &list,
         index_data.as_ref(),
         Vec::new(),
@@ -261,15 +264,5 @@ pub fn build_partition(
         progress,
         (start, Phases::default()),
         None,
-    )?;
-    let info = PartitionInfo {
-        plan_id: plan.id(),
-        index,
-        count,
-        bad: plan.bad.clone(),
-    };
-    let path: PathBuf = out.join(PARTITION_FILE);
-    let json = serde_json::to_vec_pretty(&info).map_err(|e| BuildError::io(&path, e.into()))?;
-    fs::write(&path, json).map_err(|e| BuildError::io(&path, e))?;
-    Ok(summary)
+    )
 }

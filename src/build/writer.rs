@@ -30,7 +30,7 @@ use super::publish::{Staging, io};
 use crate::error::BuildError;
 use crate::format::footer::{self, Footer};
 use crate::format::layout::{MANIFEST_FILE, REPORT_FILE, shard_file, text_file};
-use crate::format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
+use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
     DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
@@ -82,6 +82,8 @@ pub struct CacheWriter {
     shards: Vec<ShardInfo>,
     replies: u64,
     retweets: u64,
+    /// The partition record for the manifest (partition builds only).
+    partition: Option<PartitionInfo>,
 }
 
 impl CacheWriter {
@@ -102,7 +104,14 @@ impl CacheWriter {
             shards: Vec::new(),
             replies: 0,
             retweets: 0,
+            partition: None,
         })
+    }
+
+    /// Makes the cache a partition cache: `info` goes into its manifest,
+    /// with its checksum computed at [`finish`](Self::finish).
+    pub fn set_partition(&mut self, info: PartitionInfo) {
+        self.partition = Some(info);
     }
 
     /// The temporary directory being written (for tests).
@@ -290,7 +299,7 @@ impl CacheWriter {
         self.write_synced(REPORT_FILE, &[&report_bytes])?;
         self.wait_flushed()?;
 
-        let manifest = Manifest {
+        let mut manifest = Manifest {
             format: FORMAT_NAME.into(),
             format_version: FORMAT_VERSION,
             feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
@@ -320,7 +329,13 @@ impl CacheWriter {
             } else {
                 Vec::new()
             },
+            partition: self.partition.take(),
         };
+        if let Some(sum) = manifest.partition_checksum()
+            && let Some(p) = manifest.partition.as_mut()
+        {
+            p.xxh3 = sum;
+        }
         let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| BuildError::Internal {
             path: MANIFEST_FILE.into(),
             message: e.to_string(),
