@@ -302,3 +302,117 @@ fn a_stale_or_edited_partition_record_never_loses_threads() {
     }
     refused(&parts, "a partition of plan B among plan A's");
 }
+
+/// Issue 25, defect 2b: an edited or stale plan (threads swapped, one
+/// listed twice, a folder that is not its source id, a path leaving the
+/// corpus) is refused by `Plan::load`, and a valid cache in the output
+/// directory stays as it was.
+#[test]
+fn edited_plans_are_refused_and_the_old_cache_kept() {
+    let corpus = repo("tests/fixtures/golden/corpus");
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_file = tmp.path().join("plan.json");
+    Plan::create(&corpus, &opts())
+        .unwrap()
+        .save(&plan_file)
+        .unwrap();
+    let good = fs::read(&plan_file).unwrap();
+    let out = tmp.path().join("part");
+    let plan = Plan::load(&plan_file).unwrap();
+    build_partition(&corpus, &plan, (0, 1), &out, 1, &NoProgress).unwrap();
+    let before = files(&out);
+    let json = || -> serde_json::Value { serde_json::from_slice(&good).unwrap() };
+    let refused = |v: serde_json::Value, reseal: bool, what: &str, why: &str| {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        if reseal {
+            bytes = Plan::reseal(&bytes).expect("still plan-shaped");
+        }
+        fs::write(&plan_file, bytes).unwrap();
+        match Plan::load(&plan_file) {
+            Ok(p) => {
+                let r = build_partition(&corpus, &p, (0, 1), &out, 1, &NoProgress);
+                panic!("{what}: the plan loaded; the partition build gave {r:?}");
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("plan.json") && msg.contains(why),
+                    "{what}: {msg}"
+                );
+            }
+        }
+        assert_eq!(files(&out), before, "{what}: the old cache is kept");
+    };
+    // The issue's edit: the first two threads swapped.
+    let mut v = json();
+    v["threads"].as_array_mut().unwrap().swap(0, 1);
+    refused(v.clone(), false, "swapped", "checksum");
+    refused(v, true, "swapped, checksum redone", "out of order");
+    let mut v = json();
+    let first = v["threads"][0].clone();
+    v["threads"].as_array_mut().unwrap().insert(0, first);
+    refused(v, true, "listed twice", "repeated");
+    let mut v = json();
+    let rel = v["threads"][0]["rel"].as_str().unwrap().to_string();
+    let (dir, _) = rel.rsplit_once('/').unwrap();
+    v["threads"][0]["rel"] = format!("{dir}/1").into();
+    refused(v, true, "folder not its source id", "named");
+    let mut v = json();
+    let id = v["threads"][0]["source_id"].clone();
+    v["threads"][0]["rel"] = format!("../elsewhere/{id}").into();
+    refused(v, true, "outside the corpus", "inside the corpus");
+    fs::write(&plan_file, &good).unwrap();
+    assert!(Plan::load(&plan_file).is_ok());
+}
+
+/// The writer refuses threads out of source-id order before anything is
+/// published (a cache in that order would not open).
+#[test]
+fn the_writer_refuses_out_of_order_source_ids() {
+    use socialctx::internals::{CacheWriter, ThreadData, ThreadRecord, ThreadText, WriterOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("cache");
+    build(
+        repo("tests/fixtures/golden/corpus"),
+        &target,
+        &opts(),
+        &NoProgress,
+    )
+    .unwrap();
+    let before = files(&target);
+    let thread = |id: u64| ThreadData {
+        record: ThreadRecord {
+            source_id: id,
+            source_created_at: 0,
+            first_reaction: 0,
+            reaction_count: 0,
+            label_code: 1,
+        },
+        text: ThreadText::default(),
+        reactions: Vec::new(),
+        text_arena: String::new(),
+        reaction_texts: Vec::new(),
+        features: Vec::new(),
+        reaction_extra: Vec::new(),
+        thread_extra: [f32::NAN; socialctx::THREAD_COLUMNS.len()],
+    };
+    let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
+    w.push(thread(20), "e/rumours/20").unwrap();
+    let err = w
+        .push(thread(10), "e/rumours/10")
+        .expect_err("out of order");
+    assert!(err.to_string().contains("e/rumours/10"), "{err}");
+    assert!(err.to_string().contains("order"), "{err}");
+    drop(w);
+    assert_eq!(files(&target), before);
+    let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
+    w.push(thread(20), "e/rumours/20").unwrap();
+    assert!(w.push(thread(20), "e/rumours/20").is_err(), "repeated");
+    drop(w);
+    assert_eq!(files(&target), before);
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        2,
+        "the cache and its lock, no staging directory"
+    );
+}

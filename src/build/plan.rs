@@ -29,7 +29,8 @@ use crate::format::report::BadInput;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 const PLAN_FORMAT: &str = "socialctx-plan";
-const PLAN_VERSION: u32 = 1;
+/// 2: the plan carries its checksum.
+const PLAN_VERSION: u32 = 2;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,19 @@ pub struct Plan {
     bad: Vec<BadInput>,
     /// Author key -> earliest rumour source time, sorted (extended builds).
     rumour_index: Vec<(u64, i64)>,
+    /// xxh3-64 of the plan's JSON with this field empty, 16 hex digits (the
+    /// plan's [`id`](Plan::id)); set by [`save`](Plan::save), checked by
+    /// [`load`](Plan::load).
+    #[serde(default)]
+    checksum: String,
+}
+
+/// An `InvalidData` error about the plan file `path`.
+fn invalid(path: &Path, why: String) -> BuildError {
+    BuildError::io(
+        path,
+        std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+    )
 }
 
 impl Plan {
@@ -95,39 +109,89 @@ impl Plan {
             threads,
             bad,
             rumour_index,
+            checksum: String::new(),
         })
     }
 
-    /// Writes the plan as JSON.
+    /// Writes the plan as JSON, with its checksum, by a rename (a failed
+    /// write leaves no partial plan behind).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let json = serde_json::to_vec(self).map_err(|e| BuildError::io(path, e.into()))?;
-        fs::write(path, json).map_err(|e| BuildError::io(path, e))
+        let mut sealed = self.clone();
+        sealed.checksum = self.id();
+        let json = serde_json::to_vec(&sealed).map_err(|e| BuildError::io(path, e.into()))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let written = fs::write(&tmp, json).and_then(|()| fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(BuildError::io(path, e));
+        }
+        Ok(())
     }
 
-    /// Reads a plan written by [`save`](Plan::save).
+    /// Reads a plan written by [`save`](Plan::save), and checks it: its
+    /// checksum (an edited or damaged plan is refused), threads in strictly
+    /// ascending source-id order (so each once), each thread's folder named
+    /// by its source id and inside the corpus (no absolute path, no `..`).
     pub fn load(path: impl AsRef<Path>) -> Result<Plan> {
         let path = path.as_ref();
         let bytes = fs::read(path).map_err(|e| BuildError::io(path, e))?;
-        let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| {
-            BuildError::io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not a plan: {e}")),
-            )
-        })?;
+        let plan: Plan = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
         if plan.format != PLAN_FORMAT || plan.version != PLAN_VERSION {
-            return Err(BuildError::io(
+            return Err(invalid(
                 path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!(
-                        "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}",
-                        plan.format, plan.version
-                    ),
+                format!(
+                    "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}; make the plan again",
+                    plan.format, plan.version
                 ),
             ));
         }
+        if plan.checksum != plan.id() {
+            return Err(invalid(
+                path,
+                "the plan does not match its checksum (edited or damaged); make the plan again"
+                    .into(),
+            ));
+        }
+        plan.check().map_err(|why| invalid(path, why))?;
         Ok(plan)
+    }
+
+    /// The checks of [`load`](Plan::load) that do not need the checksum.
+    fn check(&self) -> std::result::Result<(), String> {
+        let mut last: Option<&PlanThread> = None;
+        for t in &self.threads {
+            if let Some(prev) = last
+                && prev.source_id >= t.source_id
+            {
+                return Err(format!(
+                    "threads out of order or repeated: {} ({}) after {} ({})",
+                    t.source_id, t.rel, prev.source_id, prev.rel
+                ));
+            }
+            last = Some(t);
+            let rel = Path::new(&t.rel);
+            let inside = !t.rel.is_empty()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return Err(format!(
+                    "thread path {:?} is not a path inside the corpus",
+                    t.rel
+                ));
+            }
+            let name = rel.file_name().unwrap_or_default().to_string_lossy();
+            if !name.bytes().all(|b| b.is_ascii_digit()) || name.parse::<u64>() != Ok(t.source_id) {
+                return Err(format!(
+                    "thread {:?} has source id {}, but its folder is named {name:?}",
+                    t.rel, t.source_id
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Number of threads planned.
@@ -140,12 +204,25 @@ impl Plan {
         self.threads.is_empty()
     }
 
-    /// The plan's identity: 16 hex digits of the xxh3 of its JSON.
+    /// The plan's identity: 16 hex digits of the xxh3 of its JSON (without
+    /// its checksum field's value, which is this id).
     pub fn id(&self) -> String {
+        let mut unsealed = self.clone();
+        unsealed.checksum.clear();
         format!(
             "{:016x}",
-            xxh3_64(&serde_json::to_vec(self).unwrap_or_default())
+            xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
         )
+    }
+
+    /// For tests: `json` (a plan's JSON, possibly edited) with its checksum
+    /// made to match, so that only [`load`](Plan::load)'s other checks can
+    /// refuse it.
+    #[doc(hidden)]
+    pub fn reseal(json: &[u8]) -> Option<Vec<u8>> {
+        let mut plan: Plan = serde_json::from_slice(json).ok()?;
+        plan.checksum = plan.id();
+        serde_json::to_vec(&plan).ok()
     }
 
     /// The thread range of partition `index` of `count`: contiguous, in
@@ -215,6 +292,15 @@ pub fn build_partition(
             ),
         ));
     }
+    plan.check().map_err(|why| {
+        BuildError::io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("the plan is not valid: {why}"),
+            ),
+        )
+    })?;
     let mut opts = plan.options(BuildOptions::default().threads);
     if threads > 0 {
         opts = opts.threads(threads);

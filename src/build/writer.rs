@@ -134,8 +134,20 @@ impl CacheWriter {
             .last()
             .map(|t| t.source_id)
             .or_else(|| self.shards.last().map(|s| s.last_source_id))
+            && t.record.source_id <= last
         {
-            debug_assert!(t.record.source_id > last, "threads out of order");
+            // A merge of partitions that overlap, or a plan edited by hand:
+            // such a cache would not open, so nothing is published.
+            return Err(BuildError::io(
+                rel_path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "source id {} comes after {last}: threads must come in strictly ascending source-id order; nothing was published",
+                        t.record.source_id
+                    ),
+                ),
+            ));
         }
         if !self.current.threads.is_empty()
             && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
