@@ -41,9 +41,15 @@ use crate::read::Cache;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
+/// Version of the fingerprints file; another version means a full build.
+/// 2: per-thread report lines (`bad`).
+const FINGERPRINTS_VERSION: u32 = 2;
+
 /// The fingerprints of the threads of one cache content.
 #[derive(Debug, Serialize, Deserialize)]
 struct Fingerprints {
+    #[serde(default)]
+    version: u32,
     corpus: String,
     strict: bool,
     max_file_bytes: u64,
@@ -62,6 +68,10 @@ struct Fingerprints {
     /// recomputing `user_reliability` needs when rumour sources change.
     #[serde(default)]
     authors: HashMap<String, Vec<u64>>,
+    /// Thread rel path -> the report lines its assembly gave (discovery's
+    /// lines are not among them: discovery gives them again each build).
+    #[serde(default)]
+    bad: HashMap<String, Vec<BadInput>>,
 }
 
 fn fingerprint_file(cache: &Cache) -> PathBuf {
@@ -142,7 +152,8 @@ struct Old {
     /// rel -> position in the old cache (None: the thread was skipped, its
     /// report lines say why), for threads whose files are unchanged.
     reuse: HashMap<String, Option<usize>>,
-    /// Report lines of the old cache by thread rel.
+    /// Report lines of the old cache's threads' assembly by thread rel
+    /// (not discovery's).
     report: HashMap<String, Vec<BadInput>>,
     /// Author keys of the reused threads' reactions.
     authors: HashMap<String, Vec<u64>>,
@@ -198,25 +209,14 @@ fn old_cache(
     {
         return Err("the old cache was built with other options".into());
     }
-    // Each report line belongs to the thread whose rel path prefixes it.
-    let rels: std::collections::HashSet<&str> = list.iter().map(|td| td.rel.as_str()).collect();
-    let mut report: HashMap<String, Vec<BadInput>> = HashMap::new();
-    for line in cache.report() {
-        let mut prefix = line.path.as_str();
-        loop {
-            if rels.contains(prefix) {
-                report
-                    .entry(prefix.to_string())
-                    .or_default()
-                    .push(line.clone());
-                break;
-            }
-            match prefix.rfind('/') {
-                Some(i) => prefix = &prefix[..i],
-                None => break,
-            }
-        }
+    if old.version != FINGERPRINTS_VERSION {
+        return Err(format!(
+            "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
+            old.version
+        ));
     }
+    // Each thread's own report lines, as its last assembly gave them.
+    let report = old.bad;
     let built_at = old.started_ns;
     let mut reuse = HashMap::new();
     for (td, &(fp, newest)) in list.iter().zip(fps) {
@@ -323,17 +323,14 @@ pub fn build_incremental(
         && reused as usize == list.len()
         && o.cache.len() == o.reuse.values().filter(|p| p.is_some()).count()
     {
-        let attributed: usize = o.report.values().map(Vec::len).sum();
-        let by_thread: std::collections::HashSet<&BadInput> = o.report.values().flatten().collect();
-        let mut rest: Vec<BadInput> = o
-            .cache
-            .report()
-            .iter()
-            .filter(|b| !by_thread.contains(b))
-            .cloned()
-            .collect();
-        rest.sort();
-        if rest == report && attributed + rest.len() == o.cache.report().len() {
+        // The report it would write: discovery's lines now, and each
+        // (reused) thread's own.
+        let mut expected = report.clone();
+        for td in list {
+            expected.extend(o.report.get(&td.rel).into_iter().flatten().cloned());
+        }
+        expected.sort();
+        if expected == o.cache.report() {
             drop(writer);
             let mut tally = Tally::default();
             for t in o.cache.iter() {
@@ -353,6 +350,7 @@ pub fn build_incremental(
                 reused,
                 files_read: 0,
                 authors: Vec::new(),
+                thread_bad: Vec::new(),
                 workers: 0,
             });
         }
@@ -426,6 +424,7 @@ pub fn build_incremental(
     let new = Cache::open(cache)
         .map_err(|e| BuildError::io(cache, std::io::Error::other(e.to_string())))?;
     let fingerprints = Fingerprints {
+        version: FINGERPRINTS_VERSION,
         corpus: canonical(corpus),
         strict: opts.strict,
         max_file_bytes: opts.max_file_bytes,
@@ -443,6 +442,12 @@ pub fn build_incremental(
             .zip(std::mem::take(&mut summary.authors))
             .filter(|(_, a)| !a.is_empty())
             .map(|(td, a)| (td.rel.clone(), a))
+            .collect(),
+        bad: list
+            .iter()
+            .zip(std::mem::take(&mut summary.thread_bad))
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(td, b)| (td.rel.clone(), b))
             .collect(),
     };
     let file = fingerprint_file(&new);

@@ -212,6 +212,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
         reused: 0,
         files_read: 0,
         authors: Vec::new(),
+        thread_bad: Vec::new(),
         workers: 1,
     })
 }

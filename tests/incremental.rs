@@ -26,6 +26,27 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// Asserts that two caches have the same files, naming those that differ
+/// (and showing differing reports) instead of printing bytes.
+fn assert_same_files(a: &Path, b: &Path, what: &str) {
+    let (fa, fb) = (files(a), files(b));
+    let differ: Vec<&String> = fa
+        .keys()
+        .chain(fb.keys())
+        .filter(|k| fa.get(*k) != fb.get(*k))
+        .collect();
+    if !differ.is_empty() {
+        let report = |f: &BTreeMap<String, Vec<u8>>| {
+            String::from_utf8_lossy(f.get("report.jsonl").map_or(&[][..], |v| v)).into_owned()
+        };
+        panic!(
+            "{what}: files differ: {differ:?}\nincremental report:\n{}\nfull report:\n{}",
+            report(&fa),
+            report(&fb)
+        );
+    }
+}
+
 fn copy_tree(src: &Path, dst: &Path) {
     fs::create_dir_all(dst).unwrap();
     for e in fs::read_dir(src).unwrap() {
@@ -112,7 +133,7 @@ impl Setup {
         let s = build_incremental(&self.corpus, &self.cache, &opts(), &NoProgress)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let full = build(&self.corpus, &self.full, &opts(), &NoProgress).unwrap();
-        assert_eq!(files(&self.cache), files(&self.full), "{what}");
+        assert_same_files(&self.cache, &self.full, what);
         assert!(s.files_read <= full.files_read, "{what}");
         (s.reused, s.incremental.unwrap(), s.files_read)
     }
@@ -413,4 +434,49 @@ fn a_killed_incremental_build_keeps_the_old_cache() {
         }
     }
     s.check("after kills");
+}
+
+/// Issue 25, defect 2: report lines that discovery gives for paths inside a
+/// reused thread's directory (a nested thread-like folder) are not counted
+/// again on each incremental build, and go when the folder is fixed: the
+/// report (and so the manifest and content id) equals a full build's.
+#[test]
+fn report_lines_inside_reused_threads_are_not_repeated() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let all = threads(&s.corpus);
+    // A backup copy of the thread inside it (a duplicate source id), and a
+    // thread-like folder whose name is no source id.
+    let t = &all[2];
+    let id = t.file_name().unwrap().to_str().unwrap().to_string();
+    let backup = t.join("backup").join(&id);
+    copy_tree(&t.join("source-tweets"), &backup.join("source-tweets"));
+    let odd = all[4]
+        .join("old")
+        .join("99999999999999999999999")
+        .join("source-tweets");
+    copy_tree(&all[4].join("source-tweets"), &odd);
+    for run in 1..=3 {
+        let (_, note) = s.check(&format!("run {run} with nested folders"));
+        let c = socialctx::Cache::open(&s.cache).unwrap();
+        let inside: Vec<_> = c
+            .report()
+            .iter()
+            .filter(|b| b.path.contains("/backup/") || b.path.contains("/old/"))
+            .collect();
+        assert_eq!(inside.len(), 2, "run {run} ({note}): {inside:?}");
+    }
+    // Fixed: the lines go.
+    fs::remove_dir_all(t.join("backup")).unwrap();
+    fs::remove_dir_all(all[4].join("old")).unwrap();
+    for run in 1..=2 {
+        s.check(&format!("run {run} after the fix"));
+    }
+    let c = socialctx::Cache::open(&s.cache).unwrap();
+    assert!(
+        !c.report()
+            .iter()
+            .any(|b| b.path.contains("/backup/") || b.path.contains("/old/")),
+        "{:?}",
+        c.report()
+    );
 }

@@ -190,6 +190,9 @@ pub struct BuildSummary {
     /// Per thread of the build, its reactions' author keys (incremental
     /// builds only; empty otherwise).
     pub(crate) authors: Vec<Vec<u64>>,
+    /// Per thread of the build, the report lines its own assembly gave (not
+    /// discovery's); incremental builds only, empty otherwise.
+    pub(crate) thread_bad: Vec<Vec<BadInput>>,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -330,7 +333,9 @@ pub(crate) fn execute(
     let mut tally = Tally::default();
     let mut files_read = 0u64;
     let collect_authors = reuse.is_some() || opts.collect_authors;
-    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); if collect_authors { list.len() } else { 0 }];
+    let per_thread = if collect_authors { list.len() } else { 0 };
+    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); per_thread];
+    let mut thread_bad: Vec<Vec<BadInput>> = vec![Vec::new(); per_thread];
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
         let prefetch = &prefetch;
@@ -368,11 +373,12 @@ pub(crate) fn execute(
                         reason: first.reason.clone(),
                     });
                 }
-                report.extend(outcome.bad);
-                files_read += outcome.files_read;
                 if collect_authors {
                     authors[i] = outcome.authors;
+                    thread_bad[i] = outcome.bad.clone();
                 }
+                report.extend(outcome.bad);
+                files_read += outcome.files_read;
                 let n = outcome
                     .data
                     .as_ref()
@@ -409,6 +415,7 @@ pub(crate) fn execute(
         reused: 0,
         files_read,
         authors,
+        thread_bad,
         workers,
     })
 }
