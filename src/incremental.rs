@@ -5,9 +5,15 @@
 //! Change detection is by metadata: each thread's fingerprint is an xxh3 of
 //! (name, size, mtime ns, ctime ns, inode) of every file it uses and of which
 //! of its folders exist. ctime catches an in-place edit that restores the
-//! mtime. A file modified at or after the previous build's start (taken from
-//! the old manifest's mtime: nothing time-dependent enters the cache) counts
-//! as changed, as git's racy-clean rule. Fingerprints are kept beside the
+//! mtime. Before reading any file, a build waits until the file system's
+//! clock (a stamp file's mtime) has passed every time its fingerprints saw,
+//! in whole seconds when no corpus file has a sub-second mtime (a file
+//! system with 1-second timestamps), so a change after the fingerprints
+//! always changes them. A file modified at or after that point counts as
+//! changed at the next build (git's racy-clean rule), with or without
+//! content hashes (`--verify`: a file edited and reverted while the build
+//! read it hashes as before). The point is kept in the fingerprints, never
+//! in the cache's bytes. Fingerprints are kept beside the
 //! cache in `derived/fingerprints-<content id>.json`, so they belong to
 //! exactly one cache content.
 //!
@@ -58,7 +64,8 @@ struct Fingerprints {
     /// Whether the fingerprints include content hashes.
     #[serde(default)]
     verify: bool,
-    /// Wall-clock start of the build that wrote these (ns since the epoch):
+    /// When the build that wrote these started reading (ns since the epoch,
+    /// the file system's clock, after the fingerprinted times had passed):
     /// a file modified at or after it may have been read before the change.
     /// It lives here, beside the cache, never in the cache's bytes.
     started_ns: i128,
@@ -80,10 +87,20 @@ fn fingerprint_file(cache: &Cache) -> PathBuf {
         .join(format!("fingerprints-{}.json", cache.content_id()))
 }
 
-/// A thread's fingerprint and the newest mtime/ctime among its files (ns).
-fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
+/// A thread's fingerprint, the newest mtime/ctime among its files (ns), and
+/// whether any of their mtimes has a sub-second part.
+#[derive(Clone, Copy, Debug)]
+struct Fp {
+    hash: u64,
+    newest: i128,
+    subsec: bool,
+}
+
+/// A thread's [`Fp`].
+fn fingerprint(td: &ThreadDir, verify: bool) -> Fp {
     let mut h = Xxh3Default::new();
     let mut newest = i128::MIN;
+    let mut subsec = false;
     h.update(&td.entries.to_le_bytes());
     let mut add = |name: &[u8], path: &Path| {
         h.update(&(name.len() as u64).to_le_bytes());
@@ -93,6 +110,7 @@ fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
                 let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
                 let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
                 newest = newest.max(mtime).max(ctime);
+                subsec |= m.mtime_nsec() != 0;
                 h.update(&m.len().to_le_bytes());
                 // With content hashes, the contents decide, not the times.
                 if !verify {
@@ -132,12 +150,77 @@ fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
             add(name.as_bytes(), &td.path.join(name));
         }
     }
-    (h.digest(), newest)
+    Fp {
+        hash: h.digest(),
+        newest,
+        subsec,
+    }
+}
+
+/// The file system's clock now: the mtime of a stamp file created (and
+/// removed at once) in `dir` beside the cache. File times come from the
+/// kernel's coarse clock (a tick behind the wall clock) in the file
+/// system's granularity; `None` if no stamp could be written.
+fn file_clock(dir: &Path) -> Option<i128> {
+    let stamp = dir.join(".build-start");
+    let t = fs::File::create(&stamp)
+        .and_then(|f| f.metadata())
+        .map(|m| i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()));
+    let _ = fs::remove_file(&stamp);
+    t.ok()
+}
+
+/// Waits until file times have moved past every time the fingerprints saw
+/// (in the corpus's granularity: whole seconds when `coarse`), so that any
+/// later change of a fingerprinted file gets a time of its own and shows in
+/// the next build's fingerprints; the build reads files only after this.
+/// Returns the start time that the next build's racy-clean rule uses.
+/// Times more than a second ahead (a skewed clock) are not waited for:
+/// those files stay racy and are read again by the next build.
+fn settle(dir: &Path, fps: &[Fp], coarse: bool) -> i128 {
+    let now = || {
+        file_clock(dir).unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i128)
+        })
+    };
+    let second = 1_000_000_000i128;
+    let Some(newest) = fps.iter().map(|f| f.newest).max() else {
+        return now();
+    };
+    let need = if coarse {
+        newest - newest.rem_euclid(second) + second
+    } else {
+        newest + 1
+    };
+    let mut t = now();
+    if need - t <= second + second / 10 {
+        while t < need {
+            let left = (need - t).clamp(1_000_000, 50_000_000);
+            std::thread::sleep(std::time::Duration::from_nanos(left as u64));
+            t = now();
+        }
+    }
+    t
+}
+
+/// The previous build's start in the corpus's timestamp granularity: when
+/// no file of the corpus has a sub-second mtime, its file system keeps whole
+/// seconds (ext4 with 128-byte inodes, HFS+, some NFS servers), and an edit
+/// made in the second a build started is stored as that second, so the
+/// start is taken down to its second.
+fn racy_from(started_ns: i128, fps: &[Fp]) -> i128 {
+    if fps.iter().any(|f| f.subsec) {
+        started_ns
+    } else {
+        started_ns - started_ns.rem_euclid(1_000_000_000)
+    }
 }
 
 /// Every thread's fingerprint, on `threads` threads (serially if a pool
 /// cannot start).
-fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<(u64, i128)> {
+fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<Fp> {
     use rayon::prelude::*;
     let one = |td: &ThreadDir| fingerprint(td, verify);
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -173,7 +256,7 @@ fn old_cache(
     cache_dir: &Path,
     opts: &BuildOptions,
     list: &[ThreadDir],
-    fps: &[(u64, i128)],
+    fps: &[Fp],
 ) -> std::result::Result<Old, String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
     let file = fingerprint_file(&cache);
@@ -217,11 +300,19 @@ fn old_cache(
     }
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
-    let built_at = old.started_ns;
+    let built_at = racy_from(old.started_ns, fps);
     let mut reuse = HashMap::new();
-    for (td, &(fp, newest)) in list.iter().zip(fps) {
-        // With content hashes, contents decide; else the racy-clean rule.
-        if old.threads.get(&td.rel) != Some(&fp) || !(opts.verify || newest < built_at) {
+    for (
+        td,
+        &Fp {
+            hash: fp, newest, ..
+        },
+    ) in list.iter().zip(fps)
+    {
+        // The racy-clean rule, with or without content hashes: a file
+        // modified at or after the previous build's start may have been read
+        // (or hashed) before that change or a revert of it.
+        if old.threads.get(&td.rel) != Some(&fp) || newest >= built_at {
             continue;
         }
         match cache.position(td.source_id) {
@@ -265,15 +356,14 @@ pub fn build_incremental(
 ) -> Result<BuildSummary> {
     let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
     let start = Instant::now();
-    let started_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let t = Instant::now();
     // The rumour index comes later: from the old cache where it can.
     let (list, report, _) = discover_checked(corpus, threads, opts, false)?;
     let list = &list;
     let fps = fingerprints(list, threads, opts.verify);
+    let coarse = !fps.iter().any(|f| f.subsec);
+    let started_ns = settle(writer.temp_dir(), &fps, coarse);
     let old = old_cache(corpus, cache, opts, list, &fps);
 
     // The rumour index: from the old cache where a thread is reused.
@@ -435,7 +525,7 @@ pub fn build_incremental(
         threads: list
             .iter()
             .zip(&fps)
-            .map(|(td, &(fp, _))| (td.rel.clone(), fp))
+            .map(|(td, fp)| (td.rel.clone(), fp.hash))
             .collect(),
         authors: list
             .iter()

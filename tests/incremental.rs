@@ -358,7 +358,10 @@ fn verify_compares_contents() {
     assert!(s.incremental.unwrap().contains("no content hashes"));
     // Threads reused count every thread directory, skipped ones included.
     let n = threads(&corpus).len() as u64;
-    // Touch every file: contents unchanged, nothing re-read.
+    // Touch every file: contents unchanged. Touched since the last build
+    // started, they are read once more (the racy-clean rule holds with
+    // --verify too: a build may have read a file between an edit and its
+    // revert); after that, the unchanged contents decide.
     let all = threads(&corpus);
     for t in &all {
         let dir = ["source-tweets", "source-tweet"].map(|d| t.join(d));
@@ -366,6 +369,8 @@ fn verify_compares_contents() {
         let bytes = fs::read(&f).unwrap();
         fs::write(&f, bytes).unwrap();
     }
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, 0, "{:?}", s.incremental);
     let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
     assert_eq!(s.reused, n, "{:?}", s.incremental);
     // A real edit is seen and the cache equals a full build.
@@ -479,4 +484,105 @@ fn report_lines_inside_reused_threads_are_not_repeated() {
         "{:?}",
         c.report()
     );
+}
+
+/// Every file and directory under `root` gets its mtime cut to whole
+/// seconds, as a file system with 1-second timestamps (ext4 made with
+/// `-I 128`) stores them.
+fn coarsen_mtimes(root: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    for e in fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            coarsen_mtimes(&p);
+        }
+        let m = fs::metadata(&p).unwrap();
+        // futimens on a read-only descriptor: files and directories alike.
+        let t = std::fs::FileTimes::new()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.mtime() as u64));
+        fs::File::open(&p).unwrap().set_times(t).unwrap();
+    }
+}
+
+/// Sleeps until just after the wall clock's next second starts; returns it.
+fn next_second() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_nanos(
+        1_000_000_000 - u64::from(now.subsec_nanos()) + 20_000_000,
+    ));
+    now.as_secs() + 1
+}
+
+/// Issue 25, defect 3a: on a file system with 1-second timestamps, an edit
+/// made in the second a build fingerprinted a file, after the build read
+/// it, would leave size, mtime and ctime as they were. So the build reads
+/// no file before that second is over: every later edit gets a later
+/// second, and the next build sees it. The mtimes are cut to whole seconds
+/// here as such a file system stores them.
+#[test]
+fn on_coarse_timestamps_a_build_reads_only_after_the_changes_second() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+    coarsen_mtimes(&corpus);
+    let cache = tmp.path().join("cache");
+    let full = tmp.path().join("full");
+    let n = threads(&corpus).len() as u64;
+    let reply = first_file(&threads(&corpus)[2].join("reactions"));
+    let edit = |digit: u8| {
+        let text = fs::read_to_string(&reply).unwrap();
+        let i = text.find("\"favorite_count\": ").unwrap() + "\"favorite_count\": ".len();
+        let mut bytes = text.into_bytes();
+        bytes[i] = digit;
+        fs::write(&reply, &bytes).unwrap();
+    };
+    // Edited (same size) at the start of a second, then built at once.
+    let second = next_second();
+    edit(b'7');
+    set_mtime(&reply, (second as i64, 0));
+    build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        after > second,
+        "the build finished in the second of the change it fingerprinted"
+    );
+    // An edit now lands in a later second: seen, and the cache is right.
+    edit(b'8');
+    set_mtime(&reply, (after as i64, 0));
+    let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(s.reused, n - 1, "{:?}", s.incremental);
+    build(&corpus, &full, &opts(), &NoProgress).unwrap();
+    assert_same_files(&cache, &full, "after the second edit");
+    let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(s.reused, n, "{:?}", s.incremental);
+}
+
+/// Issue 25, defect 3: with --verify, a file edited and reverted after the
+/// previous build started hashes as before, but the build may have read it
+/// in between: it is read again.
+#[test]
+fn verify_rereads_a_file_edited_and_reverted_since_the_build_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+    let cache = tmp.path().join("cache");
+    let v = opts().verify(true);
+    build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    let n = threads(&corpus).len() as u64;
+    let reply = first_file(&threads(&corpus)[2].join("reactions"));
+    let before = fs::read(&reply).unwrap();
+    let mut edited = before.clone();
+    let i = edited.iter().position(|b| b.is_ascii_digit()).unwrap();
+    edited[i] = if edited[i] == b'7' { b'8' } else { b'7' };
+    fs::write(&reply, &edited).unwrap();
+    fs::write(&reply, &before).unwrap();
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n - 1, "{:?}", s.incremental);
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n, "{:?}", s.incremental);
 }
