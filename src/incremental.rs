@@ -25,22 +25,24 @@
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
 //! fingerprints), and the summary says why.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::Xxh3Default;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use crate::build::discover::{THREAD_FILES, ThreadDir};
 use crate::build::extended::{rumour_index, rumour_index_with};
 use crate::build::parse::user_key;
+use crate::build::writer::remove_superseded_fingerprints;
 use crate::build::{
     BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
 };
 use crate::error::BuildError;
+use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
 use crate::merge::thread_data;
 use crate::read::Cache;
@@ -48,14 +50,23 @@ use crate::read::Cache;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 /// Version of the fingerprints file; another version means a full build.
-/// 2: per-thread report lines (`bad`).
-const FINGERPRINTS_VERSION: u32 = 2;
+/// 2: per-thread report lines (`bad`); 3: content id and checksum.
+const FINGERPRINTS_VERSION: u32 = 3;
 
-/// The fingerprints of the threads of one cache content.
+/// The fingerprints of the threads of one cache content. Derived data,
+/// never trusted as found: the file carries its own checksum and the
+/// content id of the cache it was written with, and either not matching
+/// means a full build.
 #[derive(Debug, Serialize, Deserialize)]
 struct Fingerprints {
     #[serde(default)]
     version: u32,
+    /// The content id of the cache these belong to.
+    #[serde(default)]
+    content_id: String,
+    /// xxh3-64 of the file's JSON with this field empty, 16 hex digits.
+    #[serde(default)]
+    xxh3: String,
     corpus: String,
     strict: bool,
     max_file_bytes: u64,
@@ -70,21 +81,82 @@ struct Fingerprints {
     /// It lives here, beside the cache, never in the cache's bytes.
     started_ns: i128,
     /// Thread rel path -> fingerprint.
-    threads: HashMap<String, u64>,
+    threads: BTreeMap<String, u64>,
     /// Thread rel path -> its reactions' author keys, in cache order: what
     /// recomputing `user_reliability` needs when rumour sources change.
     #[serde(default)]
-    authors: HashMap<String, Vec<u64>>,
+    authors: BTreeMap<String, Vec<u64>>,
     /// Thread rel path -> the report lines its assembly gave (discovery's
     /// lines are not among them: discovery gives them again each build).
     #[serde(default)]
-    bad: HashMap<String, Vec<BadInput>>,
+    bad: BTreeMap<String, Vec<BadInput>>,
 }
 
-fn fingerprint_file(cache: &Cache) -> PathBuf {
-    cache
-        .derived_dir()
-        .join(format!("fingerprints-{}.json", cache.content_id()))
+impl Fingerprints {
+    /// The checksum of these fingerprints (their JSON with `xxh3` empty;
+    /// sorted maps, so the same fingerprints always give the same bytes).
+    fn checksum(&mut self) -> String {
+        let kept = std::mem::take(&mut self.xxh3);
+        let sum = serde_json::to_vec(self).map_or(0, |b| xxh3_64(&b));
+        self.xxh3 = kept;
+        format!("{sum:016x}")
+    }
+
+    /// Reads and checks the fingerprints of `cache`, or says why they
+    /// cannot be used.
+    fn load(cache: &Cache) -> std::result::Result<Fingerprints, String> {
+        let file = cache
+            .derived_dir()
+            .join(fingerprints_file(&cache.content_id()));
+        let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
+        let mut fp: Fingerprints = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
+        if fp.version != FINGERPRINTS_VERSION {
+            return Err(format!(
+                "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
+                fp.version
+            ));
+        }
+        if fp.checksum() != fp.xxh3 {
+            return Err(format!(
+                "the fingerprints do not match their checksum (edited or damaged: {})",
+                file.display()
+            ));
+        }
+        if fp.content_id != cache.content_id() {
+            return Err(format!(
+                "the fingerprints are of another cache content ({}, not {}: {})",
+                fp.content_id,
+                cache.content_id(),
+                file.display()
+            ));
+        }
+        Ok(fp)
+    }
+
+    /// Writes these fingerprints, sealed for the cache content
+    /// `content_id`, into `derived` by a rename: a failed write leaves no
+    /// partial file and the error names the file.
+    fn write(mut self, content_id: &str, derived: &Path) -> Result<()> {
+        self.content_id = content_id.to_owned();
+        self.xxh3 = self.checksum();
+        let name = fingerprints_file(content_id);
+        let file = derived.join(&name);
+        let tmp = derived.join(format!(".{name}.tmp-{}", std::process::id()));
+        fs::create_dir_all(derived).map_err(|e| BuildError::io(derived, e))?;
+        let json = serde_json::to_vec(&self).map_err(|e| BuildError::io(&file, e.into()))?;
+        let written = fs::File::create(&tmp)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, &json)?;
+                f.sync_all()
+            })
+            .and_then(|()| fs::rename(&tmp, &file));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(BuildError::io(&file, e));
+        }
+        Ok(())
+    }
 }
 
 /// A thread's fingerprint, the newest mtime/ctime among its files (ns), and
@@ -229,6 +301,15 @@ fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<Fp> {
     }
 }
 
+/// Non-empty per-thread values by thread rel path.
+fn per_thread<T: Clone>(list: &[ThreadDir], values: &[Vec<T>]) -> BTreeMap<String, Vec<T>> {
+    list.iter()
+        .zip(values)
+        .filter(|(_, x)| !x.is_empty())
+        .map(|(td, x)| (td.rel.clone(), x.clone()))
+        .collect()
+}
+
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
     cache: Cache,
@@ -237,9 +318,9 @@ struct Old {
     reuse: HashMap<String, Option<usize>>,
     /// Report lines of the old cache's threads' assembly by thread rel
     /// (not discovery's).
-    report: HashMap<String, Vec<BadInput>>,
+    report: BTreeMap<String, Vec<BadInput>>,
     /// Author keys of the reused threads' reactions.
-    authors: HashMap<String, Vec<u64>>,
+    authors: BTreeMap<String, Vec<u64>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -259,10 +340,7 @@ fn old_cache(
     fps: &[Fp],
 ) -> std::result::Result<Old, String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
-    let file = fingerprint_file(&cache);
-    let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
-    let old: Fingerprints =
-        serde_json::from_slice(&bytes).map_err(|e| format!("fingerprints unreadable ({e})"))?;
+    let old = Fingerprints::load(&cache)?;
     let m = cache.manifest();
     if old.corpus != canonical(corpus) {
         return Err(format!("the old cache was built from {}", old.corpus));
@@ -291,12 +369,6 @@ fn old_cache(
     ) != (opts.strict, opts.max_file_bytes, opts.shard_bytes as u64)
     {
         return Err("the old cache was built with other options".into());
-    }
-    if old.version != FINGERPRINTS_VERSION {
-        return Err(format!(
-            "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
-            old.version
-        ));
     }
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
@@ -422,6 +494,7 @@ pub fn build_incremental(
         expected.sort();
         if expected == o.cache.report() {
             drop(writer);
+            remove_superseded_fingerprints(&o.cache.derived_dir(), &o.cache.content_id());
             let mut tally = Tally::default();
             for t in o.cache.iter() {
                 tally.add(t.label_code(), t.event());
@@ -483,7 +556,36 @@ pub fn build_incremental(
         }
     });
     let reuse: Option<Reuse<'_>> = reuse_from.as_ref().map(|f| f as Reuse<'_>);
-    let summary = execute(
+    // Fingerprints of what is about to be published, for the next run:
+    // written before the swap, so a cache is never published without them.
+    let corpus_id = canonical(corpus);
+    let mut write_fingerprints = |content_id: &str,
+                                  derived: &Path,
+                                  authors: &[Vec<u64>],
+                                  thread_bad: &[Vec<BadInput>]|
+     -> Result<()> {
+        Fingerprints {
+            version: FINGERPRINTS_VERSION,
+            content_id: String::new(),
+            xxh3: String::new(),
+            corpus: corpus_id.clone(),
+            strict: opts.strict,
+            max_file_bytes: opts.max_file_bytes,
+            shard_bytes: opts.shard_bytes as u64,
+            extended: opts.extended,
+            verify: opts.verify,
+            started_ns,
+            threads: list
+                .iter()
+                .zip(&fps)
+                .map(|(td, fp)| (td.rel.clone(), fp.hash))
+                .collect(),
+            authors: per_thread(list, authors),
+            bad: per_thread(list, thread_bad),
+        }
+        .write(content_id, derived)
+    };
+    let mut summary = execute(
         list,
         index.as_ref(),
         report,
@@ -493,8 +595,8 @@ pub fn build_incremental(
         progress,
         (start, phases),
         reuse,
+        Some(&mut write_fingerprints),
     )?;
-    let mut summary = summary;
     summary.incremental = Some(match &old {
         Ok(_) => format!(
             "incremental: {reused} threads reused, {} re-read{}",
@@ -508,42 +610,7 @@ pub fn build_incremental(
         Err(why) => format!("full build: {why}"),
     });
     summary.reused = reused;
-    drop(old);
-
-    // Fingerprints of what was just published, for the next run.
-    let new = Cache::open(cache)
-        .map_err(|e| BuildError::io(cache, std::io::Error::other(e.to_string())))?;
-    let fingerprints = Fingerprints {
-        version: FINGERPRINTS_VERSION,
-        corpus: canonical(corpus),
-        strict: opts.strict,
-        max_file_bytes: opts.max_file_bytes,
-        shard_bytes: opts.shard_bytes as u64,
-        extended: opts.extended,
-        verify: opts.verify,
-        started_ns,
-        threads: list
-            .iter()
-            .zip(&fps)
-            .map(|(td, fp)| (td.rel.clone(), fp.hash))
-            .collect(),
-        authors: list
-            .iter()
-            .zip(std::mem::take(&mut summary.authors))
-            .filter(|(_, a)| !a.is_empty())
-            .map(|(td, a)| (td.rel.clone(), a))
-            .collect(),
-        bad: list
-            .iter()
-            .zip(std::mem::take(&mut summary.thread_bad))
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(td, b)| (td.rel.clone(), b))
-            .collect(),
-    };
-    let file = fingerprint_file(&new);
-    let dir = new.derived_dir();
-    fs::create_dir_all(&dir).map_err(|e| BuildError::io(&dir, e))?;
-    let json = serde_json::to_vec(&fingerprints).map_err(|e| BuildError::io(&file, e.into()))?;
-    fs::write(&file, json).map_err(|e| BuildError::io(&file, e))?;
+    summary.authors = Vec::new();
+    summary.thread_bad = Vec::new();
     Ok(summary)
 }

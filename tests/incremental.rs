@@ -586,3 +586,134 @@ fn verify_rereads_a_file_edited_and_reverted_since_the_build_started() {
     let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
     assert_eq!(s.reused, n, "{:?}", s.incremental);
 }
+
+/// The fingerprints files in a cache's derived/.
+fn fingerprint_files(cache: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(cache.join("derived"))
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.contains("fingerprints"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Issue 25, defect 4: when the fingerprints cannot be written, the build
+/// fails before anything is published (the old cache is kept as it was)
+/// and leaves no partial file; never a new cache with a failed build.
+#[test]
+fn a_failed_fingerprints_write_publishes_nothing() {
+    let s = Setup::new("tests/fixtures/golden/corpus");
+    // A reply added.
+    let dir = threads(&s.corpus)[3].join("reactions");
+    fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+    // derived/ made unusable: the fingerprints cannot be written there.
+    let derived = s.cache.join("derived");
+    fs::remove_dir_all(&derived).unwrap();
+    fs::write(&derived, "not a directory").unwrap();
+    let before = files(&s.cache);
+    match build_incremental(&s.corpus, &s.cache, &opts(), &NoProgress) {
+        Ok(sum) => panic!("the build succeeded: {:?}", sum.incremental),
+        Err(e) => {
+            assert!(e.to_string().contains("derived"), "{e}")
+        }
+    }
+    assert!(
+        files(&s.cache) == before,
+        "the old cache is kept, not replaced by a cache without fingerprints"
+    );
+    let parent: Vec<String> = fs::read_dir(s.cache.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(parent.is_empty(), "no staging left: {parent:?}");
+    fs::remove_file(&derived).unwrap();
+    s.check("after the failure");
+}
+
+/// Issue 25, defect 5: fingerprints are checksummed and tied to their
+/// cache content: edited author lists or another cache's fingerprints mean
+/// a full build, said so, never reused stale data.
+#[test]
+fn edited_or_foreign_fingerprints_mean_a_full_build() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let fp = |cache: &Path| {
+        let names = fingerprint_files(cache);
+        assert_eq!(names.len(), 1, "{names:?}");
+        cache.join("derived").join(&names[0])
+    };
+    // Authors edited: every key of one thread's list changed.
+    let file = fp(&s.cache);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    let authors = v["authors"].as_object_mut().unwrap();
+    let list = authors.values_mut().next().unwrap();
+    for a in list.as_array_mut().unwrap() {
+        *a = 12345u64.into();
+    }
+    fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (reused, note) = s.check("authors edited");
+    assert!(
+        note.starts_with("full build") && note.contains("fingerprints"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
+    // A sibling cache's fingerprints (another content) under this cache's name.
+    let sibling_corpus = s._tmp.path().join("sibling-corpus");
+    copy_tree(&s.corpus, &sibling_corpus);
+    let reply = first_file(&threads(&sibling_corpus)[6].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 6", 1),
+    )
+    .unwrap();
+    let sibling = s._tmp.path().join("sibling");
+    build_incremental(&sibling_corpus, &sibling, &opts(), &NoProgress).unwrap();
+    let mine = fp(&s.cache);
+    fs::copy(fp(&sibling), &mine).unwrap();
+    let (reused, note) = s.check("a sibling's fingerprints");
+    assert!(
+        note.starts_with("full build") && note.contains("fingerprints"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
+}
+
+/// Issue 26, item 3: after each changed night exactly one fingerprints file
+/// remains in derived/, and nothing else there is touched.
+#[test]
+fn one_fingerprints_file_remains_and_other_derived_files_are_kept() {
+    let s = Setup::new("tests/fixtures/golden/corpus");
+    let derived = s.cache.join("derived");
+    fs::write(derived.join("notes.txt"), "mine").unwrap();
+    fs::write(derived.join("fingerprints-mine.json"), "mine too").unwrap();
+    let all = threads(&s.corpus);
+    for night in 0..5 {
+        // A reply added each night.
+        let dir = all[night + 1].join("reactions");
+        fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+        s.check(&format!("night {night}"));
+        let id = socialctx::Cache::open(&s.cache).unwrap().content_id();
+        assert_eq!(
+            fingerprint_files(&s.cache),
+            vec![
+                format!("fingerprints-{id}.json"),
+                "fingerprints-mine.json".to_string()
+            ],
+            "night {night}"
+        );
+        assert_eq!(
+            fs::read_to_string(derived.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+    // A plain full build of another content supersedes them too (it
+    // writes none).
+    let dir = all[7].join("reactions");
+    fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+    build(&s.corpus, &s.cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(fingerprint_files(&s.cache), vec!["fingerprints-mine.json"]);
+}

@@ -274,6 +274,7 @@ pub fn build(
         progress,
         (start, phases),
         None,
+        None,
     )
 }
 
@@ -314,9 +315,17 @@ pub(crate) fn prepare(
 pub(crate) type Reuse<'a> =
     &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>, Vec<u64>)> + Sync);
 
+/// Called after a build's files are written and before they are published
+/// (incremental builds write their fingerprints there): the content id, the
+/// `derived/` directory, and per thread its reactions' author keys and its
+/// own report lines.
+pub(crate) type BeforePublish<'a> =
+    &'a mut dyn FnMut(&str, &Path, &[Vec<u64>], &[Vec<BadInput>]) -> Result<()>;
+
 /// The main pass over `list` (in source-id order): workers, prefetch, the
 /// ordered writer, publication. `report` holds what discovery reported;
-/// `reuse` (incremental builds) supplies unchanged threads.
+/// `reuse` (incremental builds) supplies unchanged threads; `before_publish`
+/// runs between the last write and the swap.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn execute(
     list: &[ThreadDir],
@@ -328,6 +337,7 @@ pub(crate) fn execute(
     progress: &dyn Progress,
     (start, mut phases): (Instant, Phases),
     reuse: Option<Reuse<'_>>,
+    before_publish: Option<BeforePublish<'_>>,
 ) -> Result<BuildSummary> {
     let t = Instant::now();
     let mut tally = Tally::default();
@@ -402,7 +412,13 @@ pub(crate) fn execute(
     }
     let t = Instant::now();
     report.sort();
-    let manifest = writer.finish(&report)?;
+    let manifest = match before_publish {
+        Some(hook) => writer.finish_with(
+            &report,
+            Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
+        )?,
+        None => writer.finish(&report)?,
+    };
     phases.publish = t.elapsed();
     Ok(BuildSummary {
         manifest,

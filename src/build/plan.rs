@@ -350,5 +350,6 @@ pub fn build_partition(
         progress,
         (start, Phases::default()),
         None,
+        None,
     )
 }

@@ -29,7 +29,9 @@ use super::parse::DEFAULT_MAX_FILE_BYTES;
 use super::publish::{Staging, io};
 use crate::error::BuildError;
 use crate::format::footer::{self, Footer};
-use crate::format::layout::{MANIFEST_FILE, REPORT_FILE, shard_file, text_file};
+use crate::format::layout::{
+    DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
+};
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
@@ -300,7 +302,22 @@ impl CacheWriter {
 
     /// Writes the last shard, the report and the manifest, and publishes the
     /// cache at the target path. `report` should be sorted (it is stored as given).
-    pub fn finish(mut self, report: &[BadInput]) -> Result<Manifest> {
+    pub fn finish(self, report: &[BadInput]) -> Result<Manifest> {
+        self.finish_with(report, None)
+    }
+
+    /// As [`finish`](Self::finish); `before_publish` is called with the new
+    /// cache's content id and the `derived/` directory the published cache
+    /// will have (the old cache's, which publication carries over, or the
+    /// staging directory's when there is none) after everything is written
+    /// and before the swap: an error there publishes nothing. After the
+    /// swap, fingerprints files of other contents are removed from
+    /// `derived/` (nothing else there is touched).
+    pub fn finish_with(
+        mut self,
+        report: &[BadInput],
+        before_publish: Option<WriterHook<'_>>,
+    ) -> Result<Manifest> {
         if !self.current.threads.is_empty() {
             self.flush()?;
         }
@@ -354,8 +371,42 @@ impl CacheWriter {
         })?;
         json.push(b'\n');
         self.write_synced(MANIFEST_FILE, &[&json])?;
+        // The content id, as readers compute it from the manifest's bytes.
+        let content_id = hex64(xxh3_64(&json));
+        let target = self.staging.target().to_path_buf();
+        if let Some(hook) = before_publish {
+            let home = if target.is_dir() {
+                &target
+            } else {
+                self.staging.dir()
+            };
+            hook(&content_id, &home.join(DERIVED_DIR))?;
+        }
         self.staging.publish()?;
+        remove_superseded_fingerprints(&target.join(DERIVED_DIR), &content_id);
         Ok(manifest)
+    }
+}
+
+/// What [`CacheWriter::finish_with`] calls before the swap: the content id
+/// and the `derived/` directory the published cache will have.
+pub type WriterHook<'a> = &'a mut dyn FnMut(&str, &Path) -> Result<()>;
+
+/// Removes the fingerprints files of contents other than `content_id` from
+/// `derived` (only names of exactly our shape; best effort: a file that
+/// cannot be removed is left, and a later publish tries again).
+pub(crate) fn remove_superseded_fingerprints(derived: &Path, content_id: &str) {
+    let Ok(entries) = std::fs::read_dir(derived) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if let Some(id) = fingerprints_id(&name.to_string_lossy())
+            && id != content_id
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
