@@ -553,6 +553,40 @@ fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
     assert_failed_cleanly(&o, &fs_dir, &target, &old, "No space left on device");
 }
 
+/// Issue 25, defect 13: a disk that fills while a shard larger than one
+/// write buffer is serialized is named as such ("no space left on device
+/// writing shard-…"), not as an internal error; the old cache is kept.
+#[test]
+fn a_full_disk_inside_a_big_shard_says_no_space_left_writing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs_dir = tmp.path().join("small-fs");
+    let _mounted = match Tmpfs::mount(&fs_dir, 2 << 20) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: cannot mount a small tmpfs here ({e})");
+            return;
+        }
+    };
+    let target = fs_dir.join("cache");
+    assert!(
+        precache(&repo("data-samples/corpus"), &target, &[])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let old = files(&target);
+    // Default 16 MiB shards: the first shard's archive passes 1 MiB, so the
+    // disk fills inside its serialization.
+    let o = precache(big_corpus(), &target, &["--threads", "1"])
+        .output()
+        .unwrap();
+    let err = text(&o).1;
+    assert!(!err.contains("internal error"), "{err}");
+    assert!(err.contains("No space left on device writing "), "{err}");
+    assert_failed_cleanly(&o, &fs_dir, &target, &old, "No space left on device");
+}
+
 /// SIGINT or SIGTERM stops a build between threads: one line on stderr,
 /// exit status 130, the old cache byte for byte, no staging directory.
 #[test]

@@ -488,24 +488,34 @@ where
 {
     let path = dir.join(&file);
     let out = io(&path, DirectOut::create(&path))?;
+    let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
     let sink = HashingWriter {
         out,
         hasher: Xxh3Default::new(),
         len: 0,
+        failed: std::rc::Rc::clone(&failed),
     };
     let written =
         rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(value, IoWriter::new(sink))
-            .map_err(|e| match io_cause(&e) {
-                Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
-                None => BuildError::Internal {
-                    path: file.clone().into(),
-                    message: format!("serializing the shard failed: {e}"),
-                },
+            .map_err(|e| {
+                // A write error inside serialization (a full disk) is the
+                // file's I/O error, with its OS code: not an internal one.
+                if let Some(io_err) = failed.borrow_mut().take() {
+                    return BuildError::io(&path, io_err);
+                }
+                match io_cause(&e) {
+                    Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
+                    None => BuildError::Internal {
+                        path: file.clone().into(),
+                        message: format!("serializing the shard failed: {e}"),
+                    },
+                }
             })?;
     let HashingWriter {
         mut out,
         hasher,
         len,
+        ..
     } = written.into_inner();
     let sum = hasher.digest();
     let footer = Footer {
@@ -522,16 +532,28 @@ where
     })
 }
 
-/// An `io::Write` that hashes and counts what it passes on.
+/// An `io::Write` that hashes and counts what it passes on, and keeps a
+/// copy of the first write error (rkyv's error type hides it).
 struct HashingWriter {
     out: DirectOut,
     hasher: Xxh3Default,
     len: u64,
+    failed: std::rc::Rc<std::cell::RefCell<Option<std::io::Error>>>,
 }
 
 impl Write for HashingWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
+        let n = match self.out.write(buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let copy = e.raw_os_error().map_or_else(
+                    || std::io::Error::new(e.kind(), e.to_string()),
+                    std::io::Error::from_raw_os_error,
+                );
+                self.failed.borrow_mut().get_or_insert(copy);
+                return Err(e);
+            }
+        };
         self.hasher.update(&buf[..n]);
         self.len += n as u64;
         Ok(n)
