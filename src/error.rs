@@ -82,8 +82,9 @@ pub enum EmbeddingError {
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    /// An I/O operation on `path` failed.
-    #[error("{path}: {source}")]
+    /// An I/O operation on `path` failed. A full file system reads "no
+    /// space left on device writing NAME".
+    #[error("{path}: {}", build_io_message(.source, .path))]
     Io {
         /// The file or directory the operation was about.
         path: PathBuf,
@@ -176,6 +177,22 @@ pub enum BuildError {
         /// The panic message.
         message: String,
     },
+}
+
+/// The message of a build's I/O error: the OS's, with what was being
+/// written when the file system is full (a build only writes there).
+fn build_io_message(e: &io::Error, path: &std::path::Path) -> String {
+    const ENOSPC: i32 = 28;
+    match e.raw_os_error() {
+        Some(ENOSPC) => format!(
+            "No space left on device writing {} (os error {ENOSPC}); free space there or build elsewhere",
+            path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned()
+            )
+        ),
+        _ => e.to_string(),
+    }
 }
 
 impl BuildError {

@@ -5,9 +5,15 @@
 //! Change detection is by metadata: each thread's fingerprint is an xxh3 of
 //! (name, size, mtime ns, ctime ns, inode) of every file it uses and of which
 //! of its folders exist. ctime catches an in-place edit that restores the
-//! mtime. A file modified at or after the previous build's start (taken from
-//! the old manifest's mtime: nothing time-dependent enters the cache) counts
-//! as changed, as git's racy-clean rule. Fingerprints are kept beside the
+//! mtime. Before reading any file, a build waits until the file system's
+//! clock (a stamp file's mtime) has passed every time its fingerprints saw,
+//! in whole seconds when no corpus file has a sub-second mtime (a file
+//! system with 1-second timestamps), so a change after the fingerprints
+//! always changes them. A file modified at or after that point counts as
+//! changed at the next build (git's racy-clean rule), with or without
+//! content hashes (`--verify`: a file edited and reverted while the build
+//! read it hashes as before). The point is kept in the fingerprints, never
+//! in the cache's bytes. Fingerprints are kept beside the
 //! cache in `derived/fingerprints-<content id>.json`, so they belong to
 //! exactly one cache content.
 //!
@@ -19,31 +25,48 @@
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
 //! fingerprints), and the summary says why.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::Xxh3Default;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use crate::build::discover::{THREAD_FILES, ThreadDir};
 use crate::build::extended::{rumour_index, rumour_index_with};
 use crate::build::parse::user_key;
+use crate::build::writer::remove_superseded_fingerprints;
 use crate::build::{
     BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
 };
 use crate::error::BuildError;
+use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
 use crate::merge::thread_data;
 use crate::read::Cache;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
-/// The fingerprints of the threads of one cache content.
+/// Version of the fingerprints file; another version means a full build.
+/// 2: per-thread report lines (`bad`); 3: content id and checksum.
+const FINGERPRINTS_VERSION: u32 = 3;
+
+/// The fingerprints of the threads of one cache content. Derived data,
+/// never trusted as found: the file carries its own checksum and the
+/// content id of the cache it was written with, and either not matching
+/// means a full build.
 #[derive(Debug, Serialize, Deserialize)]
 struct Fingerprints {
+    #[serde(default)]
+    version: u32,
+    /// The content id of the cache these belong to.
+    #[serde(default)]
+    content_id: String,
+    /// xxh3-64 of the file's JSON with this field empty, 16 hex digits.
+    #[serde(default)]
+    xxh3: String,
     corpus: String,
     strict: bool,
     max_file_bytes: u64,
@@ -52,28 +75,104 @@ struct Fingerprints {
     /// Whether the fingerprints include content hashes.
     #[serde(default)]
     verify: bool,
-    /// Wall-clock start of the build that wrote these (ns since the epoch):
+    /// When the build that wrote these started reading (ns since the epoch,
+    /// the file system's clock, after the fingerprinted times had passed):
     /// a file modified at or after it may have been read before the change.
     /// It lives here, beside the cache, never in the cache's bytes.
     started_ns: i128,
     /// Thread rel path -> fingerprint.
-    threads: HashMap<String, u64>,
+    threads: BTreeMap<String, u64>,
     /// Thread rel path -> its reactions' author keys, in cache order: what
     /// recomputing `user_reliability` needs when rumour sources change.
     #[serde(default)]
-    authors: HashMap<String, Vec<u64>>,
+    authors: BTreeMap<String, Vec<u64>>,
+    /// Thread rel path -> the report lines its assembly gave (discovery's
+    /// lines are not among them: discovery gives them again each build).
+    #[serde(default)]
+    bad: BTreeMap<String, Vec<BadInput>>,
 }
 
-fn fingerprint_file(cache: &Cache) -> PathBuf {
-    cache
-        .derived_dir()
-        .join(format!("fingerprints-{}.json", cache.content_id()))
+impl Fingerprints {
+    /// The checksum of these fingerprints (their JSON with `xxh3` empty;
+    /// sorted maps, so the same fingerprints always give the same bytes).
+    fn checksum(&mut self) -> String {
+        let kept = std::mem::take(&mut self.xxh3);
+        let sum = serde_json::to_vec(self).map_or(0, |b| xxh3_64(&b));
+        self.xxh3 = kept;
+        format!("{sum:016x}")
+    }
+
+    /// Reads and checks the fingerprints of `cache`, or says why they
+    /// cannot be used.
+    fn load(cache: &Cache) -> std::result::Result<Fingerprints, String> {
+        let file = cache
+            .derived_dir()
+            .join(fingerprints_file(&cache.content_id()));
+        let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
+        let mut fp: Fingerprints = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
+        if fp.version != FINGERPRINTS_VERSION {
+            return Err(format!(
+                "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
+                fp.version
+            ));
+        }
+        if fp.checksum() != fp.xxh3 {
+            return Err(format!(
+                "the fingerprints do not match their checksum (edited or damaged: {})",
+                file.display()
+            ));
+        }
+        if fp.content_id != cache.content_id() {
+            return Err(format!(
+                "the fingerprints are of another cache content ({}, not {}: {})",
+                fp.content_id,
+                cache.content_id(),
+                file.display()
+            ));
+        }
+        Ok(fp)
+    }
+
+    /// Writes these fingerprints, sealed for the cache content
+    /// `content_id`, into `derived` by a rename: a failed write leaves no
+    /// partial file and the error names the file.
+    fn write(mut self, content_id: &str, derived: &Path) -> Result<()> {
+        self.content_id = content_id.to_owned();
+        self.xxh3 = self.checksum();
+        let name = fingerprints_file(content_id);
+        let file = derived.join(&name);
+        let tmp = derived.join(format!(".{name}.tmp-{}", std::process::id()));
+        fs::create_dir_all(derived).map_err(|e| BuildError::io(derived, e))?;
+        let json = serde_json::to_vec(&self).map_err(|e| BuildError::io(&file, e.into()))?;
+        let written = fs::File::create(&tmp)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, &json)?;
+                f.sync_all()
+            })
+            .and_then(|()| fs::rename(&tmp, &file));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(BuildError::io(&file, e));
+        }
+        Ok(())
+    }
 }
 
-/// A thread's fingerprint and the newest mtime/ctime among its files (ns).
-fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
+/// A thread's fingerprint, the newest mtime/ctime among its files (ns), and
+/// whether any of their mtimes has a sub-second part.
+#[derive(Clone, Copy, Debug)]
+struct Fp {
+    hash: u64,
+    newest: i128,
+    subsec: bool,
+}
+
+/// A thread's [`Fp`].
+fn fingerprint(td: &ThreadDir, verify: bool) -> Fp {
     let mut h = Xxh3Default::new();
     let mut newest = i128::MIN;
+    let mut subsec = false;
     h.update(&td.entries.to_le_bytes());
     let mut add = |name: &[u8], path: &Path| {
         h.update(&(name.len() as u64).to_le_bytes());
@@ -83,6 +182,7 @@ fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
                 let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
                 let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
                 newest = newest.max(mtime).max(ctime);
+                subsec |= m.mtime_nsec() != 0;
                 h.update(&m.len().to_le_bytes());
                 // With content hashes, the contents decide, not the times.
                 if !verify {
@@ -122,12 +222,77 @@ fn fingerprint(td: &ThreadDir, verify: bool) -> (u64, i128) {
             add(name.as_bytes(), &td.path.join(name));
         }
     }
-    (h.digest(), newest)
+    Fp {
+        hash: h.digest(),
+        newest,
+        subsec,
+    }
+}
+
+/// The file system's clock now: the mtime of a stamp file created (and
+/// removed at once) in `dir` beside the cache. File times come from the
+/// kernel's coarse clock (a tick behind the wall clock) in the file
+/// system's granularity; `None` if no stamp could be written.
+fn file_clock(dir: &Path) -> Option<i128> {
+    let stamp = dir.join(".build-start");
+    let t = fs::File::create(&stamp)
+        .and_then(|f| f.metadata())
+        .map(|m| i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()));
+    let _ = fs::remove_file(&stamp);
+    t.ok()
+}
+
+/// Waits until file times have moved past every time the fingerprints saw
+/// (in the corpus's granularity: whole seconds when `coarse`), so that any
+/// later change of a fingerprinted file gets a time of its own and shows in
+/// the next build's fingerprints; the build reads files only after this.
+/// Returns the start time that the next build's racy-clean rule uses.
+/// Times more than a second ahead (a skewed clock) are not waited for:
+/// those files stay racy and are read again by the next build.
+fn settle(dir: &Path, fps: &[Fp], coarse: bool) -> i128 {
+    let now = || {
+        file_clock(dir).unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i128)
+        })
+    };
+    let second = 1_000_000_000i128;
+    let Some(newest) = fps.iter().map(|f| f.newest).max() else {
+        return now();
+    };
+    let need = if coarse {
+        newest - newest.rem_euclid(second) + second
+    } else {
+        newest + 1
+    };
+    let mut t = now();
+    if need - t <= second + second / 10 {
+        while t < need {
+            let left = (need - t).clamp(1_000_000, 50_000_000);
+            std::thread::sleep(std::time::Duration::from_nanos(left as u64));
+            t = now();
+        }
+    }
+    t
+}
+
+/// The previous build's start in the corpus's timestamp granularity: when
+/// no file of the corpus has a sub-second mtime, its file system keeps whole
+/// seconds (ext4 with 128-byte inodes, HFS+, some NFS servers), and an edit
+/// made in the second a build started is stored as that second, so the
+/// start is taken down to its second.
+fn racy_from(started_ns: i128, fps: &[Fp]) -> i128 {
+    if fps.iter().any(|f| f.subsec) {
+        started_ns
+    } else {
+        started_ns - started_ns.rem_euclid(1_000_000_000)
+    }
 }
 
 /// Every thread's fingerprint, on `threads` threads (serially if a pool
 /// cannot start).
-fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<(u64, i128)> {
+fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<Fp> {
     use rayon::prelude::*;
     let one = |td: &ThreadDir| fingerprint(td, verify);
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -136,16 +301,26 @@ fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<(u64, i
     }
 }
 
+/// Non-empty per-thread values by thread rel path.
+fn per_thread<T: Clone>(list: &[ThreadDir], values: &[Vec<T>]) -> BTreeMap<String, Vec<T>> {
+    list.iter()
+        .zip(values)
+        .filter(|(_, x)| !x.is_empty())
+        .map(|(td, x)| (td.rel.clone(), x.clone()))
+        .collect()
+}
+
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
     cache: Cache,
     /// rel -> position in the old cache (None: the thread was skipped, its
     /// report lines say why), for threads whose files are unchanged.
     reuse: HashMap<String, Option<usize>>,
-    /// Report lines of the old cache by thread rel.
-    report: HashMap<String, Vec<BadInput>>,
+    /// Report lines of the old cache's threads' assembly by thread rel
+    /// (not discovery's).
+    report: BTreeMap<String, Vec<BadInput>>,
     /// Author keys of the reused threads' reactions.
-    authors: HashMap<String, Vec<u64>>,
+    authors: BTreeMap<String, Vec<u64>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -162,13 +337,10 @@ fn old_cache(
     cache_dir: &Path,
     opts: &BuildOptions,
     list: &[ThreadDir],
-    fps: &[(u64, i128)],
+    fps: &[Fp],
 ) -> std::result::Result<Old, String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
-    let file = fingerprint_file(&cache);
-    let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
-    let old: Fingerprints =
-        serde_json::from_slice(&bytes).map_err(|e| format!("fingerprints unreadable ({e})"))?;
+    let old = Fingerprints::load(&cache)?;
     let m = cache.manifest();
     if old.corpus != canonical(corpus) {
         return Err(format!("the old cache was built from {}", old.corpus));
@@ -198,30 +370,21 @@ fn old_cache(
     {
         return Err("the old cache was built with other options".into());
     }
-    // Each report line belongs to the thread whose rel path prefixes it.
-    let rels: std::collections::HashSet<&str> = list.iter().map(|td| td.rel.as_str()).collect();
-    let mut report: HashMap<String, Vec<BadInput>> = HashMap::new();
-    for line in cache.report() {
-        let mut prefix = line.path.as_str();
-        loop {
-            if rels.contains(prefix) {
-                report
-                    .entry(prefix.to_string())
-                    .or_default()
-                    .push(line.clone());
-                break;
-            }
-            match prefix.rfind('/') {
-                Some(i) => prefix = &prefix[..i],
-                None => break,
-            }
-        }
-    }
-    let built_at = old.started_ns;
+    // Each thread's own report lines, as its last assembly gave them.
+    let report = old.bad;
+    let built_at = racy_from(old.started_ns, fps);
     let mut reuse = HashMap::new();
-    for (td, &(fp, newest)) in list.iter().zip(fps) {
-        // With content hashes, contents decide; else the racy-clean rule.
-        if old.threads.get(&td.rel) != Some(&fp) || !(opts.verify || newest < built_at) {
+    for (
+        td,
+        &Fp {
+            hash: fp, newest, ..
+        },
+    ) in list.iter().zip(fps)
+    {
+        // The racy-clean rule, with or without content hashes: a file
+        // modified at or after the previous build's start may have been read
+        // (or hashed) before that change or a revert of it.
+        if old.threads.get(&td.rel) != Some(&fp) || newest >= built_at {
             continue;
         }
         match cache.position(td.source_id) {
@@ -265,15 +428,14 @@ pub fn build_incremental(
 ) -> Result<BuildSummary> {
     let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
     let start = Instant::now();
-    let started_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128);
     let (threads, writer) = prepare(corpus, cache, opts)?;
     let t = Instant::now();
     // The rumour index comes later: from the old cache where it can.
     let (list, report, _) = discover_checked(corpus, threads, opts, false)?;
     let list = &list;
     let fps = fingerprints(list, threads, opts.verify);
+    let coarse = !fps.iter().any(|f| f.subsec);
+    let started_ns = settle(writer.temp_dir(), &fps, coarse);
     let old = old_cache(corpus, cache, opts, list, &fps);
 
     // The rumour index: from the old cache where a thread is reused.
@@ -323,18 +485,16 @@ pub fn build_incremental(
         && reused as usize == list.len()
         && o.cache.len() == o.reuse.values().filter(|p| p.is_some()).count()
     {
-        let attributed: usize = o.report.values().map(Vec::len).sum();
-        let by_thread: std::collections::HashSet<&BadInput> = o.report.values().flatten().collect();
-        let mut rest: Vec<BadInput> = o
-            .cache
-            .report()
-            .iter()
-            .filter(|b| !by_thread.contains(b))
-            .cloned()
-            .collect();
-        rest.sort();
-        if rest == report && attributed + rest.len() == o.cache.report().len() {
+        // The report it would write: discovery's lines now, and each
+        // (reused) thread's own.
+        let mut expected = report.clone();
+        for td in list {
+            expected.extend(o.report.get(&td.rel).into_iter().flatten().cloned());
+        }
+        expected.sort();
+        if expected == o.cache.report() {
             drop(writer);
+            remove_superseded_fingerprints(&o.cache.derived_dir(), &o.cache.content_id());
             let mut tally = Tally::default();
             for t in o.cache.iter() {
                 tally.add(t.label_code(), t.event());
@@ -353,6 +513,7 @@ pub fn build_incremental(
                 reused,
                 files_read: 0,
                 authors: Vec::new(),
+                thread_bad: Vec::new(),
                 workers: 0,
             });
         }
@@ -395,7 +556,36 @@ pub fn build_incremental(
         }
     });
     let reuse: Option<Reuse<'_>> = reuse_from.as_ref().map(|f| f as Reuse<'_>);
-    let summary = execute(
+    // Fingerprints of what is about to be published, for the next run:
+    // written before the swap, so a cache is never published without them.
+    let corpus_id = canonical(corpus);
+    let mut write_fingerprints = |content_id: &str,
+                                  derived: &Path,
+                                  authors: &[Vec<u64>],
+                                  thread_bad: &[Vec<BadInput>]|
+     -> Result<()> {
+        Fingerprints {
+            version: FINGERPRINTS_VERSION,
+            content_id: String::new(),
+            xxh3: String::new(),
+            corpus: corpus_id.clone(),
+            strict: opts.strict,
+            max_file_bytes: opts.max_file_bytes,
+            shard_bytes: opts.shard_bytes as u64,
+            extended: opts.extended,
+            verify: opts.verify,
+            started_ns,
+            threads: list
+                .iter()
+                .zip(&fps)
+                .map(|(td, fp)| (td.rel.clone(), fp.hash))
+                .collect(),
+            authors: per_thread(list, authors),
+            bad: per_thread(list, thread_bad),
+        }
+        .write(content_id, derived)
+    };
+    let mut summary = execute(
         list,
         index.as_ref(),
         report,
@@ -405,8 +595,8 @@ pub fn build_incremental(
         progress,
         (start, phases),
         reuse,
+        Some(&mut write_fingerprints),
     )?;
-    let mut summary = summary;
     summary.incremental = Some(match &old {
         Ok(_) => format!(
             "incremental: {reused} threads reused, {} re-read{}",
@@ -420,35 +610,7 @@ pub fn build_incremental(
         Err(why) => format!("full build: {why}"),
     });
     summary.reused = reused;
-    drop(old);
-
-    // Fingerprints of what was just published, for the next run.
-    let new = Cache::open(cache)
-        .map_err(|e| BuildError::io(cache, std::io::Error::other(e.to_string())))?;
-    let fingerprints = Fingerprints {
-        corpus: canonical(corpus),
-        strict: opts.strict,
-        max_file_bytes: opts.max_file_bytes,
-        shard_bytes: opts.shard_bytes as u64,
-        extended: opts.extended,
-        verify: opts.verify,
-        started_ns,
-        threads: list
-            .iter()
-            .zip(&fps)
-            .map(|(td, &(fp, _))| (td.rel.clone(), fp))
-            .collect(),
-        authors: list
-            .iter()
-            .zip(std::mem::take(&mut summary.authors))
-            .filter(|(_, a)| !a.is_empty())
-            .map(|(td, a)| (td.rel.clone(), a))
-            .collect(),
-    };
-    let file = fingerprint_file(&new);
-    let dir = new.derived_dir();
-    fs::create_dir_all(&dir).map_err(|e| BuildError::io(&dir, e))?;
-    let json = serde_json::to_vec(&fingerprints).map_err(|e| BuildError::io(&file, e.into()))?;
-    fs::write(&file, json).map_err(|e| BuildError::io(&file, e))?;
+    summary.authors = Vec::new();
+    summary.thread_bad = Vec::new();
     Ok(summary)
 }

@@ -3,19 +3,20 @@
 //! is byte-identical to a single build of the same corpus.
 //!
 //! A partition is a cache built by [`build_partition`](crate::build_partition)
-//! with its `partition.json`. The set must be every partition of one plan,
-//! each once; anything else is an error and nothing is published.
+//! whose manifest records which part of which plan it is (checksummed). The
+//! set must be every partition of one plan, each once, their ranges covering
+//! the plan's threads, each partition's threads inside its range; anything
+//! else is an error and nothing is published.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::build::plan::{PARTITION_FILE, PartitionInfo};
 use crate::build::writer::{
     CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
 };
 use crate::build::{BuildSummary, Phases, Tally};
 use crate::error::BuildError;
+use crate::format::manifest::PartitionInfo;
 use crate::format::{ReactionRecord, ThreadRecord};
 use crate::read::{Cache, ThreadView};
 
@@ -46,19 +47,34 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
     if parts.is_empty() {
         return Err(bad(out, "no partitions to merge"));
     }
-    let mut infos: Vec<(PartitionInfo, PathBuf)> = Vec::new();
+    // Each partition proves what it holds with the record its manifest
+    // carries (written and published with the cache, checksummed).
+    let mut infos: Vec<(PartitionInfo, PathBuf, Cache)> = Vec::new();
     for p in parts {
         let p = p.as_ref();
-        let file = p.join(PARTITION_FILE);
-        let bytes = fs::read(&file)
-            .map_err(|e| bad(p, format!("not a partition ({PARTITION_FILE}: {e})")))?;
-        let info: PartitionInfo = serde_json::from_slice(&bytes)
-            .map_err(|e| bad(p, format!("{PARTITION_FILE} is not valid: {e}")))?;
-        infos.push((info, p.to_path_buf()));
+        let cache = Cache::open(p).map_err(|e| bad(p, e.to_string()))?;
+        let m = cache.manifest();
+        let Some(info) = m.partition.clone() else {
+            return Err(bad(
+                p,
+                "not a partition (its manifest has no partition record)",
+            ));
+        };
+        if m.partition_checksum().as_deref() != Some(info.xxh3.as_str()) {
+            return Err(bad(
+                p,
+                "the partition record in its manifest does not match its checksum (edited or damaged); rebuild this partition",
+            ));
+        }
+        infos.push((info, p.to_path_buf(), cache));
     }
     let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
-    for (info, p) in &infos {
-        if info.plan_id != first.plan_id || info.count != first.count {
+    for (info, p, _) in &infos {
+        if info.plan_id != first.plan_id
+            || info.count != first.count
+            || info.plan_threads != first.plan_threads
+            || info.bad != first.bad
+        {
             return Err(bad(
                 p,
                 format!(
@@ -72,34 +88,83 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
             ));
         }
     }
-    infos.sort_by_key(|(i, _)| i.index);
-    for (k, (info, p)) in infos.iter().enumerate() {
-        if info.index != k {
-            let what = if info.index < k {
+    infos.sort_by_key(|(i, _, _)| i.index);
+    for (k, (info, p, _)) in infos.iter().enumerate() {
+        if info.index != k as u64 {
+            let what = if info.index < k as u64 {
                 "appears twice"
             } else {
                 "is missing"
             };
-            let which = if info.index < k { info.index } else { k };
+            let which = if info.index < k as u64 {
+                info.index
+            } else {
+                k as u64
+            };
             return Err(bad(
                 p,
                 format!("partition {which} of {} {what}", first.count),
             ));
         }
     }
-    if infos.len() != first.count {
+    if infos.len() as u64 != first.count {
         return Err(bad(
             &first_path,
             format!("partition {} of {} is missing", infos.len(), first.count),
         ));
     }
-    let caches: Vec<Cache> = infos
-        .iter()
-        .map(|(_, p)| Cache::open(p).map_err(|e| bad(p, e.to_string())))
-        .collect::<Result<_>>()?;
+    // The partitions' ranges cover the plan's threads, each once, in order;
+    // each partition holds only threads of its range, no more than planned.
+    let mut next = 0u64;
+    for (info, p, cache) in &infos {
+        if info.first_thread != next || info.end_thread < info.first_thread {
+            return Err(bad(
+                p,
+                format!(
+                    "partition {} of {} covers the plan's threads {}..{}, but the partitions before it end at {next}",
+                    info.index, info.count, info.first_thread, info.end_thread
+                ),
+            ));
+        }
+        next = info.end_thread;
+        let planned = info.end_thread - info.first_thread;
+        if cache.len() as u64 > planned {
+            return Err(bad(
+                p,
+                format!(
+                    "holds {} threads, but its range of the plan has {planned}",
+                    cache.len()
+                ),
+            ));
+        }
+        if let Some(t) = cache
+            .iter()
+            .find(|t| !(info.first_source_id..=info.last_source_id).contains(&t.source_id()))
+        {
+            return Err(bad(
+                p,
+                format!(
+                    "holds thread {}, outside its range of the plan ({}..={})",
+                    t.source_id(),
+                    info.first_source_id,
+                    info.last_source_id
+                ),
+            ));
+        }
+    }
+    if next != first.plan_threads {
+        return Err(bad(
+            &first_path,
+            format!(
+                "the partitions cover {next} of the plan's {} threads",
+                first.plan_threads
+            ),
+        ));
+    }
+    let caches: Vec<&Cache> = infos.iter().map(|(_, _, c)| c).collect();
     let options = &caches[0].manifest().options;
     let extended = !caches[0].manifest().reaction_columns.is_empty();
-    for (c, (_, p)) in caches.iter().zip(&infos) {
+    for (c, (_, p, _)) in caches.iter().zip(&infos) {
         let m = c.manifest();
         if &m.options != options || m.reaction_columns.is_empty() == extended {
             return Err(bad(p, "built with other options than the first partition"));
@@ -117,7 +182,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
     let mut tally = Tally::default();
     let mut report = first.bad;
     let mut last_id = None;
-    for (cache, (_, p)) in caches.iter().zip(&infos) {
+    for (cache, (_, p, _)) in caches.iter().zip(&infos) {
         report.extend_from_slice(cache.report());
         for t in cache.iter() {
             if last_id.is_some_and(|l| l >= t.source_id()) {
@@ -147,6 +212,7 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
         reused: 0,
         files_read: 0,
         authors: Vec::new(),
+        thread_bad: Vec::new(),
         workers: 1,
     })
 }

@@ -829,3 +829,109 @@ fn prefetching_leaves_the_cache_byte_identical() {
     }
     assert!(caches.windows(2).all(|w| w[0] == w[1]));
 }
+
+/// Issue 25, defect 12: the manifest's extra column names are this
+/// library's, in its order, and its reply and retweet counts are the
+/// shards'; a manifest edited otherwise is refused, never read with
+/// another column's values under a name.
+#[test]
+fn manifest_column_names_and_kind_counts_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    build_cache(&repo("data-samples/corpus"), &out, 2);
+    let pristine = fs::read(out.join(MANIFEST_FILE)).unwrap();
+    let restore = || fs::write(out.join(MANIFEST_FILE), &pristine).unwrap();
+    let m = Cache::open(&out).unwrap().manifest().clone();
+    assert!(m.retweets > 0 && m.replies > 0, "the corpus has both kinds");
+
+    // depth and persistence swapped.
+    edit_manifest(&out, |v| {
+        let cols = v["reaction_columns"].as_array_mut().unwrap();
+        let depth = cols.iter().position(|c| c == "depth").unwrap();
+        let persistence = cols.iter().position(|c| c == "persistence").unwrap();
+        cols.swap(depth, persistence);
+    });
+    expect_corrupt(&out, MANIFEST_FILE);
+    assert!(socialctx::LazyCache::open(&out).is_err(), "lazy open too");
+    restore();
+    // A name that is not one of ours; thread columns swapped.
+    edit_manifest(&out, |v| v["reaction_columns"][0] = "deep".into());
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+    edit_manifest(&out, |v| {
+        v["thread_columns"].as_array_mut().unwrap().reverse()
+    });
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+    // Counts moved between the kinds (the total unchanged), or not adding up.
+    edit_manifest(&out, |v| {
+        v["replies"] = (m.replies + 1).into();
+        v["retweets"] = (m.retweets - 1).into();
+    });
+    match Cache::open(&out) {
+        Err(OpenError::Corrupt { path, reason }) => {
+            assert!(path.ends_with(MANIFEST_FILE), "{}", path.display());
+            assert!(reason.contains("retweets"), "{reason}");
+        }
+        other => panic!("expected a corrupt manifest, got {:?}", other.map(|_| ())),
+    }
+    restore();
+    edit_manifest(&out, |v| v["replies"] = (m.replies + 1).into());
+    expect_corrupt(&out, MANIFEST_FILE);
+    restore();
+    Cache::open(&out).unwrap();
+}
+
+/// Issue 26, item 4: the bad-input report is under the manifest's
+/// checksums: truncated, a byte flipped, or deleted, it is a typed error
+/// naming report.jsonl from `Cache::open`, `LazyCache::report`, and the
+/// `dump` and `corpus_stats` programs.
+#[test]
+fn a_damaged_report_is_detected_by_every_reader() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    build_cache(&repo("data-samples/corpus"), &out, 2);
+    let report = out.join("report.jsonl");
+    let pristine = fs::read(&report).unwrap();
+    assert!(pristine.len() > 10, "the corpus has skipped inputs");
+    let n = pristine.len();
+    let mut damages: Vec<(String, Option<Vec<u8>>)> = vec![
+        ("deleted".into(), None),
+        ("emptied".into(), Some(Vec::new())),
+        ("last line cut".into(), Some(pristine[..n - 1].to_vec())),
+        ("half".into(), Some(pristine[..n / 2].to_vec())),
+    ];
+    for pos in [0, n / 3, n / 2, n - 2, n - 1] {
+        let mut b = pristine.clone();
+        b[pos] ^= 0x01;
+        damages.push((format!("byte {pos} flipped"), Some(b)));
+    }
+    for (what, bytes) in damages {
+        match &bytes {
+            None => fs::remove_file(&report).unwrap(),
+            Some(b) => fs::write(&report, b).unwrap(),
+        }
+        let names_it = |e: &OpenError| match e {
+            OpenError::Corrupt { path, .. } | OpenError::Io { path, .. } => {
+                path.ends_with("report.jsonl")
+            }
+            _ => false,
+        };
+        match Cache::open(&out) {
+            Err(e) => assert!(names_it(&e), "{what}: {e}"),
+            Ok(_) => panic!("{what}: Cache::open accepted it"),
+        }
+        match socialctx::LazyCache::open(&out).map(|c| c.report()) {
+            Ok(Ok(_)) => panic!("{what}: LazyCache::report accepted it"),
+            Ok(Err(e)) | Err(e) => assert!(names_it(&e), "{what}: {e}"),
+        }
+        for program in ["dump", "corpus_stats"] {
+            let o = example(program).arg(&out).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{what}: {program}: {err}");
+            assert!(err.contains("report.jsonl"), "{what}: {program}: {err}");
+        }
+        fs::write(&report, &pristine).unwrap();
+    }
+    Cache::open(&out).unwrap();
+}

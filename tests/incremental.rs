@@ -26,6 +26,27 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// Asserts that two caches have the same files, naming those that differ
+/// (and showing differing reports) instead of printing bytes.
+fn assert_same_files(a: &Path, b: &Path, what: &str) {
+    let (fa, fb) = (files(a), files(b));
+    let differ: Vec<&String> = fa
+        .keys()
+        .chain(fb.keys())
+        .filter(|k| fa.get(*k) != fb.get(*k))
+        .collect();
+    if !differ.is_empty() {
+        let report = |f: &BTreeMap<String, Vec<u8>>| {
+            String::from_utf8_lossy(f.get("report.jsonl").map_or(&[][..], |v| v)).into_owned()
+        };
+        panic!(
+            "{what}: files differ: {differ:?}\nincremental report:\n{}\nfull report:\n{}",
+            report(&fa),
+            report(&fb)
+        );
+    }
+}
+
 fn copy_tree(src: &Path, dst: &Path) {
     fs::create_dir_all(dst).unwrap();
     for e in fs::read_dir(src).unwrap() {
@@ -112,7 +133,7 @@ impl Setup {
         let s = build_incremental(&self.corpus, &self.cache, &opts(), &NoProgress)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let full = build(&self.corpus, &self.full, &opts(), &NoProgress).unwrap();
-        assert_eq!(files(&self.cache), files(&self.full), "{what}");
+        assert_same_files(&self.cache, &self.full, what);
         assert!(s.files_read <= full.files_read, "{what}");
         (s.reused, s.incremental.unwrap(), s.files_read)
     }
@@ -337,7 +358,10 @@ fn verify_compares_contents() {
     assert!(s.incremental.unwrap().contains("no content hashes"));
     // Threads reused count every thread directory, skipped ones included.
     let n = threads(&corpus).len() as u64;
-    // Touch every file: contents unchanged, nothing re-read.
+    // Touch every file: contents unchanged. Touched since the last build
+    // started, they are read once more (the racy-clean rule holds with
+    // --verify too: a build may have read a file between an edit and its
+    // revert); after that, the unchanged contents decide.
     let all = threads(&corpus);
     for t in &all {
         let dir = ["source-tweets", "source-tweet"].map(|d| t.join(d));
@@ -345,6 +369,8 @@ fn verify_compares_contents() {
         let bytes = fs::read(&f).unwrap();
         fs::write(&f, bytes).unwrap();
     }
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, 0, "{:?}", s.incremental);
     let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
     assert_eq!(s.reused, n, "{:?}", s.incremental);
     // A real edit is seen and the cache equals a full build.
@@ -413,4 +439,281 @@ fn a_killed_incremental_build_keeps_the_old_cache() {
         }
     }
     s.check("after kills");
+}
+
+/// Issue 25, defect 2: report lines that discovery gives for paths inside a
+/// reused thread's directory (a nested thread-like folder) are not counted
+/// again on each incremental build, and go when the folder is fixed: the
+/// report (and so the manifest and content id) equals a full build's.
+#[test]
+fn report_lines_inside_reused_threads_are_not_repeated() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let all = threads(&s.corpus);
+    // A backup copy of the thread inside it (a duplicate source id), and a
+    // thread-like folder whose name is no source id.
+    let t = &all[2];
+    let id = t.file_name().unwrap().to_str().unwrap().to_string();
+    let backup = t.join("backup").join(&id);
+    copy_tree(&t.join("source-tweets"), &backup.join("source-tweets"));
+    let odd = all[4]
+        .join("old")
+        .join("99999999999999999999999")
+        .join("source-tweets");
+    copy_tree(&all[4].join("source-tweets"), &odd);
+    for run in 1..=3 {
+        let (_, note) = s.check(&format!("run {run} with nested folders"));
+        let c = socialctx::Cache::open(&s.cache).unwrap();
+        let inside: Vec<_> = c
+            .report()
+            .iter()
+            .filter(|b| b.path.contains("/backup/") || b.path.contains("/old/"))
+            .collect();
+        assert_eq!(inside.len(), 2, "run {run} ({note}): {inside:?}");
+    }
+    // Fixed: the lines go.
+    fs::remove_dir_all(t.join("backup")).unwrap();
+    fs::remove_dir_all(all[4].join("old")).unwrap();
+    for run in 1..=2 {
+        s.check(&format!("run {run} after the fix"));
+    }
+    let c = socialctx::Cache::open(&s.cache).unwrap();
+    assert!(
+        !c.report()
+            .iter()
+            .any(|b| b.path.contains("/backup/") || b.path.contains("/old/")),
+        "{:?}",
+        c.report()
+    );
+}
+
+/// Every file and directory under `root` gets its mtime cut to whole
+/// seconds, as a file system with 1-second timestamps (ext4 made with
+/// `-I 128`) stores them.
+fn coarsen_mtimes(root: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    for e in fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            coarsen_mtimes(&p);
+        }
+        let m = fs::metadata(&p).unwrap();
+        // futimens on a read-only descriptor: files and directories alike.
+        let t = std::fs::FileTimes::new()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.mtime() as u64));
+        fs::File::open(&p).unwrap().set_times(t).unwrap();
+    }
+}
+
+/// Sleeps until just after the wall clock's next second starts; returns it.
+fn next_second() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_nanos(
+        1_000_000_000 - u64::from(now.subsec_nanos()) + 20_000_000,
+    ));
+    now.as_secs() + 1
+}
+
+/// Issue 25, defect 3a: on a file system with 1-second timestamps, an edit
+/// made in the second a build fingerprinted a file, after the build read
+/// it, would leave size, mtime and ctime as they were. So the build reads
+/// no file before that second is over: every later edit gets a later
+/// second, and the next build sees it. The mtimes are cut to whole seconds
+/// here as such a file system stores them.
+#[test]
+fn on_coarse_timestamps_a_build_reads_only_after_the_changes_second() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+    coarsen_mtimes(&corpus);
+    let cache = tmp.path().join("cache");
+    let full = tmp.path().join("full");
+    let n = threads(&corpus).len() as u64;
+    let reply = first_file(&threads(&corpus)[2].join("reactions"));
+    let edit = |digit: u8| {
+        let text = fs::read_to_string(&reply).unwrap();
+        let i = text.find("\"favorite_count\": ").unwrap() + "\"favorite_count\": ".len();
+        let mut bytes = text.into_bytes();
+        bytes[i] = digit;
+        fs::write(&reply, &bytes).unwrap();
+    };
+    // Edited (same size) at the start of a second, then built at once.
+    let second = next_second();
+    edit(b'7');
+    set_mtime(&reply, (second as i64, 0));
+    build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        after > second,
+        "the build finished in the second of the change it fingerprinted"
+    );
+    // An edit now lands in a later second: seen, and the cache is right.
+    edit(b'8');
+    set_mtime(&reply, (after as i64, 0));
+    let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(s.reused, n - 1, "{:?}", s.incremental);
+    build(&corpus, &full, &opts(), &NoProgress).unwrap();
+    assert_same_files(&cache, &full, "after the second edit");
+    let s = build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(s.reused, n, "{:?}", s.incremental);
+}
+
+/// Issue 25, defect 3: with --verify, a file edited and reverted after the
+/// previous build started hashes as before, but the build may have read it
+/// in between: it is read again.
+#[test]
+fn verify_rereads_a_file_edited_and_reverted_since_the_build_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+    let cache = tmp.path().join("cache");
+    let v = opts().verify(true);
+    build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    let n = threads(&corpus).len() as u64;
+    let reply = first_file(&threads(&corpus)[2].join("reactions"));
+    let before = fs::read(&reply).unwrap();
+    let mut edited = before.clone();
+    let i = edited.iter().position(|b| b.is_ascii_digit()).unwrap();
+    edited[i] = if edited[i] == b'7' { b'8' } else { b'7' };
+    fs::write(&reply, &edited).unwrap();
+    fs::write(&reply, &before).unwrap();
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n - 1, "{:?}", s.incremental);
+    let s = build_incremental(&corpus, &cache, &v, &NoProgress).unwrap();
+    assert_eq!(s.reused, n, "{:?}", s.incremental);
+}
+
+/// The fingerprints files in a cache's derived/.
+fn fingerprint_files(cache: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(cache.join("derived"))
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.contains("fingerprints"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Issue 25, defect 4: when the fingerprints cannot be written, the build
+/// fails before anything is published (the old cache is kept as it was)
+/// and leaves no partial file; never a new cache with a failed build.
+#[test]
+fn a_failed_fingerprints_write_publishes_nothing() {
+    let s = Setup::new("tests/fixtures/golden/corpus");
+    // A reply added.
+    let dir = threads(&s.corpus)[3].join("reactions");
+    fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+    // derived/ made unusable: the fingerprints cannot be written there.
+    let derived = s.cache.join("derived");
+    fs::remove_dir_all(&derived).unwrap();
+    fs::write(&derived, "not a directory").unwrap();
+    let before = files(&s.cache);
+    match build_incremental(&s.corpus, &s.cache, &opts(), &NoProgress) {
+        Ok(sum) => panic!("the build succeeded: {:?}", sum.incremental),
+        Err(e) => {
+            assert!(e.to_string().contains("derived"), "{e}")
+        }
+    }
+    assert!(
+        files(&s.cache) == before,
+        "the old cache is kept, not replaced by a cache without fingerprints"
+    );
+    let parent: Vec<String> = fs::read_dir(s.cache.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(parent.is_empty(), "no staging left: {parent:?}");
+    fs::remove_file(&derived).unwrap();
+    s.check("after the failure");
+}
+
+/// Issue 25, defect 5: fingerprints are checksummed and tied to their
+/// cache content: edited author lists or another cache's fingerprints mean
+/// a full build, said so, never reused stale data.
+#[test]
+fn edited_or_foreign_fingerprints_mean_a_full_build() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let fp = |cache: &Path| {
+        let names = fingerprint_files(cache);
+        assert_eq!(names.len(), 1, "{names:?}");
+        cache.join("derived").join(&names[0])
+    };
+    // Authors edited: every key of one thread's list changed.
+    let file = fp(&s.cache);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    let authors = v["authors"].as_object_mut().unwrap();
+    let list = authors.values_mut().next().unwrap();
+    for a in list.as_array_mut().unwrap() {
+        *a = 12345u64.into();
+    }
+    fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let (reused, note) = s.check("authors edited");
+    assert!(
+        note.starts_with("full build") && note.contains("fingerprints"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
+    // A sibling cache's fingerprints (another content) under this cache's name.
+    let sibling_corpus = s._tmp.path().join("sibling-corpus");
+    copy_tree(&s.corpus, &sibling_corpus);
+    let reply = first_file(&threads(&sibling_corpus)[6].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 6", 1),
+    )
+    .unwrap();
+    let sibling = s._tmp.path().join("sibling");
+    build_incremental(&sibling_corpus, &sibling, &opts(), &NoProgress).unwrap();
+    let mine = fp(&s.cache);
+    fs::copy(fp(&sibling), &mine).unwrap();
+    let (reused, note) = s.check("a sibling's fingerprints");
+    assert!(
+        note.starts_with("full build") && note.contains("fingerprints"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
+}
+
+/// Issue 26, item 3: after each changed night exactly one fingerprints file
+/// remains in derived/, and nothing else there is touched.
+#[test]
+fn one_fingerprints_file_remains_and_other_derived_files_are_kept() {
+    let s = Setup::new("tests/fixtures/golden/corpus");
+    let derived = s.cache.join("derived");
+    fs::write(derived.join("notes.txt"), "mine").unwrap();
+    fs::write(derived.join("fingerprints-mine.json"), "mine too").unwrap();
+    let all = threads(&s.corpus);
+    for night in 0..5 {
+        // A reply added each night.
+        let dir = all[night + 1].join("reactions");
+        fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+        s.check(&format!("night {night}"));
+        let id = socialctx::Cache::open(&s.cache).unwrap().content_id();
+        assert_eq!(
+            fingerprint_files(&s.cache),
+            vec![
+                format!("fingerprints-{id}.json"),
+                "fingerprints-mine.json".to_string()
+            ],
+            "night {night}"
+        );
+        assert_eq!(
+            fs::read_to_string(derived.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+    // A plain full build of another content supersedes them too (it
+    // writes none).
+    let dir = all[7].join("reactions");
+    fs::copy(first_file(&dir), dir.join("999999999999999999.json")).unwrap();
+    build(&s.corpus, &s.cache, &opts(), &NoProgress).unwrap();
+    assert_eq!(fingerprint_files(&s.cache), vec!["fingerprints-mine.json"]);
 }

@@ -553,6 +553,40 @@ fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
     assert_failed_cleanly(&o, &fs_dir, &target, &old, "No space left on device");
 }
 
+/// Issue 25, defect 13: a disk that fills while a shard larger than one
+/// write buffer is serialized is named as such ("no space left on device
+/// writing shard-…"), not as an internal error; the old cache is kept.
+#[test]
+fn a_full_disk_inside_a_big_shard_says_no_space_left_writing_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs_dir = tmp.path().join("small-fs");
+    let _mounted = match Tmpfs::mount(&fs_dir, 2 << 20) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: cannot mount a small tmpfs here ({e})");
+            return;
+        }
+    };
+    let target = fs_dir.join("cache");
+    assert!(
+        precache(&repo("data-samples/corpus"), &target, &[])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let old = files(&target);
+    // Default 16 MiB shards: the first shard's archive passes 1 MiB, so the
+    // disk fills inside its serialization.
+    let o = precache(big_corpus(), &target, &["--threads", "1"])
+        .output()
+        .unwrap();
+    let err = text(&o).1;
+    assert!(!err.contains("internal error"), "{err}");
+    assert!(err.contains("No space left on device writing "), "{err}");
+    assert_failed_cleanly(&o, &fs_dir, &target, &old, "No space left on device");
+}
+
 /// SIGINT or SIGTERM stops a build between threads: one line on stderr,
 /// exit status 130, the old cache byte for byte, no staging directory.
 #[test]
@@ -617,4 +651,133 @@ fn an_unwritable_report_fails_before_the_cache_is_replaced() {
         text(&o).1
     );
     assert_eq!(files(&target), old, "the old cache is kept");
+}
+
+/// Every file under `dir` (derived/ included), by relative path.
+fn all_files(dir: &Path) -> Files {
+    fn walk(root: &Path, d: &Path, out: &mut Files) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = Files::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Issue 25, defect 4, on a really full file system: over a sweep of file
+/// system sizes (one of which has room for the new cache but not for its
+/// fingerprints, now written before the swap), an incremental build either
+/// succeeds with a cache equal to a full build and one fingerprints file,
+/// or fails naming the file with the old cache and its fingerprints exactly
+/// as they were: never a new cache with a failed build, never a partial
+/// fingerprints file. (Before the fix the sweep never reached a
+/// fingerprints failure, the old cache being freed first, and failed on the
+/// fingerprints files piling up; `incremental::a_failed_fingerprints_write_
+/// publishes_nothing` shows the failure after publication.)
+#[test]
+fn incremental_builds_on_a_full_disk_publish_all_or_nothing() {
+    use socialctx::{BuildOptions, NoProgress, build, build_incremental};
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    let mut g = gen_corpus::Options::new(120);
+    g.seed = 1;
+    gen_corpus::generate(&corpus, &g).unwrap();
+    let opts = BuildOptions::default().threads(1);
+    // Sizes: the cache and its fingerprints, on an ordinary file system.
+    let probe = tmp.path().join("probe");
+    build_incremental(&corpus, &probe, &opts, &NoProgress).unwrap();
+    let used: usize = all_files(&probe).values().map(Vec::len).sum();
+    // The change: a reply added (a new content).
+    let first_thread = {
+        let mut v: Vec<PathBuf> = Vec::new();
+        fn find(d: &Path, v: &mut Vec<PathBuf>) {
+            for e in fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.join("reactions").is_dir() {
+                    v.push(p.join("reactions"));
+                } else if p.is_dir() {
+                    find(&p, v);
+                }
+            }
+        }
+        find(&corpus, &mut v);
+        v.sort();
+        v.remove(0)
+    };
+    let reply = fs::read_dir(&first_thread)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let added = first_thread.join("999999999999999999.json");
+    let full = tmp.path().join("full");
+    fs::copy(&reply, &added).unwrap();
+    build(&corpus, &full, &opts, &NoProgress).unwrap();
+    fs::remove_file(&added).unwrap();
+
+    let (mut ok, mut failed_at_fingerprints) = (0, 0);
+    let mut size = used + used / 2;
+    while size < 3 * used + (256 << 10) {
+        size += 8 << 10;
+        let fs_dir = tmp.path().join(format!("fs-{size}"));
+        let _mounted = match Tmpfs::mount(&fs_dir, size as u64) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("skipped: cannot mount a small tmpfs here ({e})");
+                return;
+            }
+        };
+        let cache = fs_dir.join("cache");
+        if build_incremental(&corpus, &cache, &opts, &NoProgress).is_err() {
+            continue; // not even the first cache fits
+        }
+        let before = all_files(&cache);
+        fs::copy(&reply, &added).unwrap();
+        let result = build_incremental(&corpus, &cache, &opts, &NoProgress);
+        fs::remove_file(&added).unwrap();
+        match result {
+            Ok(_) => {
+                ok += 1;
+                let now = all_files(&cache);
+                let mine: Files = now
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with("derived"))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert!(mine == all_files(&full), "size {size}: not the full build");
+                let fps: Vec<_> = now.keys().filter(|k| k.starts_with("derived")).collect();
+                assert_eq!(fps.len(), 1, "size {size}: {fps:?}");
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(msg.contains("No space left on device writing"), "{msg}");
+                failed_at_fingerprints += usize::from(msg.contains("fingerprints-"));
+                assert!(
+                    all_files(&cache) == before,
+                    "size {size}: the failed build changed the cache ({msg})"
+                );
+                let left: Vec<String> = names(&fs_dir)
+                    .into_iter()
+                    .filter(|n| n.contains(".tmp-"))
+                    .collect();
+                assert!(left.is_empty(), "size {size}: {left:?}");
+                Cache::open(&cache).unwrap();
+            }
+        }
+        if ok > 0 && failed_at_fingerprints > 0 {
+            break;
+        }
+    }
+    assert!(ok > 0, "some size had room for everything");
+    assert!(
+        failed_at_fingerprints > 0,
+        "some size had room for the cache but not its fingerprints"
+    );
 }

@@ -207,3 +207,212 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--partition"));
 }
+
+/// Thread directories under `root` (an all-digit name with a source
+/// folder), sorted.
+fn thread_dirs(root: &Path) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
+                    out.push(p);
+                } else {
+                    walk(&p, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+/// Rewrites the partition record of `part` with `edit`, wherever this
+/// version keeps it (a `partition.json` beside the cache, or the
+/// manifest's `partition`), as a user or a script with a text editor would.
+fn edit_partition_record(part: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let side = part.join("partition.json");
+    if side.exists() {
+        let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&side).unwrap()).unwrap();
+        edit(&mut v);
+        fs::write(&side, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+    let manifest = part.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    if let Some(p) = m.get_mut("partition") {
+        edit(p);
+        fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    }
+}
+
+/// Issue 25, defect 1: a stale or edited partition record must never make a
+/// merge publish fewer threads than the corpus has, with success.
+#[test]
+fn a_stale_or_edited_partition_record_never_loses_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    let mut gen_opts = gen_corpus::Options::new(300);
+    gen_opts.seed = 1;
+    gen_corpus::generate(&corpus, &gen_opts).unwrap();
+    let plan_a = Plan::create(&corpus, &opts()).unwrap();
+    let parts = partitions(&corpus, &plan_a, 3, tmp.path());
+    let whole = |dir: &Path| socialctx::Cache::open(dir).unwrap().len();
+    let out = tmp.path().join("out");
+    let refused = |set: &[PathBuf], what: &str| {
+        match merge(&out, set) {
+            Err(BuildError::BadPartition { .. }) => {}
+            Ok(_) => panic!(
+                "{what}: merge published {} threads of 300 with success",
+                whole(&out)
+            ),
+            Err(e) => panic!("{what}: expected a bad partition, got {e}"),
+        }
+        assert!(!out.exists(), "{what}: nothing published");
+    };
+
+    // "count": 1 edited into partition 0's record: alone it is not the plan.
+    edit_partition_record(&parts[0], |v| v["count"] = 1.into());
+    refused(&parts[..1], "count edited to 1");
+    refused(&parts, "count edited to 1, all three given");
+    let part0 = partitions(&corpus, &plan_a, 3, tmp.path());
+    assert_eq!(part0[0], parts[0]);
+
+    // 60 replies added, a new plan B; partition 1 rebuilt from plan B but
+    // its record from plan A kept (its write failed, or a killed rebuild).
+    for t in thread_dirs(&corpus).iter().take(20) {
+        let dir = t.join("reactions");
+        let mut files: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for k in 0..3 {
+            fs::copy(&files[0], dir.join(format!("99999999999999999{k}.json"))).unwrap();
+        }
+    }
+    let plan_b = Plan::create(&corpus, &opts()).unwrap();
+    assert_ne!(plan_a.partition_range(1, 3), plan_b.partition_range(1, 3));
+    let side = parts[1].join("partition.json");
+    let stale = fs::read(&side).ok();
+    build_partition(&corpus, &plan_b, (1, 3), &parts[1], 1, &NoProgress).unwrap();
+    if let Some(stale) = stale {
+        fs::write(&side, stale).unwrap();
+    }
+    refused(&parts, "a partition of plan B among plan A's");
+}
+
+/// Issue 25, defect 2b: an edited or stale plan (threads swapped, one
+/// listed twice, a folder that is not its source id, a path leaving the
+/// corpus) is refused by `Plan::load`, and a valid cache in the output
+/// directory stays as it was.
+#[test]
+fn edited_plans_are_refused_and_the_old_cache_kept() {
+    let corpus = repo("tests/fixtures/golden/corpus");
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_file = tmp.path().join("plan.json");
+    Plan::create(&corpus, &opts())
+        .unwrap()
+        .save(&plan_file)
+        .unwrap();
+    let good = fs::read(&plan_file).unwrap();
+    let out = tmp.path().join("part");
+    let plan = Plan::load(&plan_file).unwrap();
+    build_partition(&corpus, &plan, (0, 1), &out, 1, &NoProgress).unwrap();
+    let before = files(&out);
+    let json = || -> serde_json::Value { serde_json::from_slice(&good).unwrap() };
+    let refused = |v: serde_json::Value, reseal: bool, what: &str, why: &str| {
+        let mut bytes = serde_json::to_vec(&v).unwrap();
+        if reseal {
+            bytes = Plan::reseal(&bytes).expect("still plan-shaped");
+        }
+        fs::write(&plan_file, bytes).unwrap();
+        match Plan::load(&plan_file) {
+            Ok(p) => {
+                let r = build_partition(&corpus, &p, (0, 1), &out, 1, &NoProgress);
+                panic!("{what}: the plan loaded; the partition build gave {r:?}");
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("plan.json") && msg.contains(why),
+                    "{what}: {msg}"
+                );
+            }
+        }
+        assert_eq!(files(&out), before, "{what}: the old cache is kept");
+    };
+    // The issue's edit: the first two threads swapped.
+    let mut v = json();
+    v["threads"].as_array_mut().unwrap().swap(0, 1);
+    refused(v.clone(), false, "swapped", "checksum");
+    refused(v, true, "swapped, checksum redone", "out of order");
+    let mut v = json();
+    let first = v["threads"][0].clone();
+    v["threads"].as_array_mut().unwrap().insert(0, first);
+    refused(v, true, "listed twice", "repeated");
+    let mut v = json();
+    let rel = v["threads"][0]["rel"].as_str().unwrap().to_string();
+    let (dir, _) = rel.rsplit_once('/').unwrap();
+    v["threads"][0]["rel"] = format!("{dir}/1").into();
+    refused(v, true, "folder not its source id", "named");
+    let mut v = json();
+    let id = v["threads"][0]["source_id"].clone();
+    v["threads"][0]["rel"] = format!("../elsewhere/{id}").into();
+    refused(v, true, "outside the corpus", "inside the corpus");
+    fs::write(&plan_file, &good).unwrap();
+    assert!(Plan::load(&plan_file).is_ok());
+}
+
+/// The writer refuses threads out of source-id order before anything is
+/// published (a cache in that order would not open).
+#[test]
+fn the_writer_refuses_out_of_order_source_ids() {
+    use socialctx::internals::{CacheWriter, ThreadData, ThreadRecord, ThreadText, WriterOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("cache");
+    build(
+        repo("tests/fixtures/golden/corpus"),
+        &target,
+        &opts(),
+        &NoProgress,
+    )
+    .unwrap();
+    let before = files(&target);
+    let thread = |id: u64| ThreadData {
+        record: ThreadRecord {
+            source_id: id,
+            source_created_at: 0,
+            first_reaction: 0,
+            reaction_count: 0,
+            label_code: 1,
+        },
+        text: ThreadText::default(),
+        reactions: Vec::new(),
+        text_arena: String::new(),
+        reaction_texts: Vec::new(),
+        features: Vec::new(),
+        reaction_extra: Vec::new(),
+        thread_extra: [f32::NAN; socialctx::THREAD_COLUMNS.len()],
+    };
+    let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
+    w.push(thread(20), "e/rumours/20").unwrap();
+    let err = w
+        .push(thread(10), "e/rumours/10")
+        .expect_err("out of order");
+    assert!(err.to_string().contains("e/rumours/10"), "{err}");
+    assert!(err.to_string().contains("order"), "{err}");
+    drop(w);
+    assert_eq!(files(&target), before);
+    let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
+    w.push(thread(20), "e/rumours/20").unwrap();
+    assert!(w.push(thread(20), "e/rumours/20").is_err(), "repeated");
+    drop(w);
+    assert_eq!(files(&target), before);
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        2,
+        "the cache and its lock, no staging directory"
+    );
+}

@@ -318,3 +318,62 @@ fn unreadable_reactions_folder_is_reported() {
     // The thread itself stays in the cache (without those reactions).
     s.check_denied(&format!("{thread}/reactions"), 0o000);
 }
+
+/// Issue 25, defect 2, with the issue's own example: an unreadable folder
+/// inside a thread directory (`T/images`) is one report line per build,
+/// however many incremental builds reuse the thread, and the cache equals
+/// a full build's each time; once the folder is readable the line goes.
+#[test]
+fn an_unreadable_folder_inside_a_reused_thread_is_reported_once() {
+    let s = Setup::new();
+    let thread = s.corpus.join(&s.threads[5]);
+    let images = thread.join("images");
+    fs::create_dir(&images).unwrap();
+    set_mode(&images, 0o000);
+    let run = |cache: &Path, incremental: bool| {
+        let mut cmd = precache_unprivileged();
+        cmd.arg(&s.corpus)
+            .arg(cache)
+            .args(["--threads", "2", "--quiet"]);
+        if incremental {
+            cmd.arg("--incremental");
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    let cache_files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| {
+                (
+                    e.file_name().into_string().unwrap(),
+                    fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (cache, full) = (s.out.join("cache"), s.out.join("full"));
+    let result = std::panic::catch_unwind(|| {
+        for night in 0..3 {
+            run(&cache, true);
+            run(&full, false);
+            let report = fs::read_to_string(cache.join("report.jsonl")).unwrap();
+            let lines = report.lines().filter(|l| l.contains("/images")).count();
+            assert_eq!(lines, 1, "night {night}: {report}");
+            assert!(cache_files(&cache) == cache_files(&full), "night {night}");
+        }
+    });
+    set_mode(&images, 0o755);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    run(&cache, true);
+    run(&full, false);
+    let report = fs::read_to_string(cache.join("report.jsonl")).unwrap();
+    assert!(!report.contains("/images"), "{report}");
+    assert!(cache_files(&cache) == cache_files(&full));
+}

@@ -190,6 +190,9 @@ pub struct BuildSummary {
     /// Per thread of the build, its reactions' author keys (incremental
     /// builds only; empty otherwise).
     pub(crate) authors: Vec<Vec<u64>>,
+    /// Per thread of the build, the report lines its own assembly gave (not
+    /// discovery's); incremental builds only, empty otherwise.
+    pub(crate) thread_bad: Vec<Vec<BadInput>>,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -271,6 +274,7 @@ pub fn build(
         progress,
         (start, phases),
         None,
+        None,
     )
 }
 
@@ -311,9 +315,17 @@ pub(crate) fn prepare(
 pub(crate) type Reuse<'a> =
     &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>, Vec<u64>)> + Sync);
 
+/// Called after a build's files are written and before they are published
+/// (incremental builds write their fingerprints there): the content id, the
+/// `derived/` directory, and per thread its reactions' author keys and its
+/// own report lines.
+pub(crate) type BeforePublish<'a> =
+    &'a mut dyn FnMut(&str, &Path, &[Vec<u64>], &[Vec<BadInput>]) -> Result<()>;
+
 /// The main pass over `list` (in source-id order): workers, prefetch, the
 /// ordered writer, publication. `report` holds what discovery reported;
-/// `reuse` (incremental builds) supplies unchanged threads.
+/// `reuse` (incremental builds) supplies unchanged threads; `before_publish`
+/// runs between the last write and the swap.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn execute(
     list: &[ThreadDir],
@@ -325,12 +337,15 @@ pub(crate) fn execute(
     progress: &dyn Progress,
     (start, mut phases): (Instant, Phases),
     reuse: Option<Reuse<'_>>,
+    before_publish: Option<BeforePublish<'_>>,
 ) -> Result<BuildSummary> {
     let t = Instant::now();
     let mut tally = Tally::default();
     let mut files_read = 0u64;
     let collect_authors = reuse.is_some() || opts.collect_authors;
-    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); if collect_authors { list.len() } else { 0 }];
+    let per_thread = if collect_authors { list.len() } else { 0 };
+    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); per_thread];
+    let mut thread_bad: Vec<Vec<BadInput>> = vec![Vec::new(); per_thread];
     let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
     let workers = std::thread::scope(|scope| {
         let prefetch = &prefetch;
@@ -368,11 +383,12 @@ pub(crate) fn execute(
                         reason: first.reason.clone(),
                     });
                 }
-                report.extend(outcome.bad);
-                files_read += outcome.files_read;
                 if collect_authors {
                     authors[i] = outcome.authors;
+                    thread_bad[i] = outcome.bad.clone();
                 }
+                report.extend(outcome.bad);
+                files_read += outcome.files_read;
                 let n = outcome
                     .data
                     .as_ref()
@@ -396,7 +412,13 @@ pub(crate) fn execute(
     }
     let t = Instant::now();
     report.sort();
-    let manifest = writer.finish(&report)?;
+    let manifest = match before_publish {
+        Some(hook) => writer.finish_with(
+            &report,
+            Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
+        )?,
+        None => writer.finish(&report)?,
+    };
     phases.publish = t.elapsed();
     Ok(BuildSummary {
         manifest,
@@ -409,6 +431,7 @@ pub(crate) fn execute(
         reused: 0,
         files_read,
         authors,
+        thread_bad,
         workers,
     })
 }

@@ -7,12 +7,13 @@
 //! (paths relative to the corpus root), what discovery reported, and the
 //! corpus-wide rumour-source index behind `user_reliability`. Partition `i`
 //! of `n` is a contiguous source-id range, balanced by file count; it reads
-//! only its own threads' files. Each partition is an ordinary cache with a
-//! `partition.json` beside its files that says which part of which plan it
-//! is.
+//! only its own threads' files. Each partition is an ordinary cache whose
+//! manifest says which part of which plan it is (a checksummed
+//! [`PartitionInfo`], written and published with the cache, so it cannot be
+//! left over from an earlier build of the same directory).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -22,15 +23,14 @@ use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
 use super::{BuildOptions, BuildSummary, Phases, Progress, discover_checked, execute, prepare};
 use crate::error::BuildError;
+use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 const PLAN_FORMAT: &str = "socialctx-plan";
-const PLAN_VERSION: u32 = 1;
-
-/// The sidecar file of a partition cache.
-pub(crate) const PARTITION_FILE: &str = "partition.json";
+/// 2: the plan carries its checksum.
+const PLAN_VERSION: u32 = 2;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,16 +60,19 @@ pub struct Plan {
     bad: Vec<BadInput>,
     /// Author key -> earliest rumour source time, sorted (extended builds).
     rumour_index: Vec<(u64, i64)>,
+    /// xxh3-64 of the plan's JSON with this field empty, 16 hex digits (the
+    /// plan's [`id`](Plan::id)); set by [`save`](Plan::save), checked by
+    /// [`load`](Plan::load).
+    #[serde(default)]
+    checksum: String,
 }
 
-/// Which part of which plan a partition cache is (its `partition.json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct PartitionInfo {
-    pub(crate) plan_id: String,
-    pub(crate) index: usize,
-    pub(crate) count: usize,
-    /// Discovery's report (the same in every partition of a plan).
-    pub(crate) bad: Vec<BadInput>,
+/// An `InvalidData` error about the plan file `path`.
+fn invalid(path: &Path, why: String) -> BuildError {
+    BuildError::io(
+        path,
+        std::io::Error::new(std::io::ErrorKind::InvalidData, why),
+    )
 }
 
 impl Plan {
@@ -106,39 +109,89 @@ impl Plan {
             threads,
             bad,
             rumour_index,
+            checksum: String::new(),
         })
     }
 
-    /// Writes the plan as JSON.
+    /// Writes the plan as JSON, with its checksum, by a rename (a failed
+    /// write leaves no partial plan behind).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let json = serde_json::to_vec(self).map_err(|e| BuildError::io(path, e.into()))?;
-        fs::write(path, json).map_err(|e| BuildError::io(path, e))
+        let mut sealed = self.clone();
+        sealed.checksum = self.id();
+        let json = serde_json::to_vec(&sealed).map_err(|e| BuildError::io(path, e.into()))?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let written = fs::write(&tmp, json).and_then(|()| fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(BuildError::io(path, e));
+        }
+        Ok(())
     }
 
-    /// Reads a plan written by [`save`](Plan::save).
+    /// Reads a plan written by [`save`](Plan::save), and checks it: its
+    /// checksum (an edited or damaged plan is refused), threads in strictly
+    /// ascending source-id order (so each once), each thread's folder named
+    /// by its source id and inside the corpus (no absolute path, no `..`).
     pub fn load(path: impl AsRef<Path>) -> Result<Plan> {
         let path = path.as_ref();
         let bytes = fs::read(path).map_err(|e| BuildError::io(path, e))?;
-        let plan: Plan = serde_json::from_slice(&bytes).map_err(|e| {
-            BuildError::io(
-                path,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not a plan: {e}")),
-            )
-        })?;
+        let plan: Plan = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
         if plan.format != PLAN_FORMAT || plan.version != PLAN_VERSION {
-            return Err(BuildError::io(
+            return Err(invalid(
                 path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    format!(
-                        "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}",
-                        plan.format, plan.version
-                    ),
+                format!(
+                    "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}; make the plan again",
+                    plan.format, plan.version
                 ),
             ));
         }
+        if plan.checksum != plan.id() {
+            return Err(invalid(
+                path,
+                "the plan does not match its checksum (edited or damaged); make the plan again"
+                    .into(),
+            ));
+        }
+        plan.check().map_err(|why| invalid(path, why))?;
         Ok(plan)
+    }
+
+    /// The checks of [`load`](Plan::load) that do not need the checksum.
+    fn check(&self) -> std::result::Result<(), String> {
+        let mut last: Option<&PlanThread> = None;
+        for t in &self.threads {
+            if let Some(prev) = last
+                && prev.source_id >= t.source_id
+            {
+                return Err(format!(
+                    "threads out of order or repeated: {} ({}) after {} ({})",
+                    t.source_id, t.rel, prev.source_id, prev.rel
+                ));
+            }
+            last = Some(t);
+            let rel = Path::new(&t.rel);
+            let inside = !t.rel.is_empty()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return Err(format!(
+                    "thread path {:?} is not a path inside the corpus",
+                    t.rel
+                ));
+            }
+            let name = rel.file_name().unwrap_or_default().to_string_lossy();
+            if !name.bytes().all(|b| b.is_ascii_digit()) || name.parse::<u64>() != Ok(t.source_id) {
+                return Err(format!(
+                    "thread {:?} has source id {}, but its folder is named {name:?}",
+                    t.rel, t.source_id
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Number of threads planned.
@@ -151,12 +204,25 @@ impl Plan {
         self.threads.is_empty()
     }
 
-    /// The plan's identity: 16 hex digits of the xxh3 of its JSON.
+    /// The plan's identity: 16 hex digits of the xxh3 of its JSON (without
+    /// its checksum field's value, which is this id).
     pub fn id(&self) -> String {
+        let mut unsealed = self.clone();
+        unsealed.checksum.clear();
         format!(
             "{:016x}",
-            xxh3_64(&serde_json::to_vec(self).unwrap_or_default())
+            xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
         )
+    }
+
+    /// For tests: `json` (a plan's JSON, possibly edited) with its checksum
+    /// made to match, so that only [`load`](Plan::load)'s other checks can
+    /// refuse it.
+    #[doc(hidden)]
+    pub fn reseal(json: &[u8]) -> Option<Vec<u8>> {
+        let mut plan: Plan = serde_json::from_slice(json).ok()?;
+        plan.checksum = plan.id();
+        serde_json::to_vec(&plan).ok()
     }
 
     /// The thread range of partition `index` of `count`: contiguous, in
@@ -207,7 +273,7 @@ fn count_files(td: &ThreadDir) -> u64 {
 /// Builds partition `index` of `count` of `plan` into the cache directory
 /// `out`, reading the threads under `corpus` (the corpus root as mounted
 /// here). `threads` workers (0: the default). The result is an ordinary
-/// cache of those threads plus its `partition.json`.
+/// cache of those threads whose manifest records the partition.
 pub fn build_partition(
     corpus: impl AsRef<Path>,
     plan: &Plan,
@@ -226,13 +292,36 @@ pub fn build_partition(
             ),
         ));
     }
+    plan.check().map_err(|why| {
+        BuildError::io(
+            out,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("the plan is not valid: {why}"),
+            ),
+        )
+    })?;
     let mut opts = plan.options(BuildOptions::default().threads);
     if threads > 0 {
         opts = opts.threads(threads);
     }
     let start = Instant::now();
-    let (workers, writer) = prepare(corpus, out, &opts)?;
-    let list: Vec<ThreadDir> = plan.threads[plan.partition_range(index, count)]
+    let (workers, mut writer) = prepare(corpus, out, &opts)?;
+    let range = plan.partition_range(index, count);
+    let planned = &plan.threads[range.clone()];
+    writer.set_partition(PartitionInfo {
+        plan_id: plan.id(),
+        index: index as u64,
+        count: count as u64,
+        plan_threads: plan.threads.len() as u64,
+        first_thread: range.start as u64,
+        end_thread: range.end as u64,
+        first_source_id: planned.first().map_or(0, |t| t.source_id),
+        last_source_id: planned.last().map_or(0, |t| t.source_id),
+        bad: plan.bad.clone(),
+        xxh3: String::new(),
+    });
+    let list: Vec<ThreadDir> = planned
         .iter()
         .map(|t| ThreadDir {
             source_id: t.source_id,
@@ -251,7 +340,7 @@ pub fn build_partition(
         idx
     });
     progress.discovered(list.len() as u64);
-    let summary = execute(
+    execute(
         &list,
         index_data.as_ref(),
         Vec::new(),
@@ -261,15 +350,6 @@ pub fn build_partition(
         progress,
         (start, Phases::default()),
         None,
-    )?;
-    let info = PartitionInfo {
-        plan_id: plan.id(),
-        index,
-        count,
-        bad: plan.bad.clone(),
-    };
-    let path: PathBuf = out.join(PARTITION_FILE);
-    let json = serde_json::to_vec_pretty(&info).map_err(|e| BuildError::io(&path, e.into()))?;
-    fs::write(&path, json).map_err(|e| BuildError::io(&path, e))?;
-    Ok(summary)
+        None,
+    )
 }

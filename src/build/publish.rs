@@ -131,6 +131,11 @@ impl Staging {
         &self.dir
     }
 
+    /// The cache directory this publishes to (symlinks followed).
+    pub fn target(&self) -> &Path {
+        self.layout.target()
+    }
+
     /// Swaps the (complete, synced) staging directory in as the cache,
     /// carrying over what the old cache directory held that the cache did
     /// not write.

@@ -29,8 +29,10 @@ use super::parse::DEFAULT_MAX_FILE_BYTES;
 use super::publish::{Staging, io};
 use crate::error::BuildError;
 use crate::format::footer::{self, Footer};
-use crate::format::layout::{MANIFEST_FILE, REPORT_FILE, shard_file, text_file};
-use crate::format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo, hex64};
+use crate::format::layout::{
+    DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
+};
+use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
     DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
@@ -82,6 +84,8 @@ pub struct CacheWriter {
     shards: Vec<ShardInfo>,
     replies: u64,
     retweets: u64,
+    /// The partition record for the manifest (partition builds only).
+    partition: Option<PartitionInfo>,
 }
 
 impl CacheWriter {
@@ -102,7 +106,14 @@ impl CacheWriter {
             shards: Vec::new(),
             replies: 0,
             retweets: 0,
+            partition: None,
         })
+    }
+
+    /// Makes the cache a partition cache: `info` goes into its manifest,
+    /// with its checksum computed at [`finish`](Self::finish).
+    pub fn set_partition(&mut self, info: PartitionInfo) {
+        self.partition = Some(info);
     }
 
     /// The temporary directory being written (for tests).
@@ -125,8 +136,20 @@ impl CacheWriter {
             .last()
             .map(|t| t.source_id)
             .or_else(|| self.shards.last().map(|s| s.last_source_id))
+            && t.record.source_id <= last
         {
-            debug_assert!(t.record.source_id > last, "threads out of order");
+            // A merge of partitions that overlap, or a plan edited by hand:
+            // such a cache would not open, so nothing is published.
+            return Err(BuildError::io(
+                rel_path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "source id {} comes after {last}: threads must come in strictly ascending source-id order; nothing was published",
+                        t.record.source_id
+                    ),
+                ),
+            ));
         }
         if !self.current.threads.is_empty()
             && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
@@ -279,7 +302,22 @@ impl CacheWriter {
 
     /// Writes the last shard, the report and the manifest, and publishes the
     /// cache at the target path. `report` should be sorted (it is stored as given).
-    pub fn finish(mut self, report: &[BadInput]) -> Result<Manifest> {
+    pub fn finish(self, report: &[BadInput]) -> Result<Manifest> {
+        self.finish_with(report, None)
+    }
+
+    /// As [`finish`](Self::finish); `before_publish` is called with the new
+    /// cache's content id and the `derived/` directory the published cache
+    /// will have (the old cache's, which publication carries over, or the
+    /// staging directory's when there is none) after everything is written
+    /// and before the swap: an error there publishes nothing. After the
+    /// swap, fingerprints files of other contents are removed from
+    /// `derived/` (nothing else there is touched).
+    pub fn finish_with(
+        mut self,
+        report: &[BadInput],
+        before_publish: Option<WriterHook<'_>>,
+    ) -> Result<Manifest> {
         if !self.current.threads.is_empty() {
             self.flush()?;
         }
@@ -290,7 +328,7 @@ impl CacheWriter {
         self.write_synced(REPORT_FILE, &[&report_bytes])?;
         self.wait_flushed()?;
 
-        let manifest = Manifest {
+        let mut manifest = Manifest {
             format: FORMAT_NAME.into(),
             format_version: FORMAT_VERSION,
             feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
@@ -320,15 +358,55 @@ impl CacheWriter {
             } else {
                 Vec::new()
             },
+            partition: self.partition.take(),
         };
+        if let Some(sum) = manifest.partition_checksum()
+            && let Some(p) = manifest.partition.as_mut()
+        {
+            p.xxh3 = sum;
+        }
         let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| BuildError::Internal {
             path: MANIFEST_FILE.into(),
             message: e.to_string(),
         })?;
         json.push(b'\n');
         self.write_synced(MANIFEST_FILE, &[&json])?;
+        // The content id, as readers compute it from the manifest's bytes.
+        let content_id = hex64(xxh3_64(&json));
+        let target = self.staging.target().to_path_buf();
+        if let Some(hook) = before_publish {
+            let home = if target.is_dir() {
+                &target
+            } else {
+                self.staging.dir()
+            };
+            hook(&content_id, &home.join(DERIVED_DIR))?;
+        }
         self.staging.publish()?;
+        remove_superseded_fingerprints(&target.join(DERIVED_DIR), &content_id);
         Ok(manifest)
+    }
+}
+
+/// What [`CacheWriter::finish_with`] calls before the swap: the content id
+/// and the `derived/` directory the published cache will have.
+pub type WriterHook<'a> = &'a mut dyn FnMut(&str, &Path) -> Result<()>;
+
+/// Removes the fingerprints files of contents other than `content_id` from
+/// `derived` (only names of exactly our shape; best effort: a file that
+/// cannot be removed is left, and a later publish tries again).
+pub(crate) fn remove_superseded_fingerprints(derived: &Path, content_id: &str) {
+    let Ok(entries) = std::fs::read_dir(derived) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if let Some(id) = fingerprints_id(&name.to_string_lossy())
+            && id != content_id
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -410,24 +488,34 @@ where
 {
     let path = dir.join(&file);
     let out = io(&path, DirectOut::create(&path))?;
+    let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
     let sink = HashingWriter {
         out,
         hasher: Xxh3Default::new(),
         len: 0,
+        failed: std::rc::Rc::clone(&failed),
     };
     let written =
         rkyv::api::high::to_bytes_in::<_, rkyv::rancor::BoxedError>(value, IoWriter::new(sink))
-            .map_err(|e| match io_cause(&e) {
-                Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
-                None => BuildError::Internal {
-                    path: file.clone().into(),
-                    message: format!("serializing the shard failed: {e}"),
-                },
+            .map_err(|e| {
+                // A write error inside serialization (a full disk) is the
+                // file's I/O error, with its OS code: not an internal one.
+                if let Some(io_err) = failed.borrow_mut().take() {
+                    return BuildError::io(&path, io_err);
+                }
+                match io_cause(&e) {
+                    Some(kind_msg) => BuildError::io(&path, std::io::Error::other(kind_msg)),
+                    None => BuildError::Internal {
+                        path: file.clone().into(),
+                        message: format!("serializing the shard failed: {e}"),
+                    },
+                }
             })?;
     let HashingWriter {
         mut out,
         hasher,
         len,
+        ..
     } = written.into_inner();
     let sum = hasher.digest();
     let footer = Footer {
@@ -444,16 +532,28 @@ where
     })
 }
 
-/// An `io::Write` that hashes and counts what it passes on.
+/// An `io::Write` that hashes and counts what it passes on, and keeps a
+/// copy of the first write error (rkyv's error type hides it).
 struct HashingWriter {
     out: DirectOut,
     hasher: Xxh3Default,
     len: u64,
+    failed: std::rc::Rc<std::cell::RefCell<Option<std::io::Error>>>,
 }
 
 impl Write for HashingWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.out.write(buf)?;
+        let n = match self.out.write(buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let copy = e.raw_os_error().map_or_else(
+                    || std::io::Error::new(e.kind(), e.to_string()),
+                    std::io::Error::from_raw_os_error,
+                );
+                self.failed.borrow_mut().get_or_insert(copy);
+                return Err(e);
+            }
+        };
         self.hasher.update(&buf[..n]);
         self.len += n as u64;
         Ok(n)

@@ -25,8 +25,22 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 pub const REPORT_FILE: &str = "report.jsonl";
 
 /// Directory inside a cache for files computed from it (statistics,
-/// embeddings): never written by a build, kept by every rebuild.
+/// embeddings, incremental fingerprints): kept by every rebuild, except the
+/// fingerprints files of superseded contents, which a publish removes.
 pub const DERIVED_DIR: &str = "derived";
+
+/// File name, inside [`DERIVED_DIR`], of the incremental-build fingerprints
+/// of the cache content `content_id` (16 hex digits).
+pub fn fingerprints_file(content_id: &str) -> String {
+    format!("fingerprints-{content_id}.json")
+}
+
+/// The content id in a name made by [`fingerprints_file`], if `name` is one
+/// (only exactly that shape: a user's `fingerprints-notes.json` is not).
+pub fn fingerprints_id(name: &str) -> Option<&str> {
+    let id = name.strip_prefix("fingerprints-")?.strip_suffix(".json")?;
+    (id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit())).then_some(id)
+}
 
 /// File name of shard `n`'s numbers.
 pub fn shard_file(n: usize) -> String {
@@ -144,5 +158,12 @@ mod tests {
         assert_eq!(shard_file(3), "shard-00003.rkyv");
         assert_eq!(text_file(3), "text-00003.rkyv");
         assert!(plain_name("a.rkyv") && !plain_name("../a") && !plain_name("d/a"));
+        let f = fingerprints_file("0123456789abcdef");
+        assert_eq!(fingerprints_id(&f), Some("0123456789abcdef"));
+        assert_eq!(fingerprints_id("fingerprints-notes.json"), None);
+        assert_eq!(
+            fingerprints_id("fingerprints-0123456789abcdef.json.tmp-1"),
+            None
+        );
     }
 }

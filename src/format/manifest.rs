@@ -5,6 +5,9 @@
 //! thread count, so the same corpus always gives a byte-identical cache.
 
 use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::format::report::BadInput;
 
 /// The manifest of a cache directory.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -35,6 +38,54 @@ pub struct Manifest {
     pub reaction_columns: Vec<String>,
     /// Names of the extra per-thread columns, in storage order.
     pub thread_columns: Vec<String>,
+    /// For a partition cache ([`build_partition`](crate::build_partition)):
+    /// which part of which plan it holds. Absent from every other cache
+    /// (so their manifests are as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionInfo>,
+}
+
+/// What a partition cache holds, written with its manifest (so it is
+/// published with the cache, never left over from an earlier build):
+/// which plan, which part of it, and the plan's threads it covers. A merge
+/// checks these against each other, against the cache's threads and
+/// against its checksum.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// The plan's id ([`Plan::id`](crate::Plan::id)).
+    pub plan_id: String,
+    /// This partition's number, `0..count`.
+    pub index: u64,
+    /// How many partitions the plan was cut into.
+    pub count: u64,
+    /// Threads in the whole plan.
+    pub plan_threads: u64,
+    /// The plan's threads this partition covers: positions
+    /// `first_thread..end_thread` in the plan's source-id order.
+    pub first_thread: u64,
+    /// End (exclusive) of that range.
+    pub end_thread: u64,
+    /// Source id of the plan's thread at `first_thread` (0 for an empty range).
+    pub first_source_id: u64,
+    /// Source id of the plan's thread at `end_thread - 1` (0 for an empty range).
+    pub last_source_id: u64,
+    /// The plan's discovery report (the same in every partition).
+    pub bad: Vec<BadInput>,
+    /// xxh3-64 of this record (with this field empty) and of the cache's
+    /// file checksums, 16 hex digits: an edit of the record is detected.
+    pub xxh3: String,
+}
+
+impl Manifest {
+    /// The checksum a partition record of this manifest must carry (see
+    /// [`PartitionInfo::xxh3`]); `None` when there is no partition record.
+    pub fn partition_checksum(&self) -> Option<String> {
+        let mut p = self.partition.clone()?;
+        p.xxh3.clear();
+        let covered = (&p, &self.shards, &self.report, self.threads, self.reactions);
+        let bytes = serde_json::to_vec(&covered).ok()?;
+        Some(hex64(xxh3_64(&bytes)))
+    }
 }
 
 /// Build options that shape the cache's content.

@@ -259,10 +259,28 @@ impl Core {
         Ok(m.texts())
     }
 
+    /// Validates every file, and the manifest's retweet count against the
+    /// shards' reactions (replies are the rest: the manifest's totals are
+    /// checked against each other when it is read).
     fn validate_all(&self) -> Result<()> {
+        let mut retweets = 0u64;
         for i in 0..self.shards.len() {
-            self.numbers(i)?;
+            let shard = self.numbers(i)?;
+            retweets += shard
+                .reactions
+                .iter()
+                .filter(|r| r.kind == crate::schema::ReactionKind::Retweet as u8)
+                .count() as u64;
             self.text(i)?;
+        }
+        if retweets != self.manifest.retweets {
+            return Err(OpenError::corrupt(
+                self.dir.join(crate::format::layout::MANIFEST_FILE),
+                format!(
+                    "the manifest says {} retweets and {} replies; the shards hold {retweets} retweets",
+                    self.manifest.retweets, self.manifest.replies
+                ),
+            ));
         }
         Ok(())
     }

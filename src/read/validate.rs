@@ -24,7 +24,9 @@ use crate::format::layout::{MANIFEST_FILE, plain_name};
 use crate::format::manifest::{FileInfo, Manifest, ShardInfo, hex64};
 use crate::format::report::{BadInput, read_jsonl};
 use crate::format::{ArchivedShard, ArchivedSpan, ArchivedTextShard, FORMAT_NAME, FORMAT_VERSION};
-use crate::schema::{FEATURE_NAMES, Feature, FeatureVec, Label, ReactionKind};
+use crate::schema::{
+    FEATURE_NAMES, Feature, FeatureVec, Label, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS,
+};
 
 type Result<T, E = OpenError> = std::result::Result<T, E>;
 
@@ -165,6 +167,32 @@ pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<(Manifest, u6
         return Err(OpenError::corrupt(
             &path,
             "feature names differ from this library's",
+        ));
+    }
+    // Views find a column by its name in the manifest: the names must be
+    // this library's, in its order (or none, for a build without them).
+    let ours = |names: &[String], known: &[&str]| {
+        names.is_empty() || names.iter().map(String::as_str).eq(known.iter().copied())
+    };
+    if !ours(&manifest.reaction_columns, &REACTION_COLUMNS)
+        || !ours(&manifest.thread_columns, &THREAD_COLUMNS)
+        || manifest.reaction_columns.is_empty() != manifest.thread_columns.is_empty()
+    {
+        return Err(OpenError::corrupt(
+            &path,
+            format!(
+                "extra column names are not this library's (reaction columns {:?}, thread columns {:?}; expected none, or {REACTION_COLUMNS:?} and {THREAD_COLUMNS:?})",
+                manifest.reaction_columns, manifest.thread_columns
+            ),
+        ));
+    }
+    if manifest.replies.checked_add(manifest.retweets) != Some(manifest.reactions) {
+        return Err(OpenError::corrupt(
+            &path,
+            format!(
+                "replies ({}) and retweets ({}) do not add up to the reactions ({})",
+                manifest.replies, manifest.retweets, manifest.reactions
+            ),
         ));
     }
     if !plain_name(&manifest.report.file) {
