@@ -23,6 +23,7 @@ use pyo3::{create_exception, intern};
 
 use socialctx as sc;
 
+mod cli;
 mod texts;
 
 use texts::{LoaderEmbedding, Picks, PyUniqueTexts};
@@ -1396,5 +1397,6 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBatch>()?;
     m.add_class::<Epoch>()?;
     m.add_class::<CacheIter>()?;
+    cli::register(m)?;
     Ok(())
 }
