@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -228,7 +229,7 @@ def test_errors_are_one_line_naming_the_file(args, needle):
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_every_help_works(command):
     r = run(*([command] if command else []), "--help")
-    assert r.stdout.startswith("usage: socialctx")
+    assert "usage: socialctx [-h] [--version] COMMAND" in r.stdout
     assert "Exit status: 0 on success, 1 on error, 2 on bad usage" in " ".join(r.stdout.split())
     if command is None:
         for c in COMMANDS:
@@ -307,3 +308,122 @@ def test_no_cargo_needed(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert len(socialctx.open(tmp_path / "c")) == 38
+
+
+# The README: its install section followed verbatim, and the recipes it gives
+# for servers (cron, Slurm, Kubernetes) run with the installed command.
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def fenced(section: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+
+
+def shell(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` in bash (-e, -u, pipefail) with the installed command on PATH."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=cwd,
+        env={**os.environ, "PATH": path, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, (code, r.stdout, r.stderr)
+    return r
+
+
+def test_readme_install_section_verbatim(tmp_path):
+    """The wheel block as written, in a directory holding the wheel, with a PATH
+    that has no cargo (CI sets SOCIALCTX_WHEEL to the wheel it built)."""
+    blocks = fenced(readme_section("Install"), "sh")
+    assert len(blocks) == 2, "the install section has a wheel block and a source block"
+    # From source: the command the test command (scripts/test-all.sh) runs.
+    assert blocks[1] == "pip install ./python\n"
+    assert '"${pip[@]}" ./python pytest' in (REPO / "scripts/test-all.sh").read_text()
+    wheel = os.environ.get("SOCIALCTX_WHEEL")
+    if not wheel:
+        pytest.skip("SOCIALCTX_WHEEL is not set (CI sets it to the wheel it built)")
+    shutil.copy(wheel, tmp_path)
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if d and not Path(d, "cargo").exists()]
+    env = {**os.environ, "PATH": os.pathsep.join(path)}
+    env.pop("VIRTUAL_ENV", None)
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks[0]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "usage: socialctx [-h] [--version] COMMAND" in r.stdout
+    installed = tmp_path / "socialctx-env/bin/socialctx"
+    b = subprocess.run(
+        [installed, "build", SAMPLE, tmp_path / "cache", "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert b.returncode == 0, b.stderr
+    assert "threads    38 (source tweets with their context)" in b.stdout
+
+
+def test_readme_cron_line_runs(tmp_path):
+    (line,) = [
+        x for x in fenced(readme_section("Nightly rebuilds"), "crontab")[0].splitlines() if x
+    ]
+    fields = line.split(None, 5)
+    assert fields[:5] == ["30", "2", "*", "*", "*"]
+    command = (
+        fields[5]
+        .replace("/opt/socialctx/bin/socialctx", str(script()))
+        .replace("/data/pheme", str(SAMPLE))
+        .replace("/data/socialctx-cache", str(tmp_path / "cache"))
+        .replace("/var/log/socialctx-nightly.log", str(tmp_path / "log"))
+    )
+    assert "--incremental" in command
+    shell(command, tmp_path)
+    shell(command, tmp_path)
+    log = (tmp_path / "log").read_text()
+    assert log.count("threads    38 (source tweets with their context)") == 2
+    assert "build      incremental" in log.split("cache      ")[-1], log
+
+
+def test_readme_partitioned_recipes_run(tmp_path, pair):
+    """The four-step example, the Slurm array (two tasks) and the Kubernetes
+    command, each merged into a cache equal to a single build."""
+    ours, _, _, _ = pair
+    section = readme_section("Partitioned builds")
+    steps, slurm = fenced(section, "sh")
+    d = tmp_path / "steps"
+    d.mkdir()
+    shell(steps.replace("CORPUS", str(SAMPLE)).replace("CACHE_DIR", "cache"), d)
+    assert files(d / "cache") == files(ours)
+
+    d = tmp_path / "slurm"
+    d.mkdir()
+    env = {"CORPUS": str(SAMPLE), "CACHE": "cache"}
+    shell('socialctx plan "$CORPUS" plan.json', d, **env)
+    task, merge = slurm.split("# then, once: ")
+    for i in range(2):
+        shell(task, d, SLURM_ARRAY_TASK_ID=str(i), SLURM_ARRAY_TASK_COUNT="2", **env)
+    shell(merge, d, **env)
+    assert files(d / "cache") == files(ours)
+
+    d = tmp_path / "k8s"
+    d.mkdir()
+    (k8s,) = re.findall(r"`(socialctx build-partition [^`]*JOB_COMPLETION_INDEX[^`]*)`", section)
+    k8s = " ".join(k8s.split()).replace("/16", "/2")
+    shell('socialctx plan "$CORPUS" plan.json', d, **env)
+    for i in range(2):
+        shell(k8s, d, JOB_COMPLETION_INDEX=str(i), **env)
+    shell('socialctx merge "$CACHE" parts/part-*', d, **env)
+    assert files(d / "cache") == files(ours)
