@@ -21,8 +21,10 @@
 # that fails to import.
 #
 # Tools (maturin, ziglang, auditwheel; pinned) come from PyPI into a venv of
-# their own: $SOCIALCTX_WHEEL_TOOLS, default target/wheel-tools (made on
-# first use). Cargo builds into $CARGO_TARGET_DIR (default target/).
+# their own: $SOCIALCTX_WHEEL_TOOLS, default wheel-tools/ in the target
+# directory (made on first use). Cargo builds into $CARGO_TARGET_DIR (default
+# target/; the --zig build lands in its x86_64-unknown-linux-gnu/, beside
+# the release/ that `cargo build --release` uses).
 set -euo pipefail
 
 out=${1:?usage: bash scripts/build-wheel.sh OUT_DIR}
@@ -31,7 +33,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 platform=manylinux_2_17
 
-tools=${SOCIALCTX_WHEEL_TOOLS:-$repo/target/wheel-tools}
+# Absolute: maturin runs in python/, where a relative path would mean another place.
+target=${CARGO_TARGET_DIR:-$repo/target}
+mkdir -p "$target"
+export CARGO_TARGET_DIR=$(cd "$target" && pwd)
+tools=${SOCIALCTX_WHEEL_TOOLS:-$CARGO_TARGET_DIR/wheel-tools}
 if [[ ! -x $tools/bin/auditwheel ]]; then
     python3 -m venv "$tools"
     "$tools/bin/pip" install --quiet --disable-pip-version-check \
