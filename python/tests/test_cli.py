@@ -229,7 +229,8 @@ def test_errors_are_one_line_naming_the_file(args, needle):
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_every_help_works(command):
     r = run(*([command] if command else []), "--help")
-    assert "usage: socialctx [-h] [--version] COMMAND" in r.stdout
+    prog = f"usage: socialctx {command}" if command else "usage: socialctx [-h] [--version] COMMAND"
+    assert r.stdout.startswith(prog), r.stdout
     assert "Exit status: 0 on success, 1 on error, 2 on bad usage" in " ".join(r.stdout.split())
     if command is None:
         for c in COMMANDS:
