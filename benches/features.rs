@@ -99,7 +99,7 @@ fn parse_source(reader: &mut TweetReader, bytes: &[u8]) -> Option<OwnedSource> {
 /// Loads up to `MAX_REACTIONS` reply files (that parse and compute cleanly) with their sources.
 fn load_samples() -> Vec<Sample> {
     let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real/pheme-veracity/corpus");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/real/pheme-veracity/corpus");
     let mut dirs = Vec::new();
     thread_dirs(&root, &mut dirs);
     let mut reader = TweetReader::new();

@@ -25,7 +25,7 @@ const BATCH: usize = 128;
 const MAX_CXT: usize = 200;
 
 fn bench_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/socialctx-bench")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/socialctx-bench")
 }
 
 /// Generates the corpus unless an earlier run finished it (marked by the

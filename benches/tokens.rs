@@ -21,7 +21,7 @@ use socialctx::internals::tokens::{Tokenizer, Tokens, warm_up};
 
 fn texts(name: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/tokens")
+        .join("../tests/fixtures/tokens")
         .join(name);
     let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     raw.lines()

@@ -32,12 +32,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     match socialctx::merge(&args.out, &args.parts) {
         Ok(s) => {
-            println!("cache      {}", args.out.display());
-            println!("threads    {}", s.manifest.threads);
-            println!("reactions  {}", s.manifest.reactions);
-            println!("skipped    {}", s.manifest.skipped);
-            println!("shards     {}", s.manifest.shards.len());
-            println!("seconds    {:.3}", s.elapsed.as_secs_f64());
+            print!("{}", socialctx::summary::merge_summary(&s, &args.out));
             ExitCode::SUCCESS
         }
         Err(e) => {

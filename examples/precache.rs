@@ -8,7 +8,6 @@
 //! into `target/socialctx-cache`.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,8 +16,9 @@ use std::time::Duration;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use socialctx::internals::write_jsonl;
+use socialctx::summary::{build_summary, plan_summary};
 use socialctx::{
-    BadInput, BuildError, BuildOptions, Plan, Progress, build, build_incremental, build_partition,
+    BuildError, BuildOptions, Plan, Progress, build, build_incremental, build_partition,
 };
 
 // Relative to the working directory (the repository root for `cargo run`),
@@ -208,12 +208,7 @@ fn main() -> ExitCode {
             });
             return match written {
                 Ok(plan) => {
-                    println!(
-                        "plan       {} ({} threads, id {})",
-                        plan_file.display(),
-                        plan.len(),
-                        plan.id()
-                    );
+                    print!("{}", plan_summary(&plan, plan_file));
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
@@ -253,95 +248,6 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let m = &summary.manifest;
-    let secs = summary.elapsed.as_secs_f64();
-    println!("cache      {}", cache.display());
-    println!("corpus     {}", corpus.display());
-    println!(
-        "threads    {} (source tweets with their context)",
-        m.threads
-    );
-    println!("workers    {}", summary.workers);
-    if let Some(note) = &summary.incremental {
-        println!("build      {note}");
-    }
-    println!("files read {}", summary.files_read);
-    println!(
-        "reactions  {} ({} replies, {} retweets)",
-        m.reactions, m.replies, m.retweets
-    );
-    println!(
-        "skipped    {} (files or threads; see report.jsonl in the cache)",
-        m.skipped
-    );
-    for (reason, n) in by_reason(&summary.report) {
-        println!("  {n:>8}  {reason}");
-    }
-    let labels = summary.labels.iter().map(|(code, n)| {
-        let label = match code {
-            1 => "rumour",
-            0 => "non-rumour",
-            _ => "unknown",
-        };
-        (label, *n)
-    });
-    let mut labels: Vec<_> = labels.collect();
-    labels.sort();
-    let line = |items: Vec<String>| items.join(", ");
-    println!(
-        "labels     {}",
-        line(labels.iter().map(|(k, n)| format!("{k} {n}")).collect())
-    );
-    println!(
-        "events     {}",
-        line(
-            summary
-                .events
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect()
-        )
-    );
-    println!("shards     {}", m.shards.len());
-    let p = &summary.phases;
-    println!(
-        "seconds    {secs:.3} (discover {:.3}, process {:.3}, publish {:.3})",
-        p.discover.as_secs_f64(),
-        p.process.as_secs_f64(),
-        p.publish.as_secs_f64()
-    );
-    println!(
-        "rate       {:.0} reactions/s",
-        m.reactions as f64 / secs.max(1e-9)
-    );
+    print!("{}", build_summary(&summary, &corpus, &cache));
     ExitCode::SUCCESS
-}
-
-/// Skipped inputs counted by kind of reason, most frequent first: the
-/// reason without its file names, line numbers and quoted values.
-fn by_reason(report: &[BadInput]) -> Vec<(String, usize)> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for b in report {
-        *counts.entry(reason_kind(&b.reason)).or_default() += 1;
-    }
-    let mut v: Vec<_> = counts.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    v
-}
-
-fn reason_kind(reason: &str) -> String {
-    let mut r = reason;
-    let mut prefix = "";
-    if let Some(rest) = r.strip_prefix("source tweet ") {
-        prefix = "source tweet: ";
-        r = rest.split_once(": ").map_or(rest, |(_, tail)| tail);
-    }
-    if let Some(rest) = r.strip_prefix("line ")
-        && let Some((n, tail)) = rest.split_once(": ")
-        && n.bytes().all(|b| b.is_ascii_digit())
-    {
-        r = tail;
-    }
-    let end = r.find([':', '"']).unwrap_or(r.len());
-    format!("{prefix}{}", r[..end].trim())
 }

@@ -65,17 +65,7 @@ fn run(args: &Args) -> socialctx::Result<()> {
         max_cxt: usize::MAX,
     };
     let s = FeatureStats::compute(&cache, &positions, &selection)?;
-    let mut table = format!("{} threads, {} reactions\n", s.threads, s.count);
-    table += &format!(
-        "{:>3}  {:<22} {:>14} {:>14} {:>14} {:>14}\n",
-        "#", "feature", "mean", "std", "min", "max"
-    );
-    for (i, name) in s.feature_names.iter().enumerate() {
-        table += &format!(
-            "{i:>3}  {name:<22} {:>14.6} {:>14.6} {:>14.6} {:>14.6}\n",
-            s.mean[i], s.std[i], s.min[i], s.max[i]
-        );
-    }
+    let table = socialctx::summary::stats_table(&s);
     // `stats | head` is fine: ignore a closed pipe.
     let _ = std::io::stdout().write_all(table.as_bytes());
     if let Some(path) = &args.save {

@@ -38,6 +38,7 @@ mod incremental;
 mod merge;
 mod read;
 mod schema;
+pub mod summary;
 mod train;
 
 pub use build::plan::{Plan, build_partition};

@@ -422,3 +422,46 @@ class Loader:
 def _verify_store(cache: Cache, name: str, same_content: bool = True) -> str: ...
 def _xxh3_file(path: _Path) -> str: ...
 def _publish_dir(staging: _Path, target: _Path) -> bool: ...
+
+# The `socialctx` command's entry points (socialctx/cli.py; python/src/cli.rs).
+# Not a public API: use socialctx.build / plan / build_partition / merge.
+_DEFAULT_MAX_FILE_BYTES: int
+
+def _cli_build(
+    corpus: _Path,
+    cache: _Path,
+    *,
+    threads: int | None = None,
+    strict: bool = False,
+    report: _Path | None = None,
+    max_file_bytes: int | None = None,
+    shard_mib: int = 16,
+    extended: bool = True,
+    io_depth: int | None = None,
+    incremental: bool = False,
+    verify: bool = False,
+    plan: _Path | None = None,
+    partition: tuple[int, int] | None = None,
+    quiet: bool = False,
+) -> str: ...
+def _cli_plan(
+    corpus: _Path,
+    plan_file: _Path,
+    *,
+    threads: int | None = None,
+    strict: bool = False,
+    max_file_bytes: int | None = None,
+    shard_mib: int = 16,
+    extended: bool = True,
+) -> str: ...
+def _cli_merge(out: _Path, parts: Sequence[_Path]) -> str: ...
+def _cli_dump(
+    cache: _Path, *, retweets: bool = False, extended: bool = False, tokens: bool = False
+) -> None: ...
+def _cli_stats(
+    cache: _Path,
+    *,
+    splits: Sequence[_Path] = ...,
+    retweets: bool = False,
+    save: _Path | None = None,
+) -> dict[str, Any]: ...

@@ -23,6 +23,7 @@ use pyo3::{create_exception, intern};
 
 use socialctx as sc;
 
+mod cli;
 mod loader;
 mod texts;
 mod vocab;
@@ -1131,5 +1132,6 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBatch>()?;
     m.add_class::<Epoch>()?;
     m.add_class::<CacheIter>()?;
+    cli::register(m)?;
     Ok(())
 }

@@ -5,6 +5,7 @@ README's test command before pytest runs)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -62,14 +63,21 @@ TOKEN_ORACLES = {
 }
 
 
+def target_dir() -> Path:
+    """Cargo's target directory: $CARGO_TARGET_DIR (a relative one is relative to
+    the repository root, where the test command runs cargo), else target/."""
+    return REPO / os.environ.get("CARGO_TARGET_DIR", "target")
+
+
 def binary(name: str) -> Path:
     """A Rust binary of this repository (example or workspace tool)."""
-    for p in (REPO / "target/release/examples" / name, REPO / "target/release" / name):
+    release = target_dir() / "release"
+    for p in (release / "examples" / name, release / name):
         if p.is_file():
             return p
     raise AssertionError(
-        f"{name} is not built: run `cargo build --release --examples -p socialctx -p gen-corpus` "
-        "(the README's test command does)"
+        f"{name} is not built in {release}: run `cargo build --release --examples -p socialctx "
+        "-p gen-corpus` (the README's test command does)"
     )
 
 

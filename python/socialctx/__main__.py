@@ -1,0 +1,5 @@
+"""``python -m socialctx``: the ``socialctx`` command (see :mod:`socialctx.cli`)."""
+
+from .cli import main
+
+raise SystemExit(main())

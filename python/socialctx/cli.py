@@ -1,0 +1,530 @@
+"""The ``socialctx`` command: the batch jobs of the Rust examples (``precache``,
+``dump``, ``stats``, ``merge``) for an installed package, no cargo needed.
+
+::
+
+    socialctx build CORPUS CACHE [--incremental] [--strict] [--threads N] [--report FILE]
+    socialctx dump CACHE [--retweets] [--extended | --tokens]
+    socialctx stats CACHE [--split CSV ...] [--retweets] [--save FILE]
+    socialctx plan CORPUS PLAN_FILE
+    socialctx build-partition CORPUS OUT --plan PLAN_FILE --partition I/N
+    socialctx merge CACHE PART [PART ...]
+    socialctx info CACHE [--json]
+
+The same Rust code runs as in the examples: ``build`` writes the same bytes
+as ``precache`` and prints the same summary. Exit status: 0 on success, 1 on
+error (one ``error: ...`` line naming the file and the reason, never a
+traceback), 2 on bad usage, 130 when interrupted (SIGINT or SIGTERM: the
+build stops between threads and nothing is published).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Callable
+
+from . import _socialctx as _ext
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_EXIT_STATUS = (
+    "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
+    "(SIGINT or SIGTERM: the build stops between threads, nothing is published)."
+)
+
+
+def _threads(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{n} is not in 1..=65535")
+    return n
+
+
+def _non_negative(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative")
+    return n
+
+
+def _shard_mib(text: str) -> int:
+    n = _non_negative(text)
+    if not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"{n} is not in 1..=1024")
+    return n
+
+
+def _partition(text: str) -> tuple[int, int]:
+    """``I/N`` as the precache example reads it."""
+    i, sep, n = text.partition("/")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (e.g. 0/4)")
+    try:
+        index = int(i.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{i!r} is not a number") from None
+    try:
+        count = int(n.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{n!r} is not a number") from None
+    if count <= 0 or not 0 <= index < count:
+        raise argparse.ArgumentTypeError(f"partition {index}/{count}: need 0 <= I < N")
+    return index, count
+
+
+def _add_threads(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-j",
+        "--threads",
+        type=_threads,
+        metavar="N",
+        help="worker threads [default: available cores]; the cache is byte-identical for any N",
+    )
+
+
+def _add_content_options(p: argparse.ArgumentParser) -> None:
+    """Options that shape the cache's content (a plan records them)."""
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first bad input (exit 1; any existing cache is left untouched); "
+        "without it, bad files are skipped and reported",
+    )
+    p.add_argument(
+        "--max-file-bytes",
+        type=_non_negative,
+        metavar="BYTES",
+        help=f"skip tweet files larger than this [default: {_ext._DEFAULT_MAX_FILE_BYTES}]",
+    )
+    p.add_argument(
+        "--shard-mib",
+        type=_shard_mib,
+        default=16,
+        metavar="MIB",
+        help="cap on one shard file, in MiB (1 to 1024) [default: 16]",
+    )
+    p.add_argument(
+        "--no-extended",
+        action="store_true",
+        help="only the reference's 28 features: skip structure.json, annotation.json, "
+        "who-follows-whom.dat and retweets.json (the extended features)",
+    )
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options of any build that writes a cache."""
+    p.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="also write the bad-input report to FILE as JSON Lines "
+        '({"path": ..., "reason": ...}, paths relative to the corpus); '
+        "checked for writing before anything is replaced",
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="do not show a progress bar on a terminal"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="socialctx",
+        description="Build and inspect socialctx feature caches: the RPDNN social-context "
+        "features of PHEME-style Twitter corpora, computed once into a memory-mapped cache. "
+        "`socialctx COMMAND --help` says more about each command. " + _EXIT_STATUS,
+    )
+    parser.add_argument("--version", action="version", version=f"socialctx {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=summary, description=f"{description} {_EXIT_STATUS}")
+        p.set_defaults(parser=p)
+        return p
+
+    p = command(
+        "build",
+        "build the feature cache of a corpus (the precache example)",
+        "Walk CORPUS for thread directories (an all-digit name with a source-tweets/ or "
+        "source-tweet/ folder; replies in reactions/ or replies/, retweets in retweets/), compute "
+        "the 28 features of every reply and retweet (and, unless --no-extended, the extended "
+        "features) and write a memory-mappable cache to CACHE, replacing any cache there "
+        "atomically (a directory that is not a cache is never replaced). Files that cannot be "
+        "used are skipped and listed in the report (report.jsonl in the cache); the build still "
+        "succeeds. Shows a progress bar on a terminal and ends with a summary.",
+    )
+    p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory to write")
+    _add_threads(p)
+    _add_content_options(p)
+    _add_run_options(p)
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="re-read only the threads whose files changed since the cache in CACHE was built "
+        "(by size, mtime, ctime, inode) and take the others from it; byte-identical to a full "
+        "build. Falls back to a full build, and says why, when reuse is not safe",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --incremental: also compare file contents (xxh3), for file systems with "
+        "coarse or unreliable timestamps (reads every file)",
+    )
+    p.add_argument(
+        "--io-depth",
+        type=_non_negative,
+        metavar="N",
+        help="prefetch threads that keep reads in flight when the corpus is not in the page "
+        "cache (0 = none) [default: 32; 0 under `ulimit -v`]",
+    )
+    p.set_defaults(run=_build)
+
+    p = command(
+        "plan",
+        "walk a corpus once into the plan of a partitioned build",
+        "Walk CORPUS once and write the plan of a partitioned build to PLAN_FILE (paths "
+        "relative to the corpus root). Then build its partitions anywhere the corpus is mounted "
+        "(`socialctx build-partition`) and join them (`socialctx merge`): byte for byte what "
+        "one `socialctx build` writes.",
+    )
+    p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
+    p.add_argument("plan", type=Path, metavar="PLAN_FILE", help="where to write the plan (JSON)")
+    _add_threads(p)
+    _add_content_options(p)
+    p.set_defaults(run=_plan)
+
+    p = command(
+        "build-partition",
+        "build one partition of a plan",
+        "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; "
+        "contiguous source-id ranges balanced by file count; reads no other partition's files). "
+        "Content options come from the plan. Slurm: --partition "
+        "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition "
+        "$JOB_COMPLETION_INDEX/N.",
+    )
+    p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
+    p.add_argument("out", type=Path, metavar="OUT", help="the partition cache directory to write")
+    p.add_argument(
+        "--plan",
+        type=Path,
+        required=True,
+        metavar="PLAN_FILE",
+        help="the plan (from `socialctx plan`)",
+    )
+    p.add_argument(
+        "--partition",
+        type=_partition,
+        required=True,
+        metavar="I/N",
+        help="which partition to build: I of N, 0 <= I < N",
+    )
+    _add_threads(p)
+    _add_run_options(p)
+    p.set_defaults(run=_build_partition)
+
+    p = command(
+        "merge",
+        "join the partition caches of a plan into one cache",
+        "Merge the partition caches of one plan (every partition, each once, in any order) into "
+        "CACHE, published atomically; byte-identical to a single build of the whole corpus. A "
+        "missing, repeated, damaged or foreign partition is an error and nothing is published.",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory to write")
+    p.add_argument("parts", type=Path, nargs="+", metavar="PART", help="the partition caches")
+    p.set_defaults(run=_merge)
+
+    p = command(
+        "dump",
+        "print a cache as JSON Lines in the oracle's format",
+        "Print CACHE as JSON Lines in the format of rpdnn_oracle.py: one line per thread in "
+        'source-id order, {"source_id", "label", "reactions": [{"id", "kind", "created_at", '
+        '"features"}]}; replies only unless --retweets. Every file is validated first.',
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    p.add_argument(
+        "--retweets",
+        action="store_true",
+        help="include retweets (the oracle's --retweets; a cache built with the extended "
+        "features also holds the retweets of retweets.json files, which the oracle does not read)",
+    )
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--extended",
+        action="store_true",
+        help="add the extended features as extra keys (per thread: event, veracity, "
+        "annotated_rumour; per reaction: depth, persistence, follows_source, followed_by_source, "
+        "reciprocal_follow, user_reliability; null = unknown)",
+    )
+    group.add_argument(
+        "--tokens",
+        action="store_true",
+        help='print the texts for embedding instead, as rpdnn_tokens.py does: {"source_id", '
+        '"reactions": [{"id", "reply_tokens", "description_tokens"}]}',
+    )
+    p.set_defaults(run=_dump)
+
+    p = command(
+        "stats",
+        "the 28 features' statistics (for normalisation)",
+        "Per-feature count, mean, population std (ddof 0), min and max over the cache's replies "
+        "(or replies and retweets), optionally only the threads of RPDNN split CSVs; what "
+        "normalised training uses (socialctx.FeatureStats.load reads the saved file).",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    p.add_argument(
+        "--split",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="CSV",
+        help="only threads listed in this split CSV (repeatable)",
+    )
+    p.add_argument(
+        "--retweets",
+        action="store_true",
+        help="include retweets (default: replies only, as the reference)",
+    )
+    p.add_argument("--save", type=Path, metavar="FILE", help="save the statistics as JSON")
+    p.set_defaults(run=_stats)
+
+    p = command(
+        "info",
+        "what a cache holds: format, counts, content id, derived stores",
+        "Print CACHE's format version, counts, build options, content id and what derived/ "
+        "holds (embedding stores and incremental-build fingerprints, each marked current or "
+        "stale against the content id). Reads only the manifest and derived/.",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    p.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    p.set_defaults(run=_info)
+    return parser
+
+
+def _build(a: argparse.Namespace) -> int:
+    summary = _ext._cli_build(
+        a.corpus,
+        a.cache,
+        threads=a.threads,
+        strict=a.strict,
+        report=a.report,
+        max_file_bytes=a.max_file_bytes,
+        shard_mib=a.shard_mib,
+        extended=not a.no_extended,
+        io_depth=a.io_depth,
+        incremental=a.incremental,
+        verify=a.verify,
+        quiet=a.quiet,
+    )
+    _out(summary)
+    return EXIT_OK
+
+
+def _build_partition(a: argparse.Namespace) -> int:
+    summary = _ext._cli_build(
+        a.corpus,
+        a.out,
+        threads=a.threads,
+        report=a.report,
+        plan=a.plan,
+        partition=a.partition,
+        quiet=a.quiet,
+    )
+    _out(summary)
+    return EXIT_OK
+
+
+def _plan(a: argparse.Namespace) -> int:
+    line = _ext._cli_plan(
+        a.corpus,
+        a.plan,
+        threads=a.threads,
+        strict=a.strict,
+        max_file_bytes=a.max_file_bytes,
+        shard_mib=a.shard_mib,
+        extended=not a.no_extended,
+    )
+    _out(line)
+    return EXIT_OK
+
+
+def _merge(a: argparse.Namespace) -> int:
+    _out(_ext._cli_merge(a.cache, a.parts))
+    return EXIT_OK
+
+
+def _dump(a: argparse.Namespace) -> int:
+    # The extension writes to file descriptor 1 itself (fast, no copies).
+    sys.stdout.flush()
+    _ext._cli_dump(a.cache, retweets=a.retweets, extended=a.extended, tokens=a.tokens)
+    return EXIT_OK
+
+
+def _stats(a: argparse.Namespace) -> int:
+    result = _ext._cli_stats(a.cache, splits=a.split, retweets=a.retweets, save=a.save)
+    for note in result["notes"]:
+        print(note, file=sys.stderr)
+    _out(result["table"])
+    if a.save is not None:
+        print(f"saved {a.save}", file=sys.stderr)
+    return EXIT_OK
+
+
+def info(cache_dir: str | Path) -> dict[str, Any]:
+    """What ``socialctx info`` prints, as a dict: the manifest's format, version,
+    counts and options, the content id, and the entries of ``derived/`` (embedding
+    stores with their field, dtype, dim and whether they match the content id;
+    incremental-build fingerprints; anything else by name)."""
+    from . import open as open_cache
+
+    cache = open_cache(cache_dir)
+    m = cache.manifest
+    content_id = cache.content_id
+    derived = Path(cache.derived_dir)
+    stores: list[dict[str, Any]] = []
+    fingerprints: list[dict[str, Any]] = []
+    other: list[str] = []
+    if derived.is_dir():
+        # Hidden entries are locks and staging directories.
+        for entry in sorted(derived.iterdir()):
+            if entry.name.startswith("."):
+                continue
+            if entry.name == "embeddings" and entry.is_dir():
+                for store in sorted(entry.iterdir()):
+                    if store.is_dir() and not store.name.startswith("."):
+                        stores.append(_store_info(store, content_id))
+            elif entry.name.startswith("fingerprints-") and entry.name.endswith(".json"):
+                of = entry.name[len("fingerprints-") : -len(".json")]
+                fingerprints.append(
+                    {"file": entry.name, "content_id": of, "current": of == content_id}
+                )
+            else:
+                other.append(entry.name + ("/" if entry.is_dir() else ""))
+    return {
+        "cache": str(cache_dir),
+        "format": m["format"],
+        "format_version": m["format_version"],
+        "content_id": content_id,
+        "threads": m["threads"],
+        "reactions": m["reactions"],
+        "replies": m["replies"],
+        "retweets": m["retweets"],
+        "skipped": m["skipped"],
+        "shards": len(m["shards"]),
+        "bytes": sum(int(s["bytes"]) + int(s["text"]["bytes"]) for s in m["shards"]),
+        "options": m["options"],
+        "reaction_columns": m["reaction_columns"],
+        "thread_columns": m["thread_columns"],
+        "derived": str(derived),
+        "embeddings": stores,
+        "fingerprints": fingerprints,
+        "other": other,
+    }
+
+
+def _store_info(store: Path, content_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": store.name}
+    try:
+        meta = json.loads((store / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        out["error"] = f"no readable meta.json ({e.__class__.__name__})"
+        return out
+    if not isinstance(meta, dict):
+        out["error"] = "meta.json is not an object"
+        return out
+    for key in ("field", "dtype", "dim", "unique", "reactions"):
+        out[key] = meta.get(key)
+    out["current"] = meta.get("cache_content_id") == content_id
+    return out
+
+
+def _info(a: argparse.Namespace) -> int:
+    d = info(a.cache)
+    if a.json:
+        _out(json.dumps(d, indent=2) + "\n")
+        return EXIT_OK
+    opts = ", ".join(f"{k} {json.dumps(v)}" for k, v in d["options"].items())
+    lines = [
+        f"cache      {d['cache']}",
+        f"format     {d['format']} version {d['format_version']}",
+        f"content id {d['content_id']}",
+        f"threads    {d['threads']}",
+        f"reactions  {d['reactions']} ({d['replies']} replies, {d['retweets']} retweets)",
+        f"skipped    {d['skipped']} (see report.jsonl in the cache)",
+        f"shards     {d['shards']} ({d['bytes']} bytes)",
+        f"options    {opts}",
+        f"columns    reaction: {', '.join(d['reaction_columns']) or '-'}; "
+        f"thread: {', '.join(d['thread_columns']) or '-'}",
+        f"derived    {d['derived']}",
+    ]
+
+    def state(current: bool) -> str:
+        return "current" if current else "stale (another content id)"
+
+    for s in d["embeddings"]:
+        if "error" in s:
+            lines.append(f"  embeddings/{s['name']}: {s['error']}")
+        else:
+            lines.append(
+                f"  embeddings/{s['name']}: field {s['field']}, {s['dtype']} x {s['dim']}, "
+                f"{s['unique']} distinct inputs, {state(s['current'])}"
+            )
+    for f in d["fingerprints"]:
+        lines.append(f"  {f['file']}: incremental-build fingerprints, {state(f['current'])}")
+    for name in d["other"]:
+        lines.append(f"  {name}")
+    if not (d["embeddings"] or d["fingerprints"] or d["other"]):
+        lines.append("  (empty)")
+    _out("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _out(text: str) -> None:
+    """Prints to stdout; a reader that went away (``| head``) is not an error."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would complain again when it flushes at exit: point stdout
+        # at /dev/null (the Python docs' recipe for SIGPIPE).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "build" and args.verify and not args.incremental:
+        args.parser.error("--verify needs --incremental")
+    # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does.
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    except ValueError:  # not the main thread (main() called from a thread)
+        previous = None
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except KeyboardInterrupt as e:
+        why = str(e) or "stopped"
+        print(f"interrupted: {why}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (_ext.Error, OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

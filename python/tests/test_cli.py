@@ -1,0 +1,430 @@
+"""The installed `socialctx` command (the console script pip puts beside the
+interpreter, and `python -m socialctx`): the same bytes, output and exit
+codes as the Rust examples it stands in for."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import socialctx
+from conftest import REPO, binary
+
+SAMPLE = REPO / "data-samples/corpus"
+COMMANDS = ["build", "plan", "build-partition", "merge", "dump", "stats", "info"]
+
+
+def script() -> Path:
+    """The console script of the installed package, beside this interpreter."""
+    p = Path(sys.executable).parent / "socialctx"
+    assert p.is_file(), f"{p} is missing: install the package (pip install ./python or the wheel)"
+    return p
+
+
+def run(*args: object, check: bool = True) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(
+        [script(), *map(str, args)], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def files(cache: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(cache.iterdir()) if p.is_file()}
+
+
+def stable(summary: str) -> list[str]:
+    """A summary without what changes from run to run (paths, times)."""
+    drop = ("cache ", "seconds ", "rate ")
+    return [line for line in summary.splitlines() if not line.startswith(drop)]
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    """The sample corpus built by `socialctx build` and by `precache`."""
+    d = tmp_path_factory.mktemp("cli")
+    ours = run("build", SAMPLE, d / "ours", "--threads", "2")
+    theirs = subprocess.run(
+        [binary("precache"), SAMPLE, d / "theirs", "--threads", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    return d / "ours", d / "theirs", ours.stdout, theirs.stdout
+
+
+def test_build_writes_the_same_bytes_and_summary_as_precache(pair):
+    ours, theirs, out, expected = pair
+    assert files(ours) == files(theirs)
+    assert set(files(ours)) >= {"manifest.json", "shard-00000.rkyv", "report.jsonl"}
+    assert stable(out) == stable(expected)
+    assert out.splitlines()[0] == f"cache      {ours}"
+    assert "threads    38 (source tweets with their context)" in out
+
+
+@pytest.mark.parametrize(
+    "flags", [[], ["--retweets"], ["--retweets", "--extended"], ["--tokens", "--retweets"]]
+)
+def test_dump_prints_what_the_dump_example_prints(pair, flags):
+    ours, _, _, _ = pair
+    expected = subprocess.run(
+        [binary("dump"), ours, *flags], capture_output=True, check=True
+    ).stdout
+    got = subprocess.run([script(), "dump", ours, *flags], capture_output=True, check=True).stdout
+    assert got == expected and len(got.splitlines()) == 38
+
+
+def test_dump_into_a_closed_pipe_is_quiet(pair):
+    ours, _, _, _ = pair
+    r = subprocess.run(
+        f"'{script()}' dump '{ours}' --retweets --extended | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and len(r.stdout) == 10
+    assert r.stderr == ""
+
+
+def test_stats_prints_the_stats_table_and_saves_it(pair, tmp_path):
+    ours, _, _, _ = pair
+    r = run("stats", ours, "--retweets", "--save", tmp_path / "stats.json")
+    expected = subprocess.run(
+        [binary("stats"), ours, "--retweets"], capture_output=True, text=True, check=True
+    )
+    assert r.stdout == expected.stdout and r.stdout.startswith("38 threads, 420 reactions\n")
+    assert r.stderr == f"saved {tmp_path / 'stats.json'}\n"
+    saved = socialctx.FeatureStats.load(tmp_path / "stats.json")
+    computed = socialctx.FeatureStats.compute(socialctx.open(ours), kinds="both")
+    assert np.array_equal(saved.mean, computed.mean)
+    # With split CSVs (ids that are not in the sample cache: a note each).
+    splits = sorted((REPO / "tests/fixtures/splits").glob("*/all_rnr_test_set_combined.csv"))[:2]
+    flags = [x for c in splits for x in ("--split", c)]
+    expected = subprocess.run([binary("stats"), ours, *flags], capture_output=True, text=True)
+    r = run("stats", ours, *flags, check=False)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        expected.returncode,
+        expected.stdout,
+        expected.stderr,
+    )
+
+
+def test_plan_partitions_and_merge_give_the_single_build(pair, tmp_path):
+    ours, _, _, _ = pair
+    plan = tmp_path / "plan.json"
+    r = run("plan", SAMPLE, plan)
+    assert r.stdout.startswith(f"plan       {plan} (")
+    for i in range(3):
+        r = run(
+            "build-partition",
+            SAMPLE,
+            tmp_path / f"part-{i}",
+            "--plan",
+            plan,
+            "--partition",
+            f"{i}/3",
+        )
+        assert r.stdout.startswith(f"cache      {tmp_path / f'part-{i}'}\n")
+    r = run("merge", tmp_path / "merged", *(tmp_path / f"part-{i}" for i in (2, 0, 1)))
+    assert r.stdout.splitlines()[1:4] == ["threads    38", "reactions  420", "skipped    17"]
+    assert files(tmp_path / "merged") == files(ours)
+    # A missing partition: an error, nothing published.
+    r = run("merge", tmp_path / "bad", tmp_path / "part-0", check=False)
+    assert r.returncode == 1 and r.stderr.startswith("error: ")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_incremental_build_and_info(tmp_path):
+    cache = tmp_path / "cache"
+    run("build", SAMPLE, cache, "--quiet")
+    r = run("build", SAMPLE, cache, "--incremental")
+    assert "build      incremental" in r.stdout or "build      " in r.stdout
+    c = socialctx.open(cache)
+
+    def model(batch: list[list[str]]) -> np.ndarray:
+        return np.stack([np.full(3, len(tokens), np.float32) for tokens in batch])
+
+    socialctx.embed(c, model, field="reply", name="reply")
+    (Path(c.derived_dir) / "notes.txt").write_text("mine")
+    d = json.loads(run("info", cache, "--json").stdout)
+    assert d["format_version"] == socialctx.FORMAT_VERSION
+    assert (d["threads"], d["reactions"], d["skipped"]) == (38, 420, 17)
+    assert d["content_id"] == c.content_id
+    assert [(s["name"], s["field"], s["dim"], s["current"]) for s in d["embeddings"]] == [
+        ("reply", "reply", 3, True)
+    ]
+    assert [f["current"] for f in d["fingerprints"]] == [True]
+    assert d["other"] == ["notes.txt"]
+    text = run("info", cache).stdout
+    assert f"content id {c.content_id}" in text
+    assert f"format     socialctx-feature-cache version {socialctx.FORMAT_VERSION}" in text
+    assert "embeddings/reply: field reply, float32 x 3" in text and "current" in text
+    # A rebuild with other content: the store is kept but stale.
+    run("build", SAMPLE, cache, "--no-extended", "-q")
+    d = json.loads(run("info", cache, "--json").stdout)
+    assert [s["current"] for s in d["embeddings"]] == [False]
+
+
+def test_report_file_and_strict(tmp_path):
+    report = tmp_path / "report.jsonl"
+    run("build", SAMPLE, tmp_path / "c", "--report", report)
+    lines = [json.loads(x) for x in report.read_text().splitlines()]
+    assert len(lines) == 17 and set(lines[0]) == {"path", "reason"}
+    r = run("build", SAMPLE, tmp_path / "strict", "--strict", check=False)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: ") and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "strict").exists()
+    r = run(
+        "build", SAMPLE, tmp_path / "c2", "--report", tmp_path / "no/such/dir/r.jsonl", check=False
+    )
+    assert r.returncode == 1
+    assert (
+        r.stderr
+        == f"error: cannot write the report to {tmp_path / 'no/such/dir/r.jsonl'}: No such file or directory (os error 2)\n"
+    )
+    assert not (tmp_path / "c2").exists()
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["dump", "/no/such/cache"], "/no/such/cache"),
+        (["stats", "/no/such/cache"], "/no/such/cache"),
+        (["info", "/no/such/cache"], "/no/such/cache"),
+        (["build", "/no/such/corpus", "/tmp/socialctx-never"], "/no/such/corpus"),
+        (["plan", "/no/such/corpus", "/tmp/socialctx-never.json"], "/no/such/corpus"),
+        (
+            [
+                "build-partition",
+                SAMPLE,
+                "/tmp/x",
+                "--plan",
+                "/no/such/plan.json",
+                "--partition",
+                "0/2",
+            ],
+            "/no/such/plan.json",
+        ),
+    ],
+)
+def test_errors_are_one_line_naming_the_file(args, needle):
+    r = run(*args, check=False)
+    assert r.returncode == 1, r
+    assert r.stderr.startswith("error: ") and str(needle) in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_every_help_works(command):
+    r = run(*([command] if command else []), "--help")
+    prog = f"usage: socialctx {command}" if command else "usage: socialctx [-h] [--version] COMMAND"
+    assert r.stdout.startswith(prog), r.stdout
+    assert "Exit status: 0 on success, 1 on error, 2 on bad usage" in " ".join(r.stdout.split())
+    if command is None:
+        for c in COMMANDS:
+            assert c in r.stdout
+
+
+def test_python_dash_m_and_version():
+    r = subprocess.run(
+        [sys.executable, "-m", "socialctx", "--version"], capture_output=True, text=True, check=True
+    )
+    assert r.stdout.strip() == f"socialctx {socialctx.__version__}"
+    r = subprocess.run(
+        [sys.executable, "-m", "socialctx", "build", "--help"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "--incremental" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["frobnicate"],
+        ["build"],
+        ["build", SAMPLE],
+        ["build", SAMPLE, "/tmp/x", "--threads", "0"],
+        ["build", SAMPLE, "/tmp/x", "--threads", "many"],
+        ["build", SAMPLE, "/tmp/x", "--shard-mib", "0"],
+        ["build", SAMPLE, "/tmp/x", "--verify"],
+        ["build", SAMPLE, "/tmp/x", "--bogus"],
+        ["build-partition", SAMPLE, "/tmp/x", "--plan", "p.json"],
+        ["build-partition", SAMPLE, "/tmp/x", "--plan", "p.json", "--partition", "2/2"],
+        ["build-partition", SAMPLE, "/tmp/x", "--plan", "p.json", "--partition", "1"],
+        ["merge", "/tmp/x"],
+        ["dump", "/tmp/x", "--extended", "--tokens"],
+        ["stats"],
+        ["info"],
+    ],
+)
+def test_bad_usage_exits_2(args):
+    r = run(*args, check=False)
+    assert r.returncode == 2, r
+    assert "usage: socialctx" in r.stderr and "Traceback" not in r.stderr
+    assert not Path("/tmp/x").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_build_and_keeps_the_old_cache(big_corpus, tmp_path, sig):
+    out = tmp_path / "cache"
+    run("build", SAMPLE, out, "-q")
+    before = files(out)
+    child = subprocess.Popen(
+        [script(), "build", big_corpus, out, "--threads", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Into the build (seconds at one thread): once its staging directory exists.
+    deadline = time.monotonic() + 30
+    while not [n for n in os.listdir(tmp_path) if ".tmp-" in n]:
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+        time.sleep(0.01)
+    child.send_signal(sig)
+    stdout, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, (stdout, stderr)
+    assert stderr == f"interrupted: nothing was published; {out} is as it was\n"
+    assert files(out) == before
+    assert [n for n in os.listdir(tmp_path) if ".tmp-" in n] == []
+
+
+def test_no_cargo_needed(tmp_path):
+    """The command runs with a PATH that has only the venv's bin (no cargo, no rustc)."""
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    assert shutil.which("cargo", path=env["PATH"]) is None
+    r = subprocess.run(
+        [script(), "build", SAMPLE, tmp_path / "c", "-q"], env=env, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert len(socialctx.open(tmp_path / "c")) == 38
+
+
+# The README: its install section followed verbatim, and the recipes it gives
+# for servers (cron, Slurm, Kubernetes) run with the installed command.
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def fenced(section: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+
+
+def shell(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` in bash (-e, -u, pipefail) with the installed command on PATH."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=cwd,
+        env={**os.environ, "PATH": path, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, (code, r.stdout, r.stderr)
+    return r
+
+
+def test_readme_install_section_verbatim(tmp_path):
+    """The wheel block as written, in a directory holding the wheel, with a PATH
+    that has no cargo (CI sets SOCIALCTX_WHEEL to the wheel it built)."""
+    blocks = fenced(readme_section("Install"), "sh")
+    assert len(blocks) == 2, "the install section has a wheel block and a source block"
+    # From source: the command the test command (scripts/test-all.sh) runs.
+    assert blocks[1] == "pip install ./python\n"
+    assert '"${pip[@]}" ./python pytest' in (REPO / "scripts/test-all.sh").read_text()
+    wheel = os.environ.get("SOCIALCTX_WHEEL")
+    if not wheel:
+        pytest.skip("SOCIALCTX_WHEEL is not set (CI sets it to the wheel it built)")
+    shutil.copy(wheel, tmp_path)
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if d and not Path(d, "cargo").exists()]
+    env = {**os.environ, "PATH": os.pathsep.join(path)}
+    env.pop("VIRTUAL_ENV", None)
+    r = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", blocks[0]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "usage: socialctx [-h] [--version] COMMAND" in r.stdout
+    installed = tmp_path / "socialctx-env/bin/socialctx"
+    b = subprocess.run(
+        [installed, "build", SAMPLE, tmp_path / "cache", "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert b.returncode == 0, b.stderr
+    assert "threads    38 (source tweets with their context)" in b.stdout
+
+
+def test_readme_cron_line_runs(tmp_path):
+    (line,) = [
+        x for x in fenced(readme_section("Nightly rebuilds"), "crontab")[0].splitlines() if x
+    ]
+    fields = line.split(None, 5)
+    assert fields[:5] == ["30", "2", "*", "*", "*"]
+    command = (
+        fields[5]
+        .replace("/opt/socialctx/bin/socialctx", str(script()))
+        .replace("/data/pheme", str(SAMPLE))
+        .replace("/data/socialctx-cache", str(tmp_path / "cache"))
+        .replace("/var/log/socialctx-nightly.log", str(tmp_path / "log"))
+    )
+    assert "--incremental" in command
+    shell(command, tmp_path)
+    shell(command, tmp_path)
+    log = (tmp_path / "log").read_text()
+    assert log.count("threads    38 (source tweets with their context)") == 2
+    assert "build      incremental" in log.split("cache      ")[-1], log
+
+
+def test_readme_partitioned_recipes_run(tmp_path, pair):
+    """The four-step example, the Slurm array (two tasks) and the Kubernetes
+    command, each merged into a cache equal to a single build."""
+    ours, _, _, _ = pair
+    section = readme_section("Partitioned builds")
+    steps, slurm = fenced(section, "sh")
+    d = tmp_path / "steps"
+    d.mkdir()
+    shell(steps.replace("CORPUS", str(SAMPLE)).replace("CACHE_DIR", "cache"), d)
+    assert files(d / "cache") == files(ours)
+
+    d = tmp_path / "slurm"
+    d.mkdir()
+    env = {"CORPUS": str(SAMPLE), "CACHE": "cache"}
+    shell('socialctx plan "$CORPUS" plan.json', d, **env)
+    task, merge = slurm.split("# then, once: ")
+    for i in range(2):
+        shell(task, d, SLURM_ARRAY_TASK_ID=str(i), SLURM_ARRAY_TASK_COUNT="2", **env)
+    shell(merge, d, **env)
+    assert files(d / "cache") == files(ours)
+
+    d = tmp_path / "k8s"
+    d.mkdir()
+    (k8s,) = re.findall(r"`(socialctx build-partition [^`]*JOB_COMPLETION_INDEX[^`]*)`", section)
+    k8s = " ".join(k8s.split()).replace("/16", "/2")
+    shell('socialctx plan "$CORPUS" plan.json', d, **env)
+    for i in range(2):
+        shell(k8s, d, JOB_COMPLETION_INDEX=str(i), **env)
+    shell('socialctx merge "$CACHE" parts/part-*', d, **env)
+    assert files(d / "cache") == files(ours)

@@ -1,0 +1,184 @@
+//! The text the command-line tools print after a build, a merge or a
+//! statistics run: the `precache`, `merge` and `stats` examples and the
+//! Python package's `socialctx` command print the same lines from here, so
+//! that they cannot drift apart.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::{BadInput, BuildSummary, FeatureStats};
+
+/// The summary of a build of `corpus` into `cache`: counts, skipped inputs by
+/// kind of reason, labels, events, shards, seconds per phase and the rate,
+/// one `name       value` line each, ending with a newline.
+pub fn build_summary(summary: &BuildSummary, corpus: &Path, cache: &Path) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_build(&mut s, summary, corpus, cache);
+    s
+}
+
+fn write_build(
+    s: &mut String,
+    summary: &BuildSummary,
+    corpus: &Path,
+    cache: &Path,
+) -> std::fmt::Result {
+    let m = &summary.manifest;
+    let secs = summary.elapsed.as_secs_f64();
+    writeln!(s, "cache      {}", cache.display())?;
+    writeln!(s, "corpus     {}", corpus.display())?;
+    writeln!(
+        s,
+        "threads    {} (source tweets with their context)",
+        m.threads
+    )?;
+    writeln!(s, "workers    {}", summary.workers)?;
+    if let Some(note) = &summary.incremental {
+        writeln!(s, "build      {note}")?;
+    }
+    writeln!(s, "files read {}", summary.files_read)?;
+    writeln!(
+        s,
+        "reactions  {} ({} replies, {} retweets)",
+        m.reactions, m.replies, m.retweets
+    )?;
+    writeln!(
+        s,
+        "skipped    {} (files or threads; see report.jsonl in the cache)",
+        m.skipped
+    )?;
+    for (reason, n) in by_reason(&summary.report) {
+        writeln!(s, "  {n:>8}  {reason}")?;
+    }
+    let mut labels: Vec<(&str, u64)> = summary
+        .labels
+        .iter()
+        .map(|(code, n)| {
+            let label = match code {
+                1 => "rumour",
+                0 => "non-rumour",
+                _ => "unknown",
+            };
+            (label, *n)
+        })
+        .collect();
+    labels.sort();
+    let line = |items: Vec<String>| items.join(", ");
+    writeln!(
+        s,
+        "labels     {}",
+        line(labels.iter().map(|(k, n)| format!("{k} {n}")).collect())
+    )?;
+    writeln!(
+        s,
+        "events     {}",
+        line(
+            summary
+                .events
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect()
+        )
+    )?;
+    writeln!(s, "shards     {}", m.shards.len())?;
+    let p = &summary.phases;
+    writeln!(
+        s,
+        "seconds    {secs:.3} (discover {:.3}, process {:.3}, publish {:.3})",
+        p.discover.as_secs_f64(),
+        p.process.as_secs_f64(),
+        p.publish.as_secs_f64()
+    )?;
+    writeln!(
+        s,
+        "rate       {:.0} reactions/s",
+        m.reactions as f64 / secs.max(1e-9)
+    )
+}
+
+/// The summary of a merge into `cache`, ending with a newline.
+pub fn merge_summary(summary: &BuildSummary, cache: &Path) -> String {
+    let m = &summary.manifest;
+    format!(
+        "cache      {}\nthreads    {}\nreactions  {}\nskipped    {}\nshards     {}\nseconds    {:.3}\n",
+        cache.display(),
+        m.threads,
+        m.reactions,
+        m.skipped,
+        m.shards.len(),
+        summary.elapsed.as_secs_f64()
+    )
+}
+
+/// The line a plan prints: where it went, its threads and its id.
+pub fn plan_summary(plan: &crate::Plan, plan_file: &Path) -> String {
+    format!(
+        "plan       {} ({} threads, id {})\n",
+        plan_file.display(),
+        plan.len(),
+        plan.id()
+    )
+}
+
+/// The table the `stats` example prints: threads and reactions counted,
+/// then per feature its mean, std, min and max.
+pub fn stats_table(s: &FeatureStats) -> String {
+    let mut table = format!("{} threads, {} reactions\n", s.threads, s.count);
+    table += &format!(
+        "{:>3}  {:<22} {:>14} {:>14} {:>14} {:>14}\n",
+        "#", "feature", "mean", "std", "min", "max"
+    );
+    for (i, name) in s.feature_names.iter().enumerate() {
+        table += &format!(
+            "{i:>3}  {name:<22} {:>14.6} {:>14.6} {:>14.6} {:>14.6}\n",
+            s.mean[i], s.std[i], s.min[i], s.max[i]
+        );
+    }
+    table
+}
+
+/// Skipped inputs counted by kind of reason, most frequent first: the
+/// reason without its file names, line numbers and quoted values.
+pub fn by_reason(report: &[BadInput]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for b in report {
+        *counts.entry(reason_kind(&b.reason)).or_default() += 1;
+    }
+    let mut v: Vec<_> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+fn reason_kind(reason: &str) -> String {
+    let mut r = reason;
+    let mut prefix = "";
+    if let Some(rest) = r.strip_prefix("source tweet ") {
+        prefix = "source tweet: ";
+        r = rest.split_once(": ").map_or(rest, |(_, tail)| tail);
+    }
+    if let Some(rest) = r.strip_prefix("line ")
+        && let Some((n, tail)) = rest.split_once(": ")
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        r = tail;
+    }
+    let end = r.find([':', '"']).unwrap_or(r.len());
+    format!("{prefix}{}", r[..end].trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason_kind;
+
+    #[test]
+    fn reasons_lose_their_specifics() {
+        assert_eq!(reason_kind("not valid JSON: x"), "not valid JSON");
+        assert_eq!(
+            reason_kind("source tweet 12.json: missing field \"id\""),
+            "source tweet: missing field"
+        );
+        assert_eq!(reason_kind("line 3: too long"), "too long");
+    }
+}
