@@ -10,6 +10,7 @@
     socialctx build-partition CORPUS OUT --plan PLAN_FILE --partition I/N
     socialctx merge CACHE PART [PART ...]
     socialctx info CACHE [--json]
+    socialctx embed CACHE --model MODULE:CALLABLE --name NAME [--field F] [--model-id ID]
 
 The same Rust code runs as in the examples: ``build`` writes the same bytes
 as ``precache`` and prints the same summary. Exit status: 0 on success, 1 on
@@ -311,6 +312,42 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
     p.add_argument("--json", action="store_true", help="print the same as one JSON object")
     p.set_defaults(run=_info)
+
+    p = command(
+        "embed",
+        "embed a text field's distinct inputs with your model into a store",
+        "Run MODEL once per batch of the distinct non-empty inputs of --field in CACHE and "
+        "write the embedding store derived/embeddings/NAME (what Loader(embeddings=[NAME]) "
+        "and socialctx.torch.EmbeddingTable read). MODEL is `module:callable`, importable "
+        "from the current directory or PYTHONPATH: called with a list of token lists, it "
+        "returns a [len, dim] array. With --model-id, a store of the cache's previous "
+        "content (after `socialctx build --incremental`) gives back the rows of every input "
+        "it already has, and MODEL runs only for the new ones. Resumes after an "
+        "interruption. Shows a progress bar on a terminal and ends with a summary.",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    p.add_argument("--model", required=True, metavar="MODULE:CALLABLE", help="the model")
+    p.add_argument("--name", required=True, help="the store's name")
+    p.add_argument(
+        "--field",
+        choices=("reply", "description"),
+        default="reply",
+        help="RPDNN's reply tokens or the authors' descriptions [default: reply]",
+    )
+    p.add_argument(
+        "--model-id",
+        metavar="ID",
+        help="the model's identity (e.g. a hash of its weights): rows are reused only "
+        "under the same id",
+    )
+    p.add_argument(
+        "--batch-size", type=_threads, default=256, metavar="N", help="inputs per call [256]"
+    )
+    p.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="[float32]")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="do not show a progress bar on a terminal"
+    )
+    p.set_defaults(run=_embed)
     return parser
 
 
@@ -449,6 +486,58 @@ def _store_info(store: Path, content_id: str) -> dict[str, Any]:
         out[key] = meta.get(key)
     out["current"] = meta.get("cache_content_id") == content_id
     return out
+
+
+def _load_model(spec: str) -> Callable[[list[list[str]]], Any]:
+    import importlib
+
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"--model {spec!r} is not MODULE:CALLABLE")
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # the current directory, as `python -m` has it
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"--model {spec!r}: cannot import {module!r} ({e})") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ValueError(f"--model {spec!r}: {module} has no {attr!r}") from None
+    if not callable(obj):
+        raise ValueError(f"--model {spec!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def _embed(a: argparse.Namespace) -> int:
+    import time
+
+    from . import embed, open
+
+    model = _load_model(a.model)
+    cache = open(a.cache)
+    started = time.monotonic()
+    r = embed(
+        cache,
+        model,
+        field=a.field,
+        name=a.name,
+        batch_size=a.batch_size,
+        dtype=a.dtype,
+        model_id=a.model_id,
+        progress=False if a.quiet else None,
+    )
+    _out(
+        f"store      {Path(cache.derived_dir) / 'embeddings' / a.name}\n"
+        f"inputs     {r['unique']} distinct ({r['reactions']} reactions), dim {r['dim']}\n"
+        f"new        {r['new']} (embedded now, {r['calls']} model calls)\n"
+        f"reused     {r['reused']} (rows of the previous store)\n"
+        f"dropped    {r['dropped']} (rows no longer needed)\n"
+        f"resumed    {r['resumed']} batches from an interrupted run\n"
+        f"seconds    {time.monotonic() - started:.3f}\n"
+    )
+    return EXIT_OK
 
 
 def _info(a: argparse.Namespace) -> int:

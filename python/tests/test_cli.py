@@ -21,7 +21,7 @@ import socialctx
 from conftest import REPO, binary
 
 SAMPLE = REPO / "data-samples/corpus"
-COMMANDS = ["build", "plan", "build-partition", "merge", "dump", "stats", "info"]
+COMMANDS = ["build", "plan", "build-partition", "merge", "dump", "stats", "info", "embed"]
 
 
 def script() -> Path:
@@ -377,25 +377,37 @@ def test_readme_install_section_verbatim(tmp_path):
     assert "threads    38 (source tweets with their context)" in b.stdout
 
 
-def test_readme_cron_line_runs(tmp_path):
-    (line,) = [
-        x for x in fenced(readme_section("Nightly rebuilds"), "crontab")[0].splitlines() if x
-    ]
-    fields = line.split(None, 5)
-    assert fields[:5] == ["30", "2", "*", "*", "*"]
-    command = (
-        fields[5]
-        .replace("/opt/socialctx/bin/socialctx", str(script()))
-        .replace("/data/pheme", str(SAMPLE))
-        .replace("/data/socialctx-cache", str(tmp_path / "cache"))
-        .replace("/var/log/socialctx-nightly.log", str(tmp_path / "log"))
-    )
-    assert "--incremental" in command
-    shell(command, tmp_path)
-    shell(command, tmp_path)
+def test_readme_cron_lines_run(tmp_path):
+    """The nightly job as the README's two crontab lines: the incremental
+    build, then the embed (with a toy model in place of ELMo)."""
+    blocks = fenced(readme_section("Nightly rebuilds"), "crontab")
+    assert len(blocks) == 2
+    (models := tmp_path / "models").mkdir()
+    (models / "elmo_rpdnn.py").write_text(TOY_MODEL)
+
+    def command(block: str, minute: str) -> str:
+        (line,) = [x for x in block.splitlines() if x]
+        fields = line.split(None, 5)
+        assert fields[:5] == [minute, "2", "*", "*", "*"]
+        return (
+            fields[5]
+            .replace("/opt/socialctx/bin/socialctx", str(script()))
+            .replace("/opt/models", str(models))
+            .replace("/data/pheme", str(SAMPLE))
+            .replace("/data/socialctx-cache", str(tmp_path / "cache"))
+            .replace("/var/log/socialctx-nightly.log", str(tmp_path / "log"))
+        )
+
+    build, embed = command(blocks[0], "30"), command(blocks[1], "45")
+    assert "--incremental" in build and "--model-id" in embed
+    for _ in range(2):
+        shell(build, tmp_path)
+        shell(embed, tmp_path)
     log = (tmp_path / "log").read_text()
     assert log.count("threads    38 (source tweets with their context)") == 2
     assert "build      incremental" in log.split("cache      ")[-1], log
+    # The second night's cache is unchanged: every row is reused.
+    assert log.count("new        0 (embedded now, 0 model calls)") == 1, log
 
 
 def test_readme_partitioned_recipes_run(tmp_path, pair):
@@ -428,3 +440,51 @@ def test_readme_partitioned_recipes_run(tmp_path, pair):
         shell(k8s, d, JOB_COMPLETION_INDEX=str(i), **env)
     shell('socialctx merge "$CACHE" parts/part-*', d, **env)
     assert files(d / "cache") == files(ours)
+
+
+TOY_MODEL = """
+import numpy as np
+
+def embed(batch):
+    return np.stack([np.array([len(t), sum(map(len, t)) % 97, 1.0], np.float32) for t in batch])
+"""
+
+
+def test_nightly_recipe_one_command_per_stage(tmp_path):
+    """The README's nightly job: an incremental build, then an embed that
+    runs the model only for the night's new inputs."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    (tmp_path / "toymodel.py").write_text(TOY_MODEL)
+    cache = tmp_path / "cache"
+
+    def cli(*args: object) -> str:
+        r = subprocess.run(
+            [script(), *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        return r.stdout
+
+    embed = ("embed", cache, "--model", "toymodel:embed", "--name", "r", "--model-id", "toy-1")
+    cli("build", corpus, cache, "-q")
+    first = cli(*embed)
+    assert "reused     0 " in first
+    reply = sorted(corpus.rglob("reactions/*.json"))[0]
+    tweet = json.loads(reply.read_text())
+    tweet["text"] = tweet["full_text"] = "tonight's only new reply to the sample corpus"
+    reply.write_text(json.dumps(tweet))
+    cli("build", corpus, cache, "--incremental", "-q")
+    night = cli(*embed)
+    assert "new        1 (embedded now, 1 model calls)" in night, night
+    bad = subprocess.run(
+        [script(), "embed", cache, "--model", "nosuchmodule:f", "--name", "x"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "nosuchmodule" in bad.stderr
