@@ -78,7 +78,7 @@ pub struct PartitionInfo {
 
 impl Manifest {
     /// The checksum a partition record of this manifest must carry (see
-    /// [`PartitionInfo::xxh3`]); `None` when there is no partition record.
+    /// `PartitionInfo::xxh3`); `None` when there is no partition record.
     pub fn partition_checksum(&self) -> Option<String> {
         let mut p = self.partition.clone()?;
         p.xxh3.clear();
