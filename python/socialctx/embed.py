@@ -429,24 +429,76 @@ def _copy_reused(
     reuse_from: npt.NDArray[np.int64],
 ) -> None:
     """Creates the rows file and writes the reused rows into it (the others
-    are written as the model computes them), in bounded memory."""
+    are written as the model computes them), in bounded memory.
+
+    A rebuilt cache mostly keeps its inputs' order, so the reused rows come
+    in long runs of consecutive source rows: each run is copied inside the
+    kernel (``copy_file_range``), without paging the rows through Python.
+    Scattered rows, or a file system that cannot, go through NumPy."""
     dim = int(source.meta["dim"])
     fd, data_at = _create_vectors(path, dtype, (total, dim))
-    item = np.dtype(_DTYPES[dtype]).itemsize
+    row = np.dtype(_DTYPES[dtype]).itemsize * dim
     try:
-        chunk = max(1, (8 << 20) // max(dim * item, 1))
-        for start in range(0, total, chunk):
-            stop = min(total, start + chunk)
-            src = reuse_from[start:stop]
-            have = src >= 0
-            if not have.any():
-                continue
-            rows = np.zeros((stop - start, dim), dtype=_DTYPES[dtype])
-            rows[have] = source.vectors[src[have]]
-            _pwrite_all(fd, rows.tobytes(), data_at + start * dim * item, path)
+        have = reuse_from >= 0
+        cont = np.zeros(total, dtype=bool)
+        cont[1:] = have[1:] & have[:-1] & (reuse_from[1:] == reuse_from[:-1] + 1)
+        starts = np.flatnonzero(have & ~cont)
+        fast = len(starts) * 64 <= total
+        if not (fast and _copy_runs(fd, data_at, source, reuse_from, have, cont, starts, row)):
+            chunk = max(1, (8 << 20) // max(row, 1))
+            for start in range(0, total, chunk):
+                stop = min(total, start + chunk)
+                src = reuse_from[start:stop]
+                picked = src >= 0
+                if not picked.any():
+                    continue
+                rows = np.zeros((stop - start, dim), dtype=_DTYPES[dtype])
+                rows[picked] = source.vectors[src[picked]]
+                _pwrite_all(fd, rows.tobytes(), data_at + start * row, path)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _copy_runs(
+    fd: int,
+    data_at: int,
+    source: _Source,
+    reuse_from: npt.NDArray[np.int64],
+    have: npt.NDArray[np.bool_],
+    cont: npt.NDArray[np.bool_],
+    starts: npt.NDArray[np.int64],
+    row: int,
+) -> bool:
+    """Copies each run of reused rows with ``copy_file_range``; False (and
+    nothing to undo: the caller rewrites every row) where the kernel or the
+    file system cannot."""
+    copy = getattr(os, "copy_file_range", None)
+    src_path = getattr(source.vectors, "filename", None)
+    src_at = getattr(source.vectors, "offset", None)
+    if copy is None or src_path is None or src_at is None:
+        return False
+    # A run from a start goes on while the next row continues it.
+    breaks = np.flatnonzero(~cont)
+    at = np.searchsorted(breaks, starts, side="right")
+    ends = np.where(at < len(breaks), breaks[np.minimum(at, len(breaks) - 1)], len(have))
+    src_fd = os.open(src_path, os.O_RDONLY)
+    try:
+        for a, z in zip(starts.tolist(), ends.tolist()):
+            length = (z - a) * row
+            off_src = src_at + int(reuse_from[a]) * row
+            off_dst = data_at + a * row
+            while length:
+                try:
+                    done = copy(src_fd, fd, length, off_src, off_dst)
+                except OSError:
+                    return False
+                if done == 0:
+                    return False
+                length, off_src, off_dst = length - done, off_src + done, off_dst + done
+    finally:
+        os.close(src_fd)
+    return True
 
 
 def _npy_header(dtype: str, shape: tuple[int, int]) -> bytes:
