@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::io::Write;
 use std::path::Path;
@@ -39,7 +40,7 @@ impl Vocabulary {
     /// threads at `positions` (all when `None`), keeps those seen at least
     /// `min_count` times and, with `max_size`, the `max_size` most frequent
     /// of them.
-    pub fn count<C: ThreadSource + ?Sized>(
+    pub fn count<C: ThreadSource + Sync + ?Sized>(
         cache: &C,
         field: TextField,
         kinds: Kinds,
@@ -47,7 +48,6 @@ impl Vocabulary {
         min_count: u64,
         max_size: Option<usize>,
     ) -> Result<Self, LoadError> {
-        let mut counts: FxHashMap<&str, u64> = FxHashMap::default();
         let all: Vec<usize>;
         let positions = match positions {
             Some(p) => p,
@@ -56,18 +56,37 @@ impl Vocabulary {
                 &all
             }
         };
-        for &pos in positions {
-            let t = cache
-                .texts_at(pos)?
-                .ok_or(LoadError::NoSuchThread { position: pos })?;
-            for r in t.reactions().filter(|r| kinds.includes(r.kind())) {
-                if let Some(tokens) = field.tokens_of(&r) {
-                    for tok in tokens.iter() {
-                        *counts.entry(tok).or_insert(0) += 1;
+        // One map per rayon job over a run of threads, merged at the end:
+        // the tokens stay borrowed from the map, and the result does not
+        // depend on how the work was split (it is sorted below).
+        let count_run = |run: &[usize]| -> Result<FxHashMap<&str, u64>, LoadError> {
+            let mut counts: FxHashMap<&str, u64> = FxHashMap::default();
+            for &pos in run {
+                let t = cache
+                    .texts_at(pos)?
+                    .ok_or(LoadError::NoSuchThread { position: pos })?;
+                for r in t.reactions().filter(|r| kinds.includes(r.kind())) {
+                    if let Some(tokens) = field.tokens_of(&r) {
+                        for tok in tokens.iter() {
+                            *counts.entry(tok).or_insert(0) += 1;
+                        }
                     }
                 }
             }
-        }
+            Ok(counts)
+        };
+        let runs = positions.len().div_ceil(512).max(1);
+        let counts = positions
+            .par_chunks(positions.len().div_ceil(runs).max(1))
+            .map(count_run)
+            .try_reduce(FxHashMap::default, |mut a, b| {
+                let (small, mut big) = if a.len() < b.len() { (a, b) } else { (b, a) };
+                for (tok, n) in small {
+                    *big.entry(tok).or_insert(0) += n;
+                }
+                a = big;
+                Ok(a)
+            })?;
         let mut sorted: Vec<(&str, u64)> = counts
             .into_iter()
             .filter(|&(_, c)| c >= min_count.max(1))
