@@ -18,7 +18,7 @@ use pyo3::types::PyDict;
 
 use socialctx as sc;
 
-use super::{BuildError, CacheError, Error, build_err};
+use super::{CacheError, Error, build_err};
 
 /// Adds this module's functions and constants to the extension module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -165,43 +165,20 @@ fn _cli_build(
         cancel: AtomicBool::new(false),
     });
 
-    let (tx, rx) = crossbeam_channel::bounded(1);
     let worker = Arc::clone(&progress);
     let (c, d) = (corpus.clone(), cache.clone());
-    let handle = std::thread::Builder::new()
-        .name("socialctx-build".into())
-        .spawn(move || {
-            let built = match &plan {
-                Some((plan_file, part)) => sc::Plan::load(plan_file).and_then(|plan| {
-                    sc::build_partition(&c, &plan, *part, &d, opts.threads, &*worker)
-                }),
-                None if incremental => sc::build_incremental(&c, &d, &opts, &*worker),
-                None => sc::build(&c, &d, &opts, &*worker),
-            };
-            let _ = tx.send(built);
-        })
-        .map_err(|e| BuildError::new_err(format!("cannot start the build thread: {e}")))?;
-    let mut interrupted = false;
-    let result = loop {
-        match py.detach(|| rx.recv_timeout(Duration::from_millis(100))) {
-            Ok(r) => break r,
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                break Err(sc::BuildError::Internal {
-                    path: corpus.clone(),
-                    message: "the build thread stopped without a result".into(),
-                });
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-        }
-        // SIGINT, or SIGTERM where the command made it raise too: stop
-        // between threads; the staging directory is removed, any old
-        // cache stays.
-        if !interrupted && py.check_signals().is_err() {
-            progress.cancel.store(true, Ordering::Relaxed);
-            interrupted = true;
-        }
+    let job = move || match &plan {
+        Some((plan_file, part)) => sc::Plan::load(plan_file)
+            .and_then(|plan| sc::build_partition(&c, &plan, *part, &d, opts.threads, &*worker)),
+        None if incremental => sc::build_incremental(&c, &d, &opts, &*worker),
+        None => sc::build(&c, &d, &opts, &*worker),
     };
-    let _ = py.detach(|| handle.join());
+    // SIGINT, or SIGTERM where the command made it raise too: the build
+    // stops between threads; the staging directory is removed, any old
+    // cache stays.
+    let (result, interrupted) =
+        crate::background::run_build(py, &corpus, &progress.cancel, job, || {})?;
+    let interrupted = interrupted.is_some();
     bar.finish_and_clear();
     let summary = match result {
         // Too late to stop: the build published before it saw the flag.

@@ -23,6 +23,7 @@ use pyo3::{create_exception, intern};
 
 use socialctx as sc;
 
+mod background;
 mod cli;
 mod loader;
 mod texts;
@@ -696,20 +697,15 @@ fn build<'py>(
         opts = opts.threads(n);
     }
     let state = Arc::new(BuildProgress::default());
-    let (tx, rx) = crossbeam_channel::bounded(1);
     let worker_state = Arc::clone(&state);
     let (c, d) = (corpus.clone(), cache_dir.clone());
-    let handle = std::thread::Builder::new()
-        .name("socialctx-build".into())
-        .spawn(move || {
-            let built = if incremental {
-                sc::build_incremental(&c, &d, &opts, &*worker_state)
-            } else {
-                sc::build(&c, &d, &opts, &*worker_state)
-            };
-            let _ = tx.send(built);
-        })
-        .map_err(|e| BuildError::new_err(format!("cannot start the build thread: {e}")))?;
+    let job = move || {
+        if incremental {
+            sc::build_incremental(&c, &d, &opts, &*worker_state)
+        } else {
+            sc::build(&c, &d, &opts, &*worker_state)
+        }
+    };
     let show = progress
         && py
             .import("sys")?
@@ -717,26 +713,7 @@ fn build<'py>(
             .call_method0("isatty")?
             .is_truthy()?;
     let started = Instant::now();
-    let mut interrupted = None;
-    let result = loop {
-        match py.detach(|| rx.recv_timeout(Duration::from_millis(100))) {
-            Ok(r) => break r,
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                break Err(sc::BuildError::Internal {
-                    path: corpus.clone(),
-                    message: "the build thread stopped without a result".into(),
-                });
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-        }
-        if interrupted.is_none()
-            && let Err(e) = py.check_signals()
-        {
-            // Stop between threads; the staging directory is removed and
-            // any old cache stays. Wait for that, then raise.
-            state.cancel.store(true, Ordering::Relaxed);
-            interrupted = Some(e);
-        }
+    let tick = || {
         if show {
             let (done, total) = (
                 state.done.load(Ordering::Relaxed),
@@ -748,7 +725,7 @@ fn build<'py>(
             );
         }
     };
-    let _ = py.detach(|| handle.join());
+    let (result, interrupted) = background::run_build(py, &corpus, &state.cancel, job, tick)?;
     if show {
         eprint!("\r\x1b[K");
     }
