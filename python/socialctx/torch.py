@@ -45,7 +45,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -309,32 +309,47 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         labels = None if self.labels is None else self.labels[picked]
         loader.fill(self.positions[picked], batch, labels)
 
+    def _item(
+        self,
+        batch: Any,
+        positions: npt.NDArray[np.int64],
+        own: Callable[[str, npt.NDArray[Any], torch.dtype | None], torch.Tensor],
+    ) -> dict[str, Any]:
+        """The item of a filled batch: each array's used part, converted to
+        torch's conventions by ``own(key, array, dtype)``, which copies it
+        into memory the consumer may keep (fresh or pinned)."""
+        n = batch.size
+        item: dict[str, Any] = {
+            "features": own("features", batch.features[:n], None),
+            "mask": own("mask", batch.mask[:n], torch.bool),
+            "lengths": own("lengths", batch.lengths[:n].astype(np.int64), None),
+            "source_ids": own("source_ids", batch.source_ids[:n].view(np.int64), None),
+            "labels": own("labels", batch.labels[:n], torch.int64),
+            "positions": own("positions", positions, None),
+            "embedding_index": {
+                k: own("i:" + k, v[:n], None) for k, v in batch.embedding_index.items()
+            },
+        }
+        if self.dense:
+            item["embeddings"] = {
+                k: own("e:" + k, v[:n], None) for k, v in batch.embeddings.items()
+            }
+        return item
+
     def _fresh(
         self, batch: Any, positions: npt.NDArray[np.int64], *, shared: bool
     ) -> dict[str, Any]:
         """New tensors holding the batch's used part (one copy each; in a
         worker, straight into shared memory)."""
-        n = batch.size
 
-        def own(a: npt.NDArray[Any], dtype: torch.dtype | None = None) -> torch.Tensor:
+        def own(_key: str, a: npt.NDArray[Any], dtype: torch.dtype | None) -> torch.Tensor:
             t = torch.empty(a.shape, dtype=dtype or torch.from_numpy(a[:0]).dtype)
             if shared:
                 t.share_memory_()
             t.copy_(torch.from_numpy(a))
             return t
 
-        item: dict[str, Any] = {
-            "features": own(batch.features[:n]),
-            "mask": own(batch.mask[:n], torch.bool),
-            "lengths": own(batch.lengths[:n].astype(np.int64)),
-            "source_ids": own(batch.source_ids[:n].view(np.int64)),
-            "labels": own(batch.labels[:n], torch.int64),
-            "positions": own(positions),
-            "embedding_index": {k: own(v[:n]) for k, v in batch.embedding_index.items()},
-        }
-        if self.dense:
-            item["embeddings"] = {k: own(v[:n]) for k, v in batch.embeddings.items()}
-        return item
+        return self._item(batch, positions, own)
 
     def _iter_pinned(
         self, loader: Loader, plan: list[npt.NDArray[np.int64]], start: int
@@ -345,48 +360,31 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
                 "CacheDataset(pin_memory=True): no CUDA device, using ordinary memory",
                 stacklevel=3,
             )
-        batches = [loader.new_batch(self.batch_size) for _ in range(2)]
-        # Page-locked twins of each batch's arrays, filled by a copy each step
-        # (the Batch's buffers are NumPy's).
-        twins: list[dict[str, Any]] = [{}, {}]
+        batch = loader.new_batch(self.batch_size)
+        # Two page-locked buffer sets used in turn, each filled by one copy
+        # from the Batch (whose buffers are NumPy's) and sized for the
+        # largest batch seen (twice, to settle fast).
+        twins: list[dict[str, torch.Tensor]] = [{}, {}]
         for k in range(start, len(plan)):
-            slot = k % 2
-            batch, twin = batches[slot], twins[slot]
-            picked = plan[k]
-            self._fill(loader, batch, picked)
-            n = batch.size
+            twin = twins[k % 2]
 
             def into(
                 key: str,
                 a: npt.NDArray[Any],
-                dtype: torch.dtype | None = None,
-                twin: dict[str, Any] = twin,
-            ) -> Any:
+                dtype: torch.dtype | None,
+                twin: dict[str, torch.Tensor] = twin,
+            ) -> torch.Tensor:
                 src = torch.from_numpy(np.ascontiguousarray(a))
                 want = dtype or src.dtype
                 buf = twin.get(key)
                 if buf is None or buf.numel() < src.numel() or buf.dtype != want:
-                    # Sized for the largest batch seen (twice, to settle fast).
                     buf = torch.empty(max(src.numel(), 1) * 2, dtype=want, pin_memory=pin)
                     twin[key] = buf
                 out = buf[: src.numel()].view(src.shape)
                 out.copy_(src)
                 return out
 
-            item: dict[str, Any] = {
-                "features": into("features", batch.features[:n]),
-                "mask": into("mask", batch.mask[:n], torch.bool),
-                "lengths": into("lengths", batch.lengths[:n].astype(np.int64)),
-                "source_ids": into("source_ids", batch.source_ids[:n].view(np.int64)),
-                "labels": into("labels", batch.labels[:n], torch.int64),
-                "positions": into("positions", self.positions[picked]),
-                "embedding_index": {
-                    k2: into("i:" + k2, v[:n]) for k2, v in batch.embedding_index.items()
-                },
-            }
-            if self.dense:
-                item["embeddings"] = {
-                    k2: into("e:" + k2, v[:n]) for k2, v in batch.embeddings.items()
-                }
+            self._fill(loader, batch, plan[k])
+            item = self._item(batch, self.positions[plan[k]], into)
             self._consumed = k + 1
             yield item
