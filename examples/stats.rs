@@ -10,9 +10,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use socialctx::Cache;
-use socialctx::FeatureStats;
-use socialctx::Split;
-use socialctx::{Kinds, Selection};
 
 /// Per-feature count, mean, population std (ddof 0), min and max over the
 /// cache's replies (or replies and retweets), optionally restricted to the
@@ -35,36 +32,10 @@ struct Args {
 
 fn run(args: &Args) -> socialctx::Result<()> {
     let cache = Cache::open(&args.cache)?;
-    let positions: Vec<usize> = if args.split.is_empty() {
-        (0..cache.len()).collect()
-    } else {
-        let mut all = Vec::new();
-        for csv in &args.split {
-            let r = Split::read(csv)?.resolve(&cache)?;
-            if !r.missing.is_empty() {
-                eprintln!(
-                    "note: {}: {} of {} ids are not in the cache",
-                    csv.display(),
-                    r.missing.len(),
-                    r.missing.len() + r.positions.len()
-                );
-            }
-            all.extend(r.positions);
-        }
-        all.sort_unstable();
-        all.dedup();
-        all
-    };
-    let selection = Selection {
-        kinds: if args.retweets {
-            Kinds::Both
-        } else {
-            Kinds::Replies
-        },
-        window: None,
-        max_cxt: usize::MAX,
-    };
-    let s = FeatureStats::compute(&cache, &positions, &selection)?;
+    let (s, notes) = socialctx::summary::split_stats(&cache, &args.split, args.retweets)?;
+    for note in notes {
+        eprintln!("{note}");
+    }
     let table = socialctx::summary::stats_table(&s);
     // `stats | head` is fine: ignore a closed pipe.
     let _ = std::io::stdout().write_all(table.as_bytes());

@@ -122,6 +122,48 @@ pub fn plan_summary(plan: &crate::Plan, plan_file: &Path) -> String {
     )
 }
 
+/// What the `stats` tools compute: statistics of the replies (and, with
+/// `retweets`, the retweets) of the threads in any of the `splits` (RPDNN
+/// split files; every thread when none), and one note line per split with
+/// ids the cache does not hold.
+pub fn split_stats(
+    cache: &crate::Cache,
+    splits: &[std::path::PathBuf],
+    retweets: bool,
+) -> crate::Result<(FeatureStats, Vec<String>)> {
+    let mut notes = Vec::new();
+    let positions: Vec<usize> = if splits.is_empty() {
+        (0..cache.len()).collect()
+    } else {
+        let mut all = Vec::new();
+        for csv in splits {
+            let r = crate::Split::read(csv)?.resolve(cache)?;
+            if !r.missing.is_empty() {
+                notes.push(format!(
+                    "note: {}: {} of {} ids are not in the cache",
+                    csv.display(),
+                    r.missing.len(),
+                    r.missing.len() + r.positions.len()
+                ));
+            }
+            all.extend(r.positions);
+        }
+        all.sort_unstable();
+        all.dedup();
+        all
+    };
+    let selection = crate::Selection {
+        kinds: if retweets {
+            crate::Kinds::Both
+        } else {
+            crate::Kinds::Replies
+        },
+        window: None,
+        max_cxt: usize::MAX,
+    };
+    Ok((FeatureStats::compute(cache, &positions, &selection)?, notes))
+}
+
 /// The table the `stats` example prints: threads and reactions counted,
 /// then per feature its mean, std, min and max.
 pub fn stats_table(s: &FeatureStats) -> String {

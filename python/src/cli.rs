@@ -316,37 +316,7 @@ fn stats(
     save: Option<&Path>,
 ) -> sc::Result<(Vec<String>, String)> {
     let cache = sc::Cache::open(cache)?;
-    let mut notes = Vec::new();
-    let positions: Vec<usize> = if splits.is_empty() {
-        (0..cache.len()).collect()
-    } else {
-        let mut all = Vec::new();
-        for csv in splits {
-            let r = sc::Split::read(csv)?.resolve(&cache)?;
-            if !r.missing.is_empty() {
-                notes.push(format!(
-                    "note: {}: {} of {} ids are not in the cache",
-                    csv.display(),
-                    r.missing.len(),
-                    r.missing.len() + r.positions.len()
-                ));
-            }
-            all.extend(r.positions);
-        }
-        all.sort_unstable();
-        all.dedup();
-        all
-    };
-    let selection = sc::Selection {
-        kinds: if retweets {
-            sc::Kinds::Both
-        } else {
-            sc::Kinds::Replies
-        },
-        window: None,
-        max_cxt: usize::MAX,
-    };
-    let s = sc::FeatureStats::compute(&cache, &positions, &selection)?;
+    let (s, notes) = sc::summary::split_stats(&cache, splits, retweets)?;
     if let Some(path) = save {
         s.save(path)?;
     }
