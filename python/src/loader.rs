@@ -231,21 +231,11 @@ pub(crate) struct PyLoader {
     dense: bool,
     /// Per thread, its first reaction in cache order (for the stores' index).
     offsets: Vec<u64>,
+    /// The shape of the Batches it makes (checked at every fill).
+    layout: Layout,
 }
 
 impl PyLoader {
-    fn layout(&self) -> Layout {
-        Layout {
-            max_cxt: self.selection.max_cxt,
-            stores: self
-                .stores
-                .iter()
-                .map(|s| (s.name.clone(), s.store.dim(), s.store.is_half()))
-                .collect(),
-            dense: self.dense,
-        }
-    }
-
     fn loader<'c>(&self, cache: &'c crate::AnyCache) -> sc::Loader<'c, crate::AnyCache> {
         let mut loader = sc::Loader::new(cache, self.selection)
             .empty_threads(self.empty)
@@ -263,8 +253,8 @@ impl PyLoader {
         labels: Option<&[i8]>,
         batch: &mut PyBatch,
     ) -> PyResult<()> {
-        let layout = self.layout();
-        if batch.layout != layout {
+        let layout = &self.layout;
+        if batch.layout != *layout {
             return Err(PyValueError::new_err(format!(
                 "this Batch was made for another Loader (max_cxt {}, stores {:?}, dense {}); \
                  this Loader has max_cxt {}, stores {:?}, dense {}: make batches with loader.new_batch",
@@ -457,6 +447,14 @@ impl PyLoader {
                 )));
             }
         };
+        let layout = Layout {
+            max_cxt,
+            stores: stores
+                .iter()
+                .map(|s| (s.name.clone(), s.store.dim(), s.store.is_half()))
+                .collect(),
+            dense,
+        };
         Ok(PyLoader {
             cache,
             selection: sc::Selection {
@@ -470,6 +468,7 @@ impl PyLoader {
             stores,
             dense,
             offsets,
+            layout,
         })
     }
 
@@ -539,7 +538,7 @@ impl PyLoader {
             reactions,
             index_out,
             dense_out,
-            layout: self.layout(),
+            layout: self.layout.clone(),
             rows_scratch: Vec::new(),
             pristine: true,
             size: 0,
@@ -620,15 +619,19 @@ impl PyLoader {
         drop_last: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let positions = positions_of(positions, self.cache.get().inner.len())?;
-        let plan = self.plan_of(
-            py,
-            &positions,
+        let lengths = if bucket {
+            self.lengths_of(py, &positions)?
+        } else {
+            vec![0; positions.len()]
+        };
+        let how = sc::Batching {
             batch_size,
             seed,
-            bucket.then_some(noise),
+            bucket_noise: bucket.then_some(noise),
             world_size,
             drop_last,
-        )?;
+        };
+        let plan = self.plan_of(&lengths, how)?;
         if let Some(r) = rank
             && r >= world_size
         {
@@ -687,7 +690,7 @@ impl PyLoader {
             bucket_noise: bucket.then_some(noise),
             ..sc::Batching::default()
         };
-        let plan = sc::plan_batches(&lengths, &how).map_err(load_err)?;
+        let plan = this.plan_of(&lengths, how)?;
         let real_rows = lengths.iter().sum::<usize>() as u64;
         let padded_rows = plan
             .iter()
@@ -709,29 +712,10 @@ impl PyLoader {
 }
 
 impl PyLoader {
-    #[allow(clippy::too_many_arguments)]
-    fn plan_of(
-        &self,
-        py: Python<'_>,
-        positions: &[usize],
-        batch_size: usize,
-        seed: Option<u64>,
-        noise: Option<f64>,
-        world_size: usize,
-        drop_last: bool,
-    ) -> PyResult<Vec<Vec<usize>>> {
-        let lengths = match noise {
-            Some(_) => self.lengths_of(py, positions)?,
-            None => vec![0; positions.len()],
-        };
-        let how = sc::Batching {
-            batch_size,
-            seed,
-            bucket_noise: noise,
-            world_size,
-            drop_last,
-        };
-        sc::plan_batches(&lengths, &how).map_err(|e| PyValueError::new_err(e.to_string()))
+    /// The epoch's batches over threads contributing `lengths` rows (the
+    /// lengths matter only when bucketing, `noise` given).
+    fn plan_of(&self, lengths: &[usize], how: sc::Batching) -> PyResult<Vec<Vec<usize>>> {
+        sc::plan_batches(lengths, &how).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     fn loader_width(&self, lengths: impl IntoIterator<Item = usize>) -> usize {
