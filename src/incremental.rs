@@ -34,16 +34,16 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
-use crate::build::discover::{THREAD_FILES, ThreadDir};
-use crate::build::extended::{rumour_index, rumour_index_with};
-use crate::build::parse::user_key;
-use crate::build::writer::remove_superseded_fingerprints;
-use crate::build::{
-    BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
-};
 use crate::error::BuildError;
 use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
+use crate::ingest::discover::{THREAD_FILES, ThreadDir};
+use crate::ingest::extended::{rumour_index, rumour_index_with};
+use crate::ingest::parse::user_key;
+use crate::ingest::writer::remove_superseded_fingerprints;
+use crate::ingest::{
+    BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
+};
 use crate::merge::thread_data;
 use crate::read::Cache;
 
@@ -416,7 +416,7 @@ fn old_cache(
     })
 }
 
-/// Builds `corpus` into `cache` as [`build`](crate::build) does, re-reading
+/// Builds `corpus` into `cache` as [`build`](crate::ingest) does, re-reading
 /// only the threads that changed since the cache there was built (see the
 /// module docs). The summary's `incremental` says what was reused or why a
 /// full build was done.
@@ -457,13 +457,13 @@ pub fn build_incremental(
     // user_reliability recomputed from the stored author keys.
     let mut index_changed = false;
     if let (Some(new_index), Ok(o)) = (&index, &old) {
-        let mut previous = crate::build::features::reliability::RumourIndex::default();
+        let mut previous = crate::ingest::features::reliability::RumourIndex::default();
         for t in o.cache.iter() {
             if t.label_code() == 1 {
                 previous.add(user_key(t.source_user_id()), t.source_created_at());
             }
         }
-        let sorted = |i: &crate::build::features::reliability::RumourIndex| {
+        let sorted = |i: &crate::ingest::features::reliability::RumourIndex| {
             let mut v: Vec<_> = i.entries().collect();
             v.sort_unstable();
             v

@@ -30,25 +30,25 @@
 
 #![warn(missing_docs, missing_debug_implementations)]
 
-mod build;
 pub mod dump;
 mod error;
 mod format;
 mod incremental;
+mod ingest;
 mod merge;
 mod read;
 mod schema;
 pub mod summary;
 mod train;
 
-pub use build::plan::{Plan, build_partition};
-pub use build::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
 pub use format::FORMAT_VERSION;
 pub use format::embeddings::{NO_ROW, StoreMeta};
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use incremental::build_incremental;
+pub use ingest::plan::{Plan, build_partition};
+pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
 pub use merge::merge;
 pub use read::{
     Cache, EmbeddingStore, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView,
@@ -72,8 +72,6 @@ pub use train::vocab::Vocabulary;
 /// build's stages and the format's records. Not a stable API.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::build::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::build::{discover, features, parse, pytext, timestamp, tokens};
     pub use crate::format::embeddings::{self as store_format, Dtype, npy_header, parse_npy};
     pub use crate::format::footer::{self, Footer};
     pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
@@ -82,6 +80,8 @@ pub mod internals {
         ArchivedShard, ArchivedTextShard, DEFAULT_SHARD_BYTES, FORMAT_NAME, ReactionRecord, Shard,
         Span, TextShard, ThreadRecord,
     };
+    pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
+    pub use crate::ingest::{discover, features, parse, pytext, timestamp, tokens};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.

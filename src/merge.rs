@@ -11,13 +11,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::build::writer::{
-    CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
-};
-use crate::build::{BuildSummary, Phases, Tally};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
 use crate::format::{ReactionRecord, ThreadRecord};
+use crate::ingest::writer::{
+    CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
+};
+use crate::ingest::{BuildSummary, Phases, Tally};
 use crate::read::{Cache, ThreadView};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;

@@ -1,4 +1,4 @@
-//! Parity of `build::tokens` with Python 3.11 + nltk 3.10.4 (fixtures written by
+//! Parity of `ingest::tokens` with Python 3.11 + nltk 3.10.4 (fixtures written by
 //! tests/fixtures/tokens/make_cases.py), and no panics on arbitrary input.
 //!
 //! `TOKENS_FIXTURES=DIR cargo test --release --test tokens -- --ignored parity_extra`

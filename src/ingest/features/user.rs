@@ -1,9 +1,9 @@
 //! Features 0-15: the reaction's author (`u = r.user`).
 
 use super::b;
-use crate::build::parse::{ReactionFields, SourceFields};
-use crate::build::pytext;
-use crate::build::timestamp::account_age_days;
+use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::pytext;
+use crate::ingest::timestamp::account_age_days;
 
 /// Python `int / int`: both operands fit f64 exactly below 2^53, which covers
 /// every real count; beyond that the result may differ in the last bit.

@@ -11,7 +11,7 @@
 //! newer Unicode version.
 //!
 //! The character tables live in the generated file `pytext_tables.rs`
-//! (regenerate with `python3 src/build/pytext_tables.py > src/build/pytext_tables.rs`).
+//! (regenerate with `python3 src/ingest/pytext_tables.py > src/ingest/pytext_tables.rs`).
 //! ASCII is answered from a 128-bit mask; other code points by binary search
 //! over sorted inclusive ranges. Nothing in this module allocates.
 
@@ -423,7 +423,7 @@ mod tests {
     }
 
     /// Parity with Python over the fixture file. Regenerate it with
-    /// `python3 src/build/pytext_tables.py --fixtures > tests/fixtures/pytext_cases.jsonl`
+    /// `python3 src/ingest/pytext_tables.py --fixtures > tests/fixtures/pytext_cases.jsonl`
     /// (format documented in that script): ~3000 random tricky strings with
     /// Python's answers for every function, plus per-4096-block hashes of
     /// `is_word`/`is_space` over all of 0..=0x10FFFF.

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::build::parse::{Reason, parse_id};
+use crate::ingest::parse::{Reason, parse_id};
 
 type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
 

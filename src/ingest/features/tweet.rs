@@ -1,8 +1,8 @@
 //! Features 16-24: the reaction tweet itself.
 
 use super::b;
-use crate::build::parse::{ReactionFields, SourceFields};
-use crate::build::pytext;
+use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::pytext;
 
 /// Fills `f[16..=24]`.
 pub fn compute(r: &ReactionFields<'_>, s: &SourceFields<'_>, f: &mut [f64]) {

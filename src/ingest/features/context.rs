@@ -1,9 +1,9 @@
 //! Features 25-27: the reaction's place in the thread and its author's description.
 
 use super::b;
-use crate::build::parse::{ReactionFields, SourceFields};
-use crate::build::pytext;
-use crate::build::timestamp::seconds_between;
+use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::pytext;
+use crate::ingest::timestamp::seconds_between;
 use crate::schema::ReactionKind;
 
 /// Fills `f[25..=27]`.

@@ -9,7 +9,7 @@
 use simd_json::ValueType;
 use simd_json::prelude::*;
 
-use crate::build::parse::Reason;
+use crate::ingest::parse::Reason;
 use crate::schema::{Annotated, Veracity};
 
 type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use crate::build::parse::parse_id;
+use crate::ingest::parse::parse_id;
 
 /// The follow edges of one thread.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
