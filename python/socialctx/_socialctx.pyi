@@ -229,6 +229,8 @@ class UniqueTexts:
     @property
     def keys(self) -> npt.NDArray[np.uint64]:
         """[unique, 2]: each input's content key (xxh3-128 of its tokens, low then high)."""
+    def positions_in(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """Per input, the row of ``keys`` ([n, 2] content keys) with its key, or -1."""
     @property
     def index(self) -> npt.NDArray[np.uint32]:
         """[reactions]: each reaction's input, or NONE."""
