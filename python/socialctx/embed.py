@@ -191,6 +191,9 @@ def embed(
                 f"{e.filename or root / name}: {e.strerror or e} while writing store {name!r}"
             ) from e
     finally:
+        # Unlocked before closing: a process forked meanwhile (a DataLoader
+        # worker) shares this open file and would otherwise keep it locked.
+        fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
         if isinstance(progress, _ProgressBar):
             progress.close()
