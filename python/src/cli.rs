@@ -257,17 +257,18 @@ fn _cli_merge(py: Python<'_>, out: PathBuf, parts: Vec<PathBuf>) -> PyResult<Str
 /// (file descriptor 1, not `sys.stdout`) in the oracle's JSON Lines. A
 /// closed pipe (`| head`) ends it quietly.
 #[pyfunction]
-#[pyo3(signature = (cache, *, retweets=false, extended=false, tokens=false))]
+#[pyo3(signature = (cache, *, retweets=false, extended=false, tokens=false, graph=false))]
 fn _cli_dump(
     py: Python<'_>,
     cache: PathBuf,
     retweets: bool,
     extended: bool,
     tokens: bool,
+    graph: bool,
 ) -> PyResult<()> {
-    if extended && tokens {
+    if (extended || graph) && tokens {
         return Err(PyValueError::new_err(
-            "extended and tokens do not go together",
+            "extended or graph and tokens do not go together",
         ));
     }
     let cache = py
@@ -276,6 +277,7 @@ fn _cli_dump(
     let opts = sc::dump::DumpOptions::default()
         .retweets(retweets)
         .extended(extended)
+        .graph(graph)
         .tokens(tokens);
     py.detach(|| {
         let mut out = BufWriter::new(std::io::stdout().lock());

@@ -23,9 +23,12 @@ use crate::format::footer::{self, Footer, FooterError};
 use crate::format::layout::{MANIFEST_FILE, plain_name};
 use crate::format::manifest::{FileInfo, Manifest, ShardInfo, hex64};
 use crate::format::report::{BadInput, read_jsonl};
-use crate::format::{ArchivedShard, ArchivedSpan, ArchivedTextShard, FORMAT_NAME, FORMAT_VERSION};
+use crate::format::{
+    ArchivedShard, ArchivedSpan, ArchivedTextShard, FORMAT_NAME, FORMAT_VERSION, PARENT_SOURCE,
+};
 use crate::schema::{
-    FEATURE_NAMES, Feature, FeatureVec, Label, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS,
+    FEATURE_NAMES, Feature, FeatureVec, Label, ParentHow, REACTION_COLUMNS, ReactionKind,
+    THREAD_COLUMNS,
 };
 
 type Result<T, E = OpenError> = std::result::Result<T, E>;
@@ -454,6 +457,18 @@ fn check_shard(shard: &ArchivedShard) -> Result<(), String> {
             return Err(format!(
                 "thread {id}: reaction {} is out of (created_at, id) order",
                 w[1].id.to_native()
+            ));
+        }
+        // Graph batches rely on every parent being the source or an earlier reply.
+        if let Some((_, r)) = range.iter().enumerate().find(|&(i, r)| {
+            let p = r.parent.to_native();
+            let parent_ok = p == PARENT_SOURCE
+                || ((p as usize) < i && range[p as usize].kind == ReactionKind::Reply as u8);
+            !parent_ok || ParentHow::from_u8(r.parent_how).is_none()
+        }) {
+            return Err(format!(
+                "thread {id}: reaction {} has a bad parent",
+                r.id.to_native()
             ));
         }
     }
