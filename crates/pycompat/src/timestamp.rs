@@ -1141,8 +1141,9 @@ mod tests {
         assert_eq!(e, TimestampError(e.0.clone()));
     }
 
-    // Parity fixture: tests/fixtures/timestamps.jsonl was written by the
-    // CPython 3.11.7 script below (LC_TIME=C; deterministic seed). Regenerate:
+    // Parity fixture: crates/pycompat/tests/fixtures/timestamps.jsonl was
+    // written by the CPython 3.11.7 script below (LC_TIME=C; deterministic
+    // seed). Regenerate, from crates/pycompat/:
     //   grep '^ *// py|' src/timestamp.rs | sed 's/^ *\/\/ py| \{0,1\}//' > gen.py
     //   python3 gen.py > tests/fixtures/timestamps.jsonl
     //
