@@ -43,7 +43,7 @@ mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
 pub use format::FORMAT_VERSION;
-pub use format::embeddings::{NO_ROW, StoreMeta};
+pub use format::embeddings::StoreMeta;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use incremental::build_incremental;
@@ -55,7 +55,7 @@ pub use read::{
     TokenList,
 };
 pub use schema::{
-    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
+    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NO_ROW, NUM_FEATURES, REACTION_COLUMNS,
     ReactionKind, THREAD_COLUMNS, Veracity,
 };
 pub use train::batches::{Batching, plan_batches, rank_batches};

@@ -36,9 +36,12 @@ use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, Shar
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
     DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
-    ReactionSpans, Shard, Span, TextShard, ThreadRecord,
+    ReactionSpans, Shard, Span, TextShard, ThreadRecord, ThreadSpans,
 };
-use crate::schema::{FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS};
+use crate::schema::{
+    FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind, THREAD_COLUMNS,
+    THREAD_EXTRA,
+};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -189,13 +192,13 @@ impl CacheWriter {
         self.current.reactions.append(&mut t.reactions);
         self.current.features.append(&mut t.features);
         let text = &mut self.current_text;
-        let thread_spans = [
-            &t.text.event,
-            &t.text.label,
-            &t.text.source_user_id,
-            &t.text.source_text,
-        ]
-        .map(|s| Span::push(&mut text.arena, s));
+        let arena = &mut text.arena;
+        let thread_spans = ThreadSpans {
+            event: Span::push(arena, &t.text.event),
+            label: Span::push(arena, &t.text.label),
+            source_user_id: Span::push(arena, &t.text.source_user_id),
+            source_text: Span::push(arena, &t.text.source_text),
+        };
         text.threads.push(thread_spans);
         let base = text.arena.len() as u32;
         text.arena.push_str(&t.text_arena);
@@ -725,11 +728,6 @@ pub struct ThreadData {
     /// Extended per-thread values in [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS) order.
     pub thread_extra: [f32; THREAD_EXTRA],
 }
-
-/// Number of extended per-reaction columns.
-pub const REACTION_EXTRA: usize = crate::schema::REACTION_COLUMNS.len();
-/// Number of extended per-thread columns.
-pub const THREAD_EXTRA: usize = crate::schema::THREAD_COLUMNS.len();
 
 impl ThreadData {
     /// A rough upper bound of the archived size (both files), used to cap shards.
