@@ -38,6 +38,7 @@ mod ingest;
 mod merge;
 mod read;
 mod schema;
+#[doc(hidden)]
 pub mod summary;
 mod train;
 
@@ -80,6 +81,7 @@ pub mod internals {
         ArchivedShard, ArchivedTextShard, DEFAULT_SHARD_BYTES, FORMAT_NAME, ReactionRecord, Shard,
         Span, TextShard, ThreadRecord,
     };
+    pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
     pub use crate::ingest::{discover, features, parse, pytext, timestamp, tokens};
 }

@@ -29,18 +29,10 @@ use crate::format::report::BadInput;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 /// A build of a corpus into a cache directory, set up step by step and run
-/// once.
-///
-/// ```no_run
-/// use socialctx::{BuildJob, BuildOptions};
-/// let summary = BuildJob::new("data-samples/corpus", "target/cache")
-///     .options(BuildOptions::default().threads(4))
-///     .incremental()
-///     .run()?;
-/// println!("{}", summary.incremental.unwrap_or_default());
-/// # Ok::<(), socialctx::Error>(())
-/// ```
-pub struct BuildJob<'a> {
+/// once: `BuildJob::new(corpus, out).options(o).progress(p).incremental().run()`.
+/// Crate-private for now: the public entry points are the three functions
+/// that set its supplier, which keeps the public API within its budget.
+pub(crate) struct BuildJob<'a> {
     corpus: PathBuf,
     output: PathBuf,
     options: BuildOptions,
@@ -78,7 +70,7 @@ enum Supplier<'a> {
 impl<'a> BuildJob<'a> {
     /// A fresh build of `corpus` into `output` with the default options and
     /// no progress reports.
-    pub fn new(corpus: impl AsRef<Path>, output: impl AsRef<Path>) -> Self {
+    pub(crate) fn new(corpus: impl AsRef<Path>, output: impl AsRef<Path>) -> Self {
         BuildJob {
             corpus: corpus.as_ref().to_path_buf(),
             output: output.as_ref().to_path_buf(),
@@ -90,33 +82,33 @@ impl<'a> BuildJob<'a> {
 
     /// Builds with `options`. A partition takes its `strict`,
     /// `max_file_bytes`, `shard_bytes` and `extended` from its plan.
-    pub fn options(mut self, options: BuildOptions) -> Self {
+    pub(crate) fn options(mut self, options: BuildOptions) -> Self {
         self.options = options;
         self
     }
 
     /// Reports progress to `progress` (which may also cancel the build).
-    pub fn progress(mut self, progress: &'a dyn Progress) -> Self {
+    pub(crate) fn progress(mut self, progress: &'a dyn Progress) -> Self {
         self.progress = progress;
         self
     }
 
     /// Re-reads only the threads that changed since the cache at the output
     /// was built, as [`build_incremental`](crate::build_incremental).
-    pub fn incremental(mut self) -> Self {
+    pub(crate) fn incremental(mut self) -> Self {
         self.supplier = Supplier::Incremental;
         self
     }
 
     /// Builds partition `index` of `count` of `plan`, as
     /// [`build_partition`](crate::build_partition).
-    pub fn partition(mut self, plan: &'a Plan, index: usize, count: usize) -> Self {
+    pub(crate) fn partition(mut self, plan: &'a Plan, index: usize, count: usize) -> Self {
         self.supplier = Supplier::Partition { plan, index, count };
         self
     }
 
     /// Runs the build and publishes the cache.
-    pub fn run(self) -> Result<BuildSummary> {
+    pub(crate) fn run(self) -> Result<BuildSummary> {
         match self.supplier {
             Supplier::Fresh => {
                 let mut started = Started::new(&self.corpus, &self.output, self.options)?;

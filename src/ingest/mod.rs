@@ -29,7 +29,7 @@ pub mod parse;
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
-mod publish;
+pub(crate) mod publish;
 pub mod pytext;
 pub(crate) mod thread;
 pub mod timestamp;
@@ -44,7 +44,7 @@ use self::discover::ThreadDir;
 
 use self::extended::discover_indexed;
 use self::features::reliability::RumourIndex;
-pub use self::job::BuildJob;
+pub(crate) use self::job::BuildJob;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
 use crate::error::BuildError;
 use crate::format::DEFAULT_SHARD_BYTES;

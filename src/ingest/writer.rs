@@ -597,14 +597,20 @@ fn aligned_chunk() -> AlignedChunk {
     buf
 }
 
+/// Whether `e` is EINVAL: how a file system refuses `O_DIRECT`.
+fn is_einval(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error())
+}
+
 impl DirectOut {
     fn create(path: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::OpenOptionsExt;
         let mut o = std::fs::OpenOptions::new();
         o.write(true).create(true).truncate(true);
-        let (file, direct) = match o.clone().custom_flags(libc::O_DIRECT).open(path) {
+        let direct = rustix::fs::OFlags::DIRECT.bits() as i32;
+        let (file, direct) = match o.clone().custom_flags(direct).open(path) {
             Ok(f) => (f, true),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (o.open(path)?, false),
+            Err(e) if is_einval(&e) => (o.open(path)?, false),
             Err(e) => return Err(e),
         };
         Ok(DirectOut {
@@ -634,9 +640,7 @@ impl DirectOut {
                 Ok(k) => done += k,
                 // Some file systems take the O_DIRECT open and refuse the
                 // write: the rest goes on buffered, from where it stopped.
-                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                    self.buffered()?
-                }
+                Err(e) if self.direct && is_einval(&e) => self.buffered()?,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
