@@ -69,21 +69,20 @@ pub use train::stats::{FeatureStats, Normalizer};
 pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
 pub use train::vocab::Vocabulary;
 
-/// Internals for this repository's benchmarks, fuzz targets and tests: the
-/// build's stages and the format's records. Not a stable API.
+/// Internals for this repository's benchmarks, fuzz targets, tests and the
+/// Python binding: the build's stages, the writer, the records a test
+/// crafts, the store format's helpers, the directory swap. Not a stable
+/// API; nothing else belongs here.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header, parse_npy};
-    pub use crate::format::footer::{self, Footer};
-    pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
-    pub use crate::format::report::{read_jsonl, write_jsonl};
-    pub use crate::format::{
-        ArchivedShard, ArchivedTextShard, DEFAULT_SHARD_BYTES, FORMAT_NAME, ReactionRecord, Shard,
-        Span, TextShard, ThreadRecord,
-    };
+    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header};
+    pub use crate::format::footer;
+    pub use crate::format::layout::MANIFEST_FILE;
+    pub use crate::format::report::write_jsonl;
+    pub use crate::format::{Shard, ThreadRecord};
     pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::ingest::{discover, features, parse, pytext, timestamp, tokens};
+    pub use crate::ingest::{features, parse, pytext, timestamp, tokens};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.
