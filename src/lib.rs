@@ -82,7 +82,7 @@ pub mod internals {
     pub use crate::format::{Shard, ThreadRecord};
     pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::ingest::{features, parse, pytext, timestamp, tokens};
+    pub use crate::ingest::{discover, features, parse, pytext, timestamp, tokens};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.
