@@ -45,7 +45,7 @@ use crate::ingest::{
     BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
 };
 use crate::merge::thread_data;
-use crate::read::Cache;
+use crate::read::{Cache, ThreadSource};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -416,7 +416,7 @@ fn old_cache(
     })
 }
 
-/// Builds `corpus` into `cache` as [`build`](crate::ingest) does, re-reading
+/// Builds `corpus` into `cache` as [`build`](crate::build) does, re-reading
 /// only the threads that changed since the cache there was built (see the
 /// module docs). The summary's `incremental` says what was reused or why a
 /// full build was done.

@@ -18,7 +18,7 @@ use crate::ingest::writer::{
     CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
 };
 use crate::ingest::{BuildSummary, Phases, Tally};
-use crate::read::{Cache, ThreadView};
+use crate::read::{Cache, ThreadSource, ThreadView};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 

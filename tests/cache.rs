@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use socialctx::ReactionKind;
+use socialctx::ThreadSource;
 use socialctx::internals::{CacheWriter, MANIFEST_FILE, WriterOptions};
 use socialctx::{BuildError, Cache, OpenError};
 

@@ -96,92 +96,9 @@ pub(crate) fn load_err(e: sc::LoadError) -> PyErr {
     }
 }
 
-/// A cache validated all at once or file by file on first use.
-pub(crate) enum AnyCache {
-    Lazy(sc::LazyCache),
-    Full(sc::Cache),
-}
-
-impl AnyCache {
-    fn len(&self) -> usize {
-        match self {
-            AnyCache::Lazy(c) => c.len(),
-            AnyCache::Full(c) => c.len(),
-        }
-    }
-    fn manifest(&self) -> &sc::Manifest {
-        match self {
-            AnyCache::Lazy(c) => c.manifest(),
-            AnyCache::Full(c) => c.manifest(),
-        }
-    }
-    fn thread(&self, i: usize) -> Result<Option<sc::ThreadView<'_>>, sc::OpenError> {
-        match self {
-            AnyCache::Lazy(c) => c.thread(i),
-            AnyCache::Full(c) => Ok(c.thread(i)),
-        }
-    }
-    fn numbers(&self, i: usize) -> Result<Option<sc::NumView<'_>>, sc::OpenError> {
-        match self {
-            AnyCache::Lazy(c) => c.numbers(i),
-            AnyCache::Full(c) => Ok(c.numbers(i)),
-        }
-    }
-    fn position(&self, source_id: u64) -> Result<Option<usize>, sc::OpenError> {
-        match self {
-            AnyCache::Lazy(c) => c.position(source_id),
-            AnyCache::Full(c) => Ok(c.position(source_id)),
-        }
-    }
-    fn reaction_column(&self, name: &str) -> Option<usize> {
-        match self {
-            AnyCache::Lazy(c) => c.reaction_column(name),
-            AnyCache::Full(c) => c.reaction_column(name),
-        }
-    }
-    fn thread_column(&self, name: &str) -> Option<usize> {
-        match self {
-            AnyCache::Lazy(c) => c.thread_column(name),
-            AnyCache::Full(c) => c.thread_column(name),
-        }
-    }
-    pub(crate) fn embeddings(&self, name: &str) -> Result<sc::EmbeddingStore, sc::EmbeddingError> {
-        match self {
-            AnyCache::Lazy(c) => c.embeddings(name),
-            AnyCache::Full(c) => c.embeddings(name),
-        }
-    }
-    pub(crate) fn embeddings_of_any_content(
-        &self,
-        name: &str,
-    ) -> Result<sc::EmbeddingStore, sc::EmbeddingError> {
-        match self {
-            AnyCache::Lazy(c) => c.embeddings_of_any_content(name),
-            AnyCache::Full(c) => c.embeddings_of_any_content(name),
-        }
-    }
-    fn report(&self) -> Result<Vec<sc::BadInput>, sc::OpenError> {
-        match self {
-            AnyCache::Lazy(c) => c.report(),
-            AnyCache::Full(c) => Ok(c.report().to_vec()),
-        }
-    }
-}
-
-impl sc::ThreadSource for AnyCache {
-    fn thread_count(&self) -> usize {
-        self.len()
-    }
-    fn thread_at(&self, i: usize) -> Result<Option<sc::NumView<'_>>, sc::OpenError> {
-        self.numbers(i)
-    }
-    fn position_of(&self, source_id: u64) -> Result<Option<usize>, sc::OpenError> {
-        self.position(source_id)
-    }
-    fn texts_at(&self, i: usize) -> Result<Option<sc::ThreadView<'_>>, sc::OpenError> {
-        self.thread(i)
-    }
-}
+/// A cache validated all at once or file by file on first use: either
+/// reads through the crate's one read API.
+pub(crate) type AnyCache = dyn sc::ThreadSource + Send + Sync;
 
 /// A read-only NumPy view of `data` whose base is `owner` (which keeps the
 /// memory map alive).
@@ -217,7 +134,8 @@ fn readonly(array: Bound<'_, PyAny>) -> PyResult<Bound<'_, PyAny>> {
 #[pyclass(frozen, module = "socialctx", name = "Cache")]
 pub(crate) struct PyCache {
     pub(crate) inner: Arc<AnyCache>,
-    dir: PathBuf,
+    /// Whether every file was validated at open (`validate="all"`).
+    validated: bool,
 }
 
 /// Per reaction of `view`, the token list `list` picks, as Python lists.
@@ -283,13 +201,10 @@ impl PyCache {
     }
 
     fn __repr__(&self) -> String {
-        let kind = match *self.inner {
-            AnyCache::Lazy(_) => "lazy",
-            AnyCache::Full(_) => "all",
-        };
+        let kind = if self.validated { "all" } else { "lazy" };
         format!(
             "socialctx.Cache({:?}, threads={}, validate={kind:?})",
-            self.dir.display().to_string(),
+            self.inner.dir().display().to_string(),
             self.inner.len()
         )
     }
@@ -315,7 +230,7 @@ impl PyCache {
     /// The cache directory.
     #[getter]
     fn path(&self) -> String {
-        self.dir.to_string_lossy().into_owned()
+        self.inner.dir().to_string_lossy().into_owned()
     }
 
     /// The distinct non-empty inputs of `field` ("reply": the RPDNN reply
@@ -356,21 +271,14 @@ impl PyCache {
     /// Name files derived from the cache after it.
     #[getter]
     fn content_id(&self) -> String {
-        match &*self.inner {
-            AnyCache::Lazy(c) => c.content_id(),
-            AnyCache::Full(c) => c.content_id(),
-        }
+        self.inner.content_id()
     }
 
     /// `CACHE_DIR/derived`: where files computed from the cache belong
     /// (rebuilds keep it).
     #[getter]
     fn derived_dir(&self) -> String {
-        let d = match &*self.inner {
-            AnyCache::Lazy(c) => c.derived_dir(),
-            AnyCache::Full(c) => c.derived_dir(),
-        };
-        d.to_string_lossy().into_owned()
+        self.inner.derived_dir().to_string_lossy().into_owned()
     }
 
     /// The 28 feature names, in column order.
@@ -845,13 +753,13 @@ fn merge<'py>(py: Python<'py>, out: PathBuf, parts: Vec<PathBuf>) -> PyResult<Bo
 #[pyfunction]
 #[pyo3(signature = (cache_dir, *, validate="lazy"))]
 fn open(py: Python<'_>, cache_dir: PathBuf, validate: &str) -> PyResult<PyCache> {
-    let inner = match validate {
+    let inner: Arc<AnyCache> = match validate {
         "lazy" => py
             .detach(|| sc::LazyCache::open(&cache_dir))
-            .map(AnyCache::Lazy),
+            .map(|c| Arc::new(c) as Arc<AnyCache>),
         "all" => py
             .detach(|| sc::Cache::open(&cache_dir))
-            .map(AnyCache::Full),
+            .map(|c| Arc::new(c) as Arc<AnyCache>),
         other => {
             return Err(PyValueError::new_err(format!(
                 "validate must be \"lazy\" or \"all\", not {other:?}"
@@ -860,8 +768,8 @@ fn open(py: Python<'_>, cache_dir: PathBuf, validate: &str) -> PyResult<PyCache>
     }
     .map_err(open_err)?;
     Ok(PyCache {
-        inner: Arc::new(inner),
-        dir: cache_dir,
+        inner,
+        validated: validate == "all",
     })
 }
 

@@ -30,7 +30,7 @@ pub(crate) fn collect(
 ) -> PyResult<PyUniqueTexts> {
     let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
     let inner = {
-        let c: &AnyCache = &cache.get().inner;
+        let c: &AnyCache = &*cache.get().inner;
         py.detach(|| sc::UniqueTexts::collect(c, field, positions.as_deref()))
             .map_err(load_err)?
     };
@@ -42,7 +42,7 @@ pub(crate) fn collect(
 
 impl PyUniqueTexts {
     fn tokens_at(&self, i: usize) -> PyResult<Vec<String>> {
-        let cache: &AnyCache = &self.cache.get().inner;
+        let cache: &AnyCache = &*self.cache.get().inner;
         let t = self.inner.tokens(cache, i).map_err(load_err)?;
         Ok(t.iter().map(str::to_owned).collect())
     }
@@ -107,7 +107,7 @@ impl PyUniqueTexts {
     /// cache (what `embed` reuses rows by).
     #[getter]
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
-        let cache: &AnyCache = &self.cache.get().inner;
+        let cache: &AnyCache = &*self.cache.get().inner;
         let inner = &self.inner;
         let flat = py
             .detach(|| {

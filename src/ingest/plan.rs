@@ -77,7 +77,7 @@ fn invalid(path: &Path, why: String) -> BuildError {
 
 impl Plan {
     /// Walks `corpus` and plans a build with `opts` (the same walk, checks
-    /// and rumour index as [`build`](crate::ingest)).
+    /// and rumour index as [`build`](crate::build)).
     pub fn create(corpus: impl AsRef<Path>, opts: &BuildOptions) -> Result<Plan> {
         let corpus = corpus.as_ref();
         if !corpus.is_dir() {

@@ -108,7 +108,7 @@ impl UniqueTexts {
     ) -> Result<Self, LoadError> {
         let positions: Vec<usize> = match positions {
             Some(p) => p.to_vec(),
-            None => (0..cache.thread_count()).collect(),
+            None => (0..cache.len()).collect(),
         };
         let mut seen: HashMap<&str, u32> = HashMap::new();
         let mut entries = Vec::new();
@@ -117,7 +117,7 @@ impl UniqueTexts {
         for &pos in &positions {
             offsets.push(index.len() as u64);
             let t = cache
-                .texts_at(pos)?
+                .thread(pos)?
                 .ok_or(LoadError::NoSuchThread { position: pos })?;
             for (i, r) in t.reactions().enumerate() {
                 let Some(tokens) = field.tokens_of(&r) else {
@@ -191,7 +191,7 @@ impl UniqueTexts {
         let e = self.entries[i];
         let position = e.thread as usize;
         let t = cache
-            .texts_at(position)?
+            .thread(position)?
             .ok_or(LoadError::NoSuchThread { position })?;
         t.reaction(e.reaction as usize)
             .and_then(|r| self.field.tokens_of(&r))
@@ -227,12 +227,12 @@ impl UniqueTexts {
 /// [`EmbeddingStore`](crate::EmbeddingStore)'s per-reaction index is
 /// addressed by.
 pub fn reaction_offsets<C: ThreadSource + ?Sized>(cache: &C) -> Result<Vec<u64>, LoadError> {
-    let mut offsets = Vec::with_capacity(cache.thread_count() + 1);
+    let mut offsets = Vec::with_capacity(cache.len() + 1);
     let mut next = 0u64;
-    for i in 0..cache.thread_count() {
+    for i in 0..cache.len() {
         offsets.push(next);
         let t = cache
-            .thread_at(i)?
+            .numbers(i)?
             .ok_or(LoadError::NoSuchThread { position: i })?;
         next += t.reaction_count() as u64;
     }
