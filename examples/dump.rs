@@ -1,7 +1,7 @@
 //! Print a cache as JSON Lines in the RPDNN oracle's format.
 //!
 //! ```text
-//! cargo run --release --example dump -- CACHE_DIR [--retweets] [--extended | --tokens]
+//! cargo run --release --example dump -- CACHE_DIR [--retweets] [--extended] [--graph] [--tokens]
 //! ```
 
 use std::io::{BufWriter, ErrorKind, Write};
@@ -37,8 +37,13 @@ struct Args {
     /// "reply_tokens", "description_tokens"}]} (RPDNN's
     /// preprocessing_tweet_text tokens of each reply, null for retweets; the
     /// author's description split on ' ', null without one)
-    #[arg(long, conflicts_with = "extended")]
+    #[arg(long, conflicts_with_all = ["extended", "graph"])]
     tokens: bool,
+    /// Add each reaction's parent in the propagation tree (FEATURES.md,
+    /// "Propagation tree"): "parent" (a tweet id; the source's for the
+    /// root's children) and "parent_how" (in_reply_to, structure or defaulted)
+    #[arg(long)]
+    graph: bool,
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
     let opts = DumpOptions::default()
         .retweets(args.retweets)
         .extended(args.extended)
+        .graph(args.graph)
         .tokens(args.tokens);
     match write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -68,8 +68,12 @@ pub struct DumpOptions {
     /// Print the texts for embedding instead of the features, in the format
     /// of the text oracle `rpdnn_tokens.py`: `{"source_id", "reactions":
     /// [{"id", "reply_tokens", "description_tokens"}]}` (`extended` is then
-    /// ignored).
+    /// ignored, and `graph` too).
     pub tokens: bool,
+    /// Add each reaction's parent in the propagation tree (`FEATURES.md`):
+    /// `"parent": "<tweet id>"` (the source's id for the root's children) and
+    /// `"parent_how": "in_reply_to" | "structure" | "defaulted"`.
+    pub graph: bool,
 }
 
 impl DumpOptions {
@@ -82,6 +86,12 @@ impl DumpOptions {
     /// Sets [`extended`](Self::extended).
     pub fn extended(mut self, yes: bool) -> Self {
         self.extended = yes;
+        self
+    }
+
+    /// Sets [`graph`](Self::graph).
+    pub fn graph(mut self, yes: bool) -> Self {
+        self.graph = yes;
         self
     }
 
@@ -216,6 +226,14 @@ pub fn write_thread<W: Write>(
                 Some(v) if !v.is_nan() => write!(w, "{v}")?,
                 _ => w.write_all(b"null")?,
             }
+        }
+        if opts.graph {
+            let parent = match t.reaction(r.parent() as usize) {
+                Some(p) => p.id(),
+                None => t.source_id(),
+            };
+            let how = r.parent_how().as_str();
+            write!(w, ", \"parent\": \"{parent}\", \"parent_how\": \"{how}\"")?;
         }
         w.write_all(b"}")?;
     }

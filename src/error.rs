@@ -321,6 +321,14 @@ pub enum LoadError {
         position: usize,
     },
 
+    /// Two different inputs with one content key (xxh3-128): so unlikely
+    /// (about 2^-128 per pair) that it is reported, never guessed around.
+    #[error("two different texts share the content key {key:032x}; please report this")]
+    KeyCollision {
+        /// The shared key.
+        key: u128,
+    },
+
     /// A source id that the cache does not hold.
     #[error("source id {source_id} is not in the cache")]
     NoSuchSource {

@@ -42,10 +42,10 @@ pub mod summary;
 mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
-pub use format::FORMAT_VERSION;
 pub use format::embeddings::{NO_ROW, StoreMeta};
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
+pub use format::{FORMAT_VERSION, PARENT_SOURCE};
 pub use incremental::build_incremental;
 pub use ingest::plan::{Plan, build_partition};
 pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
@@ -55,10 +55,11 @@ pub use read::{
     TokenList,
 };
 pub use schema::{
-    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, REACTION_COLUMNS,
-    ReactionKind, THREAD_COLUMNS, Veracity,
+    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, ParentHow,
+    REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS, Veracity,
 };
 pub use train::batches::{Batching, plan_batches, rank_batches};
+pub use train::graph::GraphBatch;
 pub use train::loader::{
     Batch, BatchMut, EmptyThreads, Loader, NO_REACTION, Pad, shuffle, shuffled,
 };
@@ -81,7 +82,7 @@ pub mod internals {
         Span, TextShard, ThreadRecord,
     };
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::ingest::{discover, features, parse, pytext, timestamp, tokens};
+    pub use crate::ingest::{discover, features, parents, parse, pytext, timestamp, tokens};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.

@@ -252,6 +252,8 @@ pub(crate) fn thread_data(t: &ThreadView<'_>, extended: bool) -> ThreadData {
                 id: r.id,
                 created_at: r.created_at,
                 kind: r.kind as u8,
+                parent: r.parent,
+                parent_how: r.parent_how as u8,
             })
             .collect(),
         text_arena: segment.to_owned(),

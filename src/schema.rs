@@ -43,6 +43,45 @@ impl ReactionKind {
     }
 }
 
+/// How a reaction's parent in the propagation tree was found (`FEATURES.md`,
+/// "Propagation tree"); stored per reaction as a byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ParentHow {
+    /// The tweet named by `in_reply_to_status_id(_str)`.
+    InReplyTo = 0,
+    /// The nearest stored ancestor in `structure.json`.
+    Structure = 1,
+    /// Neither: the source (always so for retweets).
+    Defaulted = 2,
+}
+
+impl ParentHow {
+    /// The name `dump --graph` prints: `"in_reply_to"`, `"structure"` or `"defaulted"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParentHow::InReplyTo => "in_reply_to",
+            ParentHow::Structure => "structure",
+            ParentHow::Defaulted => "defaulted",
+        }
+    }
+
+    /// Decodes the stored byte; `None` for an unknown value.
+    /// ```
+    /// use socialctx::ParentHow;
+    /// assert_eq!(ParentHow::from_u8(1), Some(ParentHow::Structure));
+    /// assert_eq!(ParentHow::from_u8(3), None);
+    /// ```
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            0 => Some(ParentHow::InReplyTo),
+            1 => Some(ParentHow::Structure),
+            2 => Some(ParentHow::Defaulted),
+            _ => None,
+        }
+    }
+}
+
 /// Number of numerical features per reaction.
 pub const NUM_FEATURES: usize = 28;
 

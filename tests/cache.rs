@@ -258,7 +258,7 @@ fn edit_manifest(out: &Path, f: impl FnOnce(&mut serde_json::Value)) {
     let path = out.join(MANIFEST_FILE);
     let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     f(&mut v);
-    fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    write_manifest(&path, v);
 }
 
 #[test]
@@ -279,13 +279,19 @@ fn manifest_damage_and_mismatches_are_detected() {
     expect_corrupt(&out, MANIFEST_FILE);
     restore();
 
-    // A manifest that is self-consistent but disagrees with the shard.
+    // A manifest that is self-consistent but disagrees with the shard, whose
+    // checksum it still matches: the manifest's entry is what is wrong.
     edit_manifest(&out, |v| {
         let n = v["shards"][0]["threads"].as_u64().unwrap();
         v["shards"][0]["threads"] = 3.into();
         v["threads"] = (v["threads"].as_u64().unwrap() - n + 3).into();
     });
-    expect_corrupt(&out, "shard-00000.rkyv");
+    expect_corrupt(&out, MANIFEST_FILE);
+    // The same bytes with a space added: not what a writer writes.
+    let mut spaced = pristine.clone();
+    spaced.insert(1, b' ');
+    fs::write(out.join(MANIFEST_FILE), &spaced).unwrap();
+    expect_corrupt(&out, MANIFEST_FILE);
     restore();
 
     edit_manifest(&out, |v| v["shards"][0]["xxh3"] = "0000000000000000".into());
@@ -531,7 +537,7 @@ fn only_regular_files_inside_the_cache_are_opened() {
     let text = fs::read_to_string(&m).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["report"]["file"] = "/dev/zero".into();
-    fs::write(&m, serde_json::to_vec(&v).unwrap()).unwrap();
+    write_manifest(&m, v);
     match Cache::open(&out) {
         Err(OpenError::Corrupt { reason, .. }) => {
             assert!(reason.contains("not a plain file name"), "{reason}")
@@ -566,7 +572,7 @@ fn rewrite_numbers(out: &Path, edit: impl FnOnce(&mut socialctx::internals::Shar
     m["shards"][0]["bytes"] = (new.len() as u64).into();
     m["shards"][0]["xxh3"] = format!("{sum:016x}").into();
     fs::write(&file, new).unwrap();
-    fs::write(&m_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    write_manifest(&m_path, m);
 }
 
 /// Invariants the readers rely on are checked when a shard is validated,
@@ -775,7 +781,7 @@ fn a_malformed_archive_with_valid_checksums_says_what_is_wrong() {
     bytes[archive_len + 24..].copy_from_slice(&sum.to_le_bytes());
     m["shards"][0]["xxh3"] = format!("{sum:016x}").into();
     fs::write(&file, &bytes).unwrap();
-    fs::write(&m_path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    write_manifest(&m_path, m);
     match Cache::open(&out) {
         Err(OpenError::Corrupt { reason, .. }) => {
             assert!(reason.starts_with("archive does not validate"), "{reason}");

@@ -47,7 +47,7 @@ fn write_store(cache: &Cache, name: &str) -> PathBuf {
         .flat_map(|i| i.to_le_bytes())
         .collect();
     let keys: Vec<u8> = (0..unique.len())
-        .flat_map(|i| unique.key(cache, i).unwrap().to_le_bytes())
+        .flat_map(|i| unique.key(i).to_le_bytes())
         .collect();
     let vectors = npy(Dtype::F32, &[unique.len(), DIM], &rows);
     let index = npy(Dtype::U32, &[unique.index().len()], &index);

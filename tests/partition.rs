@@ -139,6 +139,15 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
         .arg(&corpus)
         .arg(&single)
         .args(["-q", "--shard-mib", "1"]));
+    // Replies to replies (parents that are not the source) go through the merge.
+    let cache = socialctx::Cache::open(&single).unwrap();
+    let deep = cache
+        .iter()
+        .flat_map(|t| t.reactions().map(|r| r.parent()).collect::<Vec<_>>())
+        .filter(|&p| p != socialctx::PARENT_SOURCE)
+        .count();
+    assert!(deep > 500, "{deep} replies to replies");
+    drop(cache);
     let plan = tmp.path().join("plan.json");
     let out = run(example("precache")
         .arg(&corpus)

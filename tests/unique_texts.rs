@@ -68,7 +68,41 @@ fn check(cache: &Cache, field: TextField, positions: &[usize]) -> UniqueTexts {
     for i in 0..unique.len() {
         assert_eq!(counts.get(&(i as u32)).copied(), Some(unique.count(i)));
     }
+    // Each key is xxh3-128 of the input's tokens as stored, computed here
+    // independently from the tokens.
+    let sep = if field == TextField::Reply { "\n" } else { " " };
+    for (i, tokens) in inputs.iter().enumerate() {
+        let want = xxhash_rust::xxh3::xxh3_128(tokens.join(sep).as_bytes());
+        assert_eq!(unique.key(i), want, "input {i}");
+    }
     unique
+}
+
+#[test]
+fn positions_in_finds_each_key_or_none() {
+    let (_tmp, cache) = golden();
+    let unique = UniqueTexts::collect(&cache, TextField::Reply, None).unwrap();
+    // Another store's keys: every third input missing, the rest reversed,
+    // one key twice (the first position wins), one key no input has.
+    let mut keys: Vec<u128> = (0..unique.len())
+        .filter(|i| i % 3 != 0)
+        .map(|i| unique.key(i))
+        .rev()
+        .collect();
+    keys.push(keys[0]);
+    keys.push(0xdead_beef);
+    let at = unique.positions_in(&keys);
+    assert_eq!(at.len(), unique.len());
+    for (i, p) in at.iter().enumerate() {
+        match p {
+            None => assert_eq!(i % 3, 0, "input {i} is in keys"),
+            Some(p) => {
+                assert_ne!(i % 3, 0);
+                assert_eq!(keys[*p as usize], unique.key(i));
+                assert!((*p as usize) < keys.len() - 2, "first position taken");
+            }
+        }
+    }
 }
 
 #[test]

@@ -252,6 +252,12 @@ class Thread:
     def kinds(self) -> npt.NDArray[np.uint8]:
         """1 reply, 0 retweet."""
     @property
+    def parents(self) -> npt.NDArray[np.int64]:
+        """Each reaction's parent: an earlier reply's position, -1 for the source."""
+    @property
+    def parent_how(self) -> npt.NDArray[np.uint8]:
+        """How each parent was found: 0 in_reply_to, 1 structure, 2 defaulted."""
+    @property
     def texts(self) -> list[str]: ...
     @property
     def descriptions(self) -> list[str | None]:
@@ -288,6 +294,8 @@ class UniqueTexts:
     @property
     def keys(self) -> npt.NDArray[np.uint64]:
         """[unique, 2]: each input's content key (xxh3-128 of its tokens, low then high)."""
+    def positions_in(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """Per input, the row of ``keys`` ([n, 2] content keys) with its key, or -1."""
     @property
     def index(self) -> npt.NDArray[np.uint32]:
         """[reactions]: each reaction's input, or NONE."""
@@ -410,6 +418,40 @@ class Epoch:
     def __next__(self) -> Batch: ...
     def __len__(self) -> int: ...
 
+class GraphBatch:
+    """A batch of threads as graphs in torch_geometric's layout, refilled by
+    ``Loader.fill_graph``; every property is a fresh array."""
+
+    def __init__(self) -> None: ...
+    @property
+    def num_graphs(self) -> int: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def num_edges(self) -> int: ...
+    @property
+    def x(self) -> npt.NDArray[np.float32]:
+        """[N, 28]: each graph's root (a zero row) first, then its selected reactions."""
+    @property
+    def edge_index(self) -> npt.NDArray[np.int64]:
+        """[2, E]: top-down edges in the first E/2 columns, bottom-up in the last E/2."""
+    @property
+    def batch(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def ptr(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def parent(self) -> npt.NDArray[np.int64]:
+        """[N]: each node's parent node, -1 for roots."""
+    @property
+    def reactions(self) -> npt.NDArray[np.uint32]: ...
+    @property
+    def source_ids(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def labels(self) -> npt.NDArray[np.int8]: ...
+    @property
+    def positions(self) -> npt.NDArray[np.int64]: ...
+    def __len__(self) -> int: ...
+
 class Loader:
     """Assembles padded, masked, optionally normalised batches from a cache.
 
@@ -448,6 +490,10 @@ class Loader:
         """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
     def fill(self, positions: _Positions, batch: Batch, labels: _Labels | None = None) -> None:
         """Writes the threads at ``positions`` into ``batch`` in place (GIL released)."""
+    def fill_graph(
+        self, positions: _Positions, graph: GraphBatch, labels: _Labels | None = None
+    ) -> None:
+        """Fills ``graph`` with the threads at ``positions`` as propagation trees."""
     def lengths(self, positions: _Positions) -> npt.NDArray[np.int64]:
         """Rows each thread contributes (at most ``max_cxt``; an empty thread's row counts)."""
     def plan(
@@ -515,7 +561,12 @@ def _cli_plan(
 ) -> str: ...
 def _cli_merge(out: _Path, parts: Sequence[_Path]) -> str: ...
 def _cli_dump(
-    cache: _Path, *, retweets: bool = False, extended: bool = False, tokens: bool = False
+    cache: _Path,
+    *,
+    retweets: bool = False,
+    extended: bool = False,
+    tokens: bool = False,
+    graph: bool = False,
 ) -> None: ...
 def _cli_stats(
     cache: _Path,

@@ -4,7 +4,7 @@
 ::
 
     socialctx build CORPUS CACHE [--incremental] [--strict] [--workers N] [--report FILE]
-    socialctx dump CACHE [--retweets] [--extended | --tokens]
+    socialctx dump CACHE [--retweets] [--extended | --tokens] [--graph]
     socialctx stats CACHE [--split CSV ...] [--retweets] [--save FILE]
     socialctx plan CORPUS PLAN_FILE
     socialctx build-partition CORPUS OUT --plan PLAN_FILE --partition I/N
@@ -279,6 +279,13 @@ def _parser() -> argparse.ArgumentParser:
         help='print the texts for embedding instead, as rpdnn_tokens.py does: {"source_id", '
         '"reactions": [{"id", "reply_tokens", "description_tokens"}]}',
     )
+    p.add_argument(
+        "--graph",
+        action="store_true",
+        help='add each reaction\'s parent in the propagation tree: "parent" (a tweet id; the '
+        "source's for the root's children) and \"parent_how\" (in_reply_to, structure or "
+        "defaulted); not with --tokens",
+    )
     p.set_defaults(run=_dump)
 
     p = command(
@@ -409,7 +416,9 @@ def _merge(a: argparse.Namespace) -> int:
 def _dump(a: argparse.Namespace) -> int:
     # The extension writes to file descriptor 1 itself (fast, no copies).
     sys.stdout.flush()
-    _ext._cli_dump(a.cache, retweets=a.retweets, extended=a.extended, tokens=a.tokens)
+    _ext._cli_dump(
+        a.cache, retweets=a.retweets, extended=a.extended, tokens=a.tokens, graph=a.graph
+    )
     return EXIT_OK
 
 
@@ -601,6 +610,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "build" and args.verify and not args.incremental:
         args.parser.error("--verify needs --incremental")
+    if args.command == "dump" and args.graph and args.tokens:
+        args.parser.error("--graph does not go with --tokens")
     # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does.
     previous = signal.getsignal(signal.SIGTERM)
     try:

@@ -125,14 +125,23 @@ def store_dir(cache: _socialctx.Cache, name: str) -> Path:
     return _store_root(cache) / name
 
 
-def _write_json(path: Path, value: dict[str, Any]) -> None:
+def _write_json(path: Path, value: dict[str, Any], *, durable: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(value, f, indent=1, sort_keys=True)
         f.write("\n")
         f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -216,6 +225,9 @@ def embed(
                 f"{e.filename or root / name}: {e.strerror or e} while writing store {name!r}"
             ) from e
     finally:
+        # Unlocked before closing: a process forked meanwhile (a DataLoader
+        # worker) shares this open file and would otherwise keep it locked.
+        fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
         if isinstance(progress, _ProgressBar):
             progress.close()
@@ -278,26 +290,12 @@ def _reusable(
     return _Source(meta, vectors, keys)
 
 
-def _match(keys: npt.NDArray[np.uint64], source: _Source | None) -> npt.NDArray[np.int64]:
-    """Per input, the source's row with the same content key, or -1.
-
-    Looked up by the keys' low halves (a sort and a binary search of
-    uint64s: fast), then confirmed on the high halves; a low half shared by
-    two source rows (odds about 2**-64 per pair) only makes an input count
-    as new, never takes a wrong row."""
-    out = np.full(len(keys), -1, dtype=np.int64)
-    if source is None or not len(keys) or not len(source.keys):
-        return out
-    old = np.asarray(source.keys)
-    order = np.argsort(old[:, 0], kind="stable")
-    old_lo = old[order, 0]
-    at = np.searchsorted(old_lo, keys[:, 0])
-    at_ok = at < len(old_lo)
-    cand = order[np.minimum(at, len(old_lo) - 1)]
-    hit = at_ok & (old_lo[np.minimum(at, len(old_lo) - 1)] == keys[:, 0])
-    hit &= old[cand, 1] == keys[:, 1]
-    out[hit] = cand[hit]
-    return out
+def _match(unique: _socialctx.UniqueTexts, source: _Source | None) -> npt.NDArray[np.int64]:
+    """Per input, the source's row with the same content key, or -1 (a
+    hash lookup in Rust)."""
+    if source is None:
+        return np.full(len(unique), -1, dtype=np.int64)
+    return unique.positions_in(np.ascontiguousarray(source.keys))
 
 
 def _runs(idx: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
@@ -327,7 +325,7 @@ def _embed_locked(
     total = len(unique)
     keys = np.ascontiguousarray(unique.keys)
     source = _reusable(cache, final, field, dtype, model_id)
-    reuse_from = _match(keys, source)
+    reuse_from = _match(unique, source)
     todo = np.flatnonzero(reuse_from < 0)
     n_batches = -(-len(todo) // batch_size)
     store_meta = {
@@ -351,16 +349,24 @@ def _embed_locked(
         if partial.exists():
             shutil.rmtree(partial)
         partial.mkdir()
-        np.save(partial / "index.npy", unique.index)
-        np.save(partial / "keys.npy", keys)
+        # progress.json only ever claims what is on disk: index and keys
+        # are synced before the first one is written, and each batch's rows
+        # (with the rows copied from the source, which no progress.json
+        # claims until then) before the one that counts them. So it needs
+        # no sync of its own: one lost in a crash means redoing work, never
+        # trusting rows that are not there.
+        for fname, arr in (("index.npy", unique.index), ("keys.npy", keys)):
+            np.save(partial / fname, arr)
+            _fsync_file(partial / fname)
         state = dict(plan, done=0, dim=None)
         if source is not None:
             _copy_reused(vectors_path, dtype, total, source, reuse_from)
             state["dim"] = int(source.meta["dim"])
-        _write_json(partial / "progress.json", state)
     done = int(state["done"])
     resumed = done
     dim = state["dim"]
+    # Rows written (or copied) since the last sync of the rows file.
+    unsynced = source is not None and resumed == 0
     data_at = 0
     fd = -1
     if dim is not None:
@@ -413,8 +419,9 @@ def _embed_locked(
                 at = data_at + int(picked[a]) * dim * item
                 _pwrite_all(fd, cast[a:z].tobytes(), at, vectors_path)
             os.fsync(fd)
+            unsynced = False
             state.update(done=b + 1, dim=dim)
-            _write_json(partial / "progress.json", state)
+            _write_json(partial / "progress.json", state, durable=False)
             if progress is not None:
                 progress(b + 1, n_batches)
     finally:
@@ -424,11 +431,12 @@ def _embed_locked(
         # No input at all: a store of zero rows (every reaction reads zeros).
         dim = 0
         np.save(vectors_path, np.zeros((0, 0), dtype=_DTYPES[dtype]))
+        unsynced = True
+    if unsynced:
+        _fsync_file(vectors_path)
     files = {}
     for fname in ("vectors.npy", "index.npy", "keys.npy"):
         path = partial / fname
-        with open(path, "rb+") as f:
-            os.fsync(f.fileno())
         files[fname] = {"bytes": path.stat().st_size, "xxh3": _socialctx._xxh3_file(path)}
     # What describes the store only (not how this run made it), so that a
     # store whose rows were reused equals one embedded from scratch.
@@ -437,7 +445,7 @@ def _embed_locked(
     )
     meta["calls"] = -(-total // batch_size)
     _write_json(partial / "meta.json", meta)
-    (partial / "progress.json").unlink()
+    (partial / "progress.json").unlink(missing_ok=True)
     _fsync_dir(partial)
     if _socialctx._publish_dir(str(partial), str(final)):
         shutil.rmtree(partial)  # the old store, exchanged out
@@ -489,7 +497,8 @@ def _copy_reused(
                 rows = np.zeros((stop - start, dim), dtype=_DTYPES[dtype])
                 rows[picked] = source.vectors[src[picked]]
                 _pwrite_all(fd, rows.tobytes(), data_at + start * row, path)
-        os.fsync(fd)
+        # Not synced here: the first batch's sync (or the final one when
+        # nothing is new) covers these rows, one sync instead of two.
     finally:
         os.close(fd)
 

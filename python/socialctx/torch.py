@@ -42,6 +42,7 @@ Batching happens here, not in the DataLoader (hence ``batch_size=None``).
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import warnings
@@ -53,9 +54,9 @@ import numpy.typing as npt
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import Cache, FeatureStats, Loader, open, open_store
+from . import Cache, FeatureStats, GraphBatch, Loader, open, open_store
 
-__all__ = ["CacheDataset", "EmbeddingTable"]
+__all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
 _TORCH_DTYPES = {
     np.dtype(np.float32): torch.float32,
@@ -388,3 +389,84 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             item = self._item(batch, self.positions[plan[k]], into)
             self._consumed = k + 1
             yield item
+
+
+def _pyg_batch() -> Any:
+    """torch_geometric.data.Batch if PyG is importable, else None (PyG is
+    optional, never a dependency)."""
+    try:
+        return importlib.import_module("torch_geometric.data").Batch
+    except ImportError:
+        return None
+
+
+class GraphDataset(CacheDataset):
+    """One epoch of graph batches (threads as propagation trees, see
+    :class:`socialctx.GraphBatch`) over ``positions`` of a cache, for a
+    DataLoader with ``batch_size=None``; batching, shuffling, bucketing, DDP
+    sharding and resumption as :class:`CacheDataset` (``embeddings``,
+    ``dense`` and ``pin_memory`` are not offered).
+
+    Each item is a dict of fresh tensors: ``x`` float32 ``[N, 28]`` (each
+    graph's root first, a zero row; then its selected reactions in time
+    order), ``edge_index`` int64 ``[2, E]`` (the first ``E/2`` columns
+    top-down, parent to child; the last ``E/2`` the same edges bottom-up),
+    ``batch`` int64 ``[N]``, ``ptr`` int64 ``[B + 1]``, ``parent`` int64
+    ``[N]`` (-1 for roots), ``y`` int64 ``[B]`` (the labels), ``source_ids``
+    and ``positions`` int64 ``[B]``. When ``torch_geometric`` is importable
+    (and ``pyg`` is not False) the item is a ``torch_geometric.data.Batch``
+    with these attributes instead; ``pyg=True`` requires it.
+    """
+
+    def __init__(
+        self,
+        cache: str | os.PathLike[str] | Cache,
+        positions: npt.NDArray[np.int64] | Sequence[int] | range,
+        batch_size: int,
+        *,
+        pyg: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        for opt in ("embeddings", "dense", "pin_memory"):
+            if kwargs.get(opt):
+                raise ValueError(f"GraphDataset does not take {opt}")
+        self._batch_type = None if pyg is False else _pyg_batch()
+        if pyg and self._batch_type is None:
+            raise ImportError("GraphDataset(pyg=True) needs torch_geometric")
+        super().__init__(cache, positions, batch_size, **kwargs)
+
+    def __iter__(self) -> Iterator[Any]:
+        info = get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        epoch = self.epoch
+        start = int(self._shared[2]) if int(self._shared[1]) == epoch else 0
+        loader = self._open_loader()
+        plan = self._plan(loader, epoch)
+        in_process = info is None
+        if in_process:
+            self._consumed = start
+        graph = GraphBatch()
+        for k in range(start + worker, len(plan), workers):
+            picked = plan[k]
+            labels = None if self.labels is None else self.labels[picked]
+            loader.fill_graph(self.positions[picked], graph, labels)
+            item = self._graph_item(graph)
+            if in_process:
+                self._consumed = k + 1
+            yield item
+
+    def _graph_item(self, graph: GraphBatch) -> Any:
+        # The getters return fresh arrays: from_numpy shares them, no copy more.
+        item = {
+            "x": torch.from_numpy(graph.x),
+            "edge_index": torch.from_numpy(graph.edge_index),
+            "batch": torch.from_numpy(graph.batch),
+            "ptr": torch.from_numpy(graph.ptr),
+            "parent": torch.from_numpy(graph.parent),
+            "y": torch.from_numpy(graph.labels.astype(np.int64)),
+            "source_ids": torch.from_numpy(graph.source_ids.view(np.int64)),
+            "positions": torch.from_numpy(graph.positions),
+        }
+        if self._batch_type is None:
+            return item
+        return self._batch_type(**item)

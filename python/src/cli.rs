@@ -283,21 +283,25 @@ fn _cli_merge(py: Python<'_>, out: PathBuf, parts: Vec<PathBuf>) -> Result<Strin
 /// (file descriptor 1, not `sys.stdout`) in the oracle's JSON Lines. A
 /// closed pipe (`| head`) ends it quietly.
 #[pyfunction]
-#[pyo3(signature = (cache, *, retweets=false, extended=false, tokens=false))]
+#[pyo3(signature = (cache, *, retweets=false, extended=false, tokens=false, graph=false))]
 fn _cli_dump(
     py: Python<'_>,
     cache: PathBuf,
     retweets: bool,
     extended: bool,
     tokens: bool,
+    graph: bool,
 ) -> Result<()> {
-    if extended && tokens {
-        return Err(PyValueError::new_err("extended and tokens do not go together").into());
+    if (extended || graph) && tokens {
+        return Err(
+            PyValueError::new_err("extended or graph and tokens do not go together").into(),
+        );
     }
     let cache = py.detach(|| sc::Cache::open(&cache))?;
     let opts = sc::dump::DumpOptions::default()
         .retweets(retweets)
         .extended(extended)
+        .graph(graph)
         .tokens(tokens);
     py.detach(|| {
         let mut out = BufWriter::new(std::io::stdout().lock());

@@ -14,8 +14,8 @@
 //! Modules depend downwards only (no two import each other): `error`, then
 //! `convert` (argument and array conversions, the `Reader` type); `thread`,
 //! `texts`, `vocab` on those; `cache` on them; `stats`, `split`, `store` on
-//! `cache`; `batch` on nothing of the binding; `loader` on `batch`, `cache`
-//! and `stats`; `build` on `convert` and `error`; `cli` on `build`.
+//! `cache`; `batch` and `graph` on `error` at most; `loader` on `batch`,
+//! `graph`, `cache` and `stats`; `build` on `convert` and `error`; `cli` on `build`.
 
 mod batch;
 mod build;
@@ -23,6 +23,7 @@ mod cache;
 mod cli;
 mod convert;
 mod error;
+mod graph;
 mod loader;
 mod split;
 mod stats;
@@ -61,6 +62,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stats::PyFeatureStats>()?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<batch::PyBatch>()?;
+    m.add_class::<graph::PyGraphBatch>()?;
     m.add_class::<loader::Epoch>()?;
     m.add_class::<build::BuildSummary>()?;
     m.add_class::<build::PlanSummary>()?;

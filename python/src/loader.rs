@@ -385,6 +385,23 @@ impl PyLoader {
         self.fill_impl(py, &positions, labels.as_deref(), &mut b)
     }
 
+    /// Fills `graph` (a GraphBatch, reused across fills) with the threads at
+    /// `positions` as propagation trees, under this Loader's selection and
+    /// statistics (the GIL is released meanwhile). Labels as in `fill`.
+    #[pyo3(signature = (positions, graph, labels=None))]
+    fn fill_graph(
+        &self,
+        py: Python<'_>,
+        positions: &Bound<'_, PyAny>,
+        graph: &Bound<'_, crate::graph::PyGraphBatch>,
+        labels: Option<&Bound<'_, PyAny>>,
+    ) -> Result<()> {
+        let positions = positions_of(positions, self.reader.len())?;
+        let labels = labels_for(labels, positions.len())?;
+        let loader = self.loader(&*self.reader);
+        crate::graph::fill(py, &loader, &positions, labels.as_deref(), graph)
+    }
+
     /// int64 [len(positions)]: the rows each thread contributes to a batch
     /// (its selection, at most `max_cxt`; an empty thread's zero row counts).
     fn lengths<'py>(

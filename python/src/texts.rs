@@ -106,20 +106,40 @@ impl PyUniqueTexts {
     /// tokens, low then high half): equal inputs have equal keys in any
     /// cache (what `embed` reuses rows by).
     #[getter]
-    fn keys<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray2<u64>>> {
-        let cache: &Reader = &*self.reader;
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<u64>>> {
+        let n = self.inner.len();
+        let mut flat = Vec::with_capacity(n * 2);
+        for i in 0..n {
+            let k = self.inner.key(i);
+            flat.extend([k as u64, (k >> 64) as u64]);
+        }
+        PyArray1::from_vec(py, flat).reshape([n, 2])
+    }
+
+    /// np.int64 [unique]: per input, the row of `keys` (an `uint64 [n, 2]`
+    /// array of content keys, low then high half, such as a previous
+    /// embedding store's `keys.npy`) with the same key, or -1.
+    fn positions_in<'py>(
+        &self,
+        py: Python<'py>,
+        keys: numpy::PyReadonlyArray2<'py, u64>,
+    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        let view = keys.as_array();
+        if view.ncols() != 2 {
+            return Err(PyValueError::new_err(format!(
+                "keys must have shape [n, 2], not {:?}",
+                view.shape()
+            )));
+        }
+        let keys: Vec<u128> = view
+            .rows()
+            .into_iter()
+            .map(|r| u128::from(r[0]) | (u128::from(r[1]) << 64))
+            .collect();
         let inner = &self.inner;
-        let flat = py.detach(|| {
-            let mut v = Vec::with_capacity(inner.len() * 2);
-            for i in 0..inner.len() {
-                let k = inner.key(cache, i)?;
-                v.push(k as u64);
-                v.push((k >> 64) as u64);
-            }
-            Ok::<_, sc::LoadError>(v)
-        })?;
-        let n = inner.len();
-        Ok(PyArray1::from_vec(py, flat).reshape([n, 2])?)
+        let at = py.detach(|| inner.positions_in(&keys));
+        let out: Vec<i64> = at.iter().map(|p| p.map_or(-1, i64::from)).collect();
+        Ok(PyArray1::from_vec(py, out))
     }
 
     /// np.uint32 [reactions]: per reaction of the threads (thread order,

@@ -142,6 +142,29 @@ impl PyThread {
         Ok(v.into_pyarray(py))
     }
 
+    /// Each reaction's parent in the propagation tree (np.int64 [n]): the
+    /// position of an earlier reply, -1 for the source (FEATURES.md).
+    #[getter]
+    fn parents<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<i64>>> {
+        let t = self.view()?;
+        let v: Vec<i64> = t
+            .reaction_records()
+            .map(|r| match r.parent {
+                sc::PARENT_SOURCE => -1,
+                p => i64::from(p),
+            })
+            .collect();
+        Ok(v.into_pyarray(py))
+    }
+
+    /// How each parent was found (np.uint8 [n]): 0 in_reply_to, 1 structure, 2 defaulted.
+    #[getter]
+    fn parent_how<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<u8>>> {
+        let t = self.view()?;
+        let v: Vec<u8> = t.reaction_records().map(|r| r.parent_how as u8).collect();
+        Ok(v.into_pyarray(py))
+    }
+
     /// Reaction texts.
     #[getter]
     fn texts(&self) -> Result<Vec<String>> {

@@ -488,3 +488,65 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
         cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-2"
     )
     assert other.reused == 0 and other.new == other.unique
+
+
+NIGHT_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    import numpy as np, socialctx
+    sys.path.insert(0, sys.argv[3])
+    from test_embed import toy
+    cache = socialctx.open(sys.argv[1])
+    calls = 0
+    def fn(batch):
+        global calls
+        calls += 1
+        if calls > int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return np.stack([toy(t) for t in batch])
+    socialctx.embed(cache, fn, field="reply", name="r", batch_size=1, model_id="toy-1")
+    """
+)
+
+
+@pytest.mark.parametrize("batches_before_kill", [0, 1])
+def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_before_kill):
+    """A nightly embed copies the reused rows, then embeds the new ones; it
+    is killed before its first batch (the copied rows never synced, no
+    progress recorded) or after it. Either way the next embed ends with
+    exactly the bytes of a from-scratch embed."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    kw = dict(field="reply", name="r", batch_size=1, model_id="toy-1")
+    socialctx.embed(socialctx.open(out), Model(), **kw)
+    for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:3]):
+        tweet = json.loads(reply.read_text())
+        tweet["text"] = tweet["full_text"] = f"rewritten reply number {n} for the night"
+        reply.write_text(json.dumps(tweet))
+    socialctx.build(corpus, out, progress=False, incremental=True)
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            NIGHT_CHILD,
+            str(out),
+            str(batches_before_kill),
+            str(Path(__file__).parent),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    cache = socialctx.open(out)
+    model = Model()
+    night = socialctx.embed(cache, model, **kw)
+    assert night.new == 3 and night.resumed == batches_before_kill, night
+    assert model.calls == 3 - batches_before_kill
+    fresh = tmp_path / "fresh"
+    shutil.copytree(out, fresh, ignore=shutil.ignore_patterns("derived"))
+    scratch = socialctx.open(fresh)
+    socialctx.embed(scratch, Model(), **kw)
+    assert _store_bytes(cache, "r") == _store_bytes(scratch, "r")

@@ -190,3 +190,42 @@ class _null:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_graph_dataset_yields_the_loaders_graph_batches(built, monkeypatch):
+    """GraphDataset's tensors are Loader.fill_graph's arrays; with
+    torch_geometric importable (a stand-in module here: PyG is not installed
+    offline) each item is its ``data.Batch`` built from the same tensors."""
+    import sys
+    import types
+
+    from socialctx.torch import GraphDataset
+
+    cache = socialctx.open(built["sample"])
+    positions = np.arange(len(cache))
+    plain = GraphDataset(built["sample"], positions, 8, pyg=False, kinds="both", max_cxt=20)
+    items = list(plain)
+    assert len(items) == len(plain) and sum(len(i["y"]) for i in items) == len(cache)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=20)
+    graph = socialctx.GraphBatch()
+    for item in items:
+        loader.fill_graph(item["positions"].numpy(), graph)
+        for key in ("x", "edge_index", "batch", "ptr", "parent"):
+            np.testing.assert_array_equal(item[key].numpy(), getattr(graph, key), err_msg=key)
+        assert item["edge_index"].dtype == torch.int64 and item["y"].dtype == torch.int64
+    with pytest.raises(ImportError):
+        GraphDataset(built["sample"], positions, 8, pyg=True)
+
+    class FakeBatch:
+        def __init__(self, **kwargs: object) -> None:
+            self.__dict__.update(kwargs)
+
+    pyg = types.ModuleType("torch_geometric")
+    data = types.ModuleType("torch_geometric.data")
+    data.Batch = FakeBatch  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch_geometric", pyg)
+    monkeypatch.setitem(sys.modules, "torch_geometric.data", data)
+    ds = GraphDataset(built["sample"], positions, 8, kinds="both", max_cxt=20)
+    for got, want in zip(ds, items):
+        assert isinstance(got, FakeBatch)
+        assert torch.equal(got.edge_index, want["edge_index"]) and torch.equal(got.ptr, want["ptr"])

@@ -77,6 +77,14 @@ pub struct PartitionInfo {
 }
 
 impl Manifest {
+    /// The manifest's bytes as every writer writes them (pretty JSON, one
+    /// final newline): readers accept these bytes and no others.
+    pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {
+        let mut json = serde_json::to_vec_pretty(self)?;
+        json.push(b'\n');
+        Ok(json)
+    }
+
     /// The checksum a partition record of this manifest must carry (see
     /// `PartitionInfo::xxh3`); `None` when there is no partition record.
     pub fn partition_checksum(&self) -> Option<String> {

@@ -32,7 +32,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::schema::FeatureVec;
 
 /// Version of the cache format this library writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The `format` string of a manifest.
 pub const FORMAT_NAME: &str = "socialctx-feature-cache";
@@ -168,6 +168,14 @@ pub struct ReactionRecord {
     pub id: u64,
     /// `created_at`, seconds since the epoch (Python `int(dt.timestamp())`).
     pub created_at: i64,
+    /// The reaction's parent in the propagation tree (`FEATURES.md`): the
+    /// position of an earlier reply of the same thread, or [`PARENT_SOURCE`].
+    pub parent: u32,
     /// [`ReactionKind`](crate::schema::ReactionKind) as a byte: 0 reply, 1 retweet.
     pub kind: u8,
+    /// [`ParentHow`](crate::schema::ParentHow) as a byte: how `parent` was found.
+    pub parent_how: u8,
 }
+
+/// [`ReactionRecord::parent`] of a reaction whose parent is the source tweet.
+pub const PARENT_SOURCE: u32 = u32::MAX;

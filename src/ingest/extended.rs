@@ -20,6 +20,7 @@ use super::features::propagation::depths;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
 use super::files::{Names, ReplyTokenizer, Row, for_each_line, reaction_row, read_source};
+use super::parents::{Structure, structure};
 use super::parse::{Reason, SourceFields, TweetReader, source_fields, user_key};
 use super::writer::REACTION_EXTRA;
 use crate::error::BuildError;
@@ -72,8 +73,9 @@ impl Extended {
     }
 }
 
-/// Reads `structure.json`, `annotation.json`, `who-follows-whom.dat` and
-/// `retweets.json` (retweets as JSON Lines) when the thread has them.
+/// Reads `annotation.json`, `who-follows-whom.dat` and `retweets.json`
+/// (retweets as JSON Lines) when the thread has them (`structure.json` is
+/// read by every build, for the parents: [`read_structure`]).
 pub(super) fn read_thread_files(
     (extra, reaction): (&mut TweetReader, &mut TweetReader),
     max: u64,
@@ -84,13 +86,6 @@ pub(super) fn read_thread_files(
 ) -> Extended {
     let mut ext = Extended::default();
     let rel = |i: usize| format!("{}/{}", td.rel, THREAD_FILES[i]);
-    if td.has_file(STRUCTURE_FILE) {
-        let r = extra.read_file(&td.path.join(THREAD_FILES[STRUCTURE_FILE]), max);
-        match r.and_then(|()| extra.parse(depths)?) {
-            Ok(d) => ext.depths = Some(d),
-            Err(reason) => bad.push(BadInput::new(rel(STRUCTURE_FILE), reason)),
-        }
-    }
     if td.has_file(ANNOTATION_FILE) {
         let r = extra.read_file(&td.path.join(THREAD_FILES[ANNOTATION_FILE]), max);
         match r.and_then(|()| extra.parse(annotation)?) {
@@ -133,6 +128,31 @@ pub(super) fn read_thread_files(
         }
     }
     ext
+}
+
+/// Reads a thread's `structure.json`, if it has one, for the parents and
+/// (extended builds) the depths; a bad file is reported.
+pub(super) fn read_structure(
+    reader: &mut TweetReader,
+    max: u64,
+    td: &ThreadDir,
+    bad: &mut Vec<BadInput>,
+) -> Option<(Structure, HashMap<u64, u32>)> {
+    if !td.has_file(STRUCTURE_FILE) {
+        return None;
+    }
+    let name = THREAD_FILES[STRUCTURE_FILE];
+    let r = reader.read_file(&td.path.join(name), max);
+    fn both(v: simd_json::tape::Value<'_, '_>) -> Result<(Structure, HashMap<u64, u32>), Reason> {
+        Ok((structure(v)?, depths(v)?))
+    }
+    match r.and_then(|()| reader.parse(both)?) {
+        Ok(s) => Some(s),
+        Err(reason) => {
+            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
+            None
+        }
+    }
 }
 
 /// Reads a thread's `annotation.json`, if it has one, for its

@@ -88,6 +88,8 @@ pub(super) struct Row {
     pub(super) text: ReactionSpans,
     pub(super) features: FeatureVec,
     pub(super) author: u64,
+    /// The tweet it answers (`in_reply_to_status_id(_str)`), if any.
+    pub(super) in_reply_to: Option<u64>,
 }
 
 /// A worker's reply tokenizer and its reused token buffer.
@@ -141,10 +143,14 @@ pub(super) fn reaction_row(
                 id: r.id,
                 kind: kind as u8,
                 created_at: r.created_at.unix_seconds(),
+                // Set by the thread's assembly once every reaction is read.
+                parent: crate::format::PARENT_SOURCE,
+                parent_how: crate::schema::ParentHow::Defaulted as u8,
             },
             text,
             features,
             author: user_key(r.user.id_str),
+            in_reply_to: r.in_reply_to,
         })
     })?
 }

@@ -24,6 +24,7 @@ pub mod discover;
 pub(crate) mod extended;
 pub mod features;
 mod files;
+pub mod parents;
 pub mod parse;
 pub(crate) mod plan;
 mod pool;

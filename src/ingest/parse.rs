@@ -452,6 +452,10 @@ pub struct ReactionFields<'a> {
     pub url_count: usize,
     /// Whether the key `extended_entities` is present (even with value null).
     pub has_extended_entities: bool,
+    /// The tweet it answers: `in_reply_to_status_id_str` when that is a
+    /// decimal id, else `in_reply_to_status_id` when that is a non-negative
+    /// integer; anything else (absent, null, malformed) is `None`, never an error.
+    pub in_reply_to: Option<u64>,
     /// The author.
     pub user: UserFields<'a>,
 }
@@ -586,6 +590,7 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
     let (mut created_at, mut id_str, mut full_text, mut text) = (None, None, None, None);
     let (mut retweets, mut favorites, mut entities, mut user) = (None, None, None, None);
     let mut has_extended_entities = false;
+    let (mut reply_to_str, mut reply_to) = (None, None);
     // One pass over the keys; a repeated key overwrites, as in Python.
     for (k, v) in obj.iter() {
         match k {
@@ -598,9 +603,19 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
             "entities" => entities = Some(v),
             "extended_entities" => has_extended_entities = true,
             "user" => user = Some(v),
+            "in_reply_to_status_id_str" => reply_to_str = Some(v),
+            "in_reply_to_status_id" => reply_to = Some(v),
             _ => {}
         }
     }
+    let in_reply_to = reply_to_str
+        .and_then(|v| v.into_string())
+        .and_then(parse_id)
+        .or_else(|| {
+            reply_to
+                .filter(|v| v.value_type() == ValueType::U64 || v.value_type() == ValueType::I64)
+                .and_then(|v| v.as_u64())
+        });
     let id_s = string(id_str, "id_str")?;
     let id =
         parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
@@ -651,6 +666,7 @@ pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Re
         favorite_count,
         url_count,
         has_extended_entities,
+        in_reply_to,
         user,
     })
 }

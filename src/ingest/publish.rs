@@ -44,7 +44,8 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
 pub struct Staging {
     layout: CacheLayout,
     dir: PathBuf,
-    _lock: File,
+    /// Held (flock) for the whole build; released explicitly on drop.
+    lock: File,
     published: bool,
 }
 
@@ -121,7 +122,7 @@ impl Staging {
         Ok(Staging {
             layout,
             dir,
-            _lock: lock,
+            lock,
             published: false,
         })
     }
@@ -186,6 +187,11 @@ impl Drop for Staging {
         if !self.published {
             let _ = fs::remove_dir_all(&self.dir);
         }
+        // Unlocked explicitly, not by closing: a child forked meanwhile (a
+        // DataLoader worker, or any spawn between its fork and exec) shares
+        // the lock's open file, and closing our descriptor alone would
+        // leave the cache locked for as long as that child lives.
+        let _ = self.lock.unlock();
     }
 }
 

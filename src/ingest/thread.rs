@@ -4,15 +4,16 @@
 //! ready for the writer. Bad files become report lines, never errors.
 
 use super::discover::ThreadDir;
-use super::extended::{read_annotation, read_thread_files};
+use super::extended::{read_annotation, read_structure, read_thread_files};
 use super::features::propagation::author_counts;
 use super::features::reliability::RumourIndex;
 use super::files::{Names, ReplyTokenizer, Row, STRAY, is_json_name, reaction_row, read_source};
+use super::parents::{Node, assign};
 use super::parse::{TweetReader, source_fields, user_key};
 use super::writer::{THREAD_EXTRA, ThreadData, ThreadText};
 use crate::format::ThreadRecord;
 use crate::format::report::BadInput;
-use crate::schema::{Annotated, Label};
+use crate::schema::{Annotated, Label, ReactionKind};
 
 /// One processed thread: its data (None if the thread was skipped) and the
 /// bad inputs met on the way.
@@ -128,9 +129,11 @@ impl<'i> Worker<'i> {
             }
         }
 
+        let structure = read_structure(&mut self.extra, self.max_file_bytes, td, &mut bad);
+        let (structure, depths) = structure.map_or((None, None), |(s, d)| (Some(s), Some(d)));
         let extended = self.index.map(|index| {
             let readers = (&mut self.extra, &mut self.reaction);
-            let ext = read_thread_files(
+            let mut ext = read_thread_files(
                 readers,
                 self.max_file_bytes,
                 td,
@@ -138,6 +141,7 @@ impl<'i> Worker<'i> {
                 (&mut rows, &mut arena, &mut self.tok),
                 &mut bad,
             );
+            ext.depths = depths;
             (index, ext)
         });
 
@@ -157,6 +161,18 @@ impl<'i> Worker<'i> {
             known => known,
         };
         rows.sort_by_key(|r| (r.rec.created_at, r.rec.id));
+        let nodes: Vec<Node> = rows
+            .iter()
+            .map(|r| Node {
+                id: r.rec.id,
+                kind: ReactionKind::from_u8(r.rec.kind).unwrap_or(ReactionKind::Reply),
+                in_reply_to: r.in_reply_to,
+            })
+            .collect();
+        let parents = assign(td.source_id, &nodes, structure.as_ref());
+        for (row, (parent, how)) in rows.iter_mut().zip(parents) {
+            (row.rec.parent, row.rec.parent_how) = (parent, how as u8);
+        }
         let source_author = user_key(source.user_id_str);
         let mut data = ThreadData {
             record: ThreadRecord {

@@ -365,11 +365,10 @@ impl CacheWriter {
         {
             p.xxh3 = sum;
         }
-        let mut json = serde_json::to_vec_pretty(&manifest).map_err(|e| BuildError::Internal {
+        let json = manifest.to_bytes().map_err(|e| BuildError::Internal {
             path: MANIFEST_FILE.into(),
             message: e.to_string(),
         })?;
-        json.push(b'\n');
         self.write_synced(MANIFEST_FILE, &[&json])?;
         // The content id, as readers compute it from the manifest's bytes.
         let content_id = hex64(xxh3_64(&json));

@@ -23,9 +23,12 @@ use crate::format::footer::{self, Footer, FooterError};
 use crate::format::layout::{MANIFEST_FILE, plain_name};
 use crate::format::manifest::{FileInfo, Manifest, ShardInfo, hex64};
 use crate::format::report::{BadInput, read_jsonl};
-use crate::format::{ArchivedShard, ArchivedSpan, ArchivedTextShard, FORMAT_NAME, FORMAT_VERSION};
+use crate::format::{
+    ArchivedShard, ArchivedSpan, ArchivedTextShard, FORMAT_NAME, FORMAT_VERSION, PARENT_SOURCE,
+};
 use crate::schema::{
-    FEATURE_NAMES, Feature, FeatureVec, Label, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS,
+    FEATURE_NAMES, Feature, FeatureVec, Label, ParentHow, REACTION_COLUMNS, ReactionKind,
+    THREAD_COLUMNS,
 };
 
 type Result<T, E = OpenError> = std::result::Result<T, E>;
@@ -235,6 +238,18 @@ pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<(Manifest, u6
     {
         return Err(OpenError::corrupt(&path, "totals do not match the shards"));
     }
+    // Last of the manifest's own checks, so that an edited but parseable
+    // manifest meets the specific check it fails first: the bytes must be
+    // exactly what a writer makes of this content. Every other file is
+    // under a checksum the manifest records; this makes the manifest itself
+    // tamper-evident too (a cut newline, an added space, a flipped bit that
+    // still parses), which matters because its bytes are the content id.
+    if manifest.to_bytes().as_deref().ok() != Some(&bytes[..]) {
+        return Err(OpenError::corrupt(
+            &path,
+            "not byte for byte as written (damaged or edited by hand)",
+        ));
+    }
     Ok((manifest, xxh3_64(&bytes)))
 }
 
@@ -307,7 +322,8 @@ fn map_numbers(
     let mapped = map_archive(file, path, &info.numbers)?;
     let shard = rkyv::access::<ArchivedShard, rkyv::rancor::BoxedError>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
-    check_shard(shard, info).map_err(|r| OpenError::corrupt(path, r))?;
+    check_entry(shard, info).map_err(|r| entry_disagrees(path, r))?;
+    check_shard(shard).map_err(|r| OpenError::corrupt(path, r))?;
     if (shard.reaction_columns.len(), shard.thread_columns.len()) != columns {
         return Err(OpenError::corrupt(
             path,
@@ -323,9 +339,15 @@ fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
     let text = rkyv::access::<ArchivedTextShard, rkyv::rancor::BoxedError>(mapped.bytes())
         .map_err(|e| OpenError::corrupt(path, format!("archive does not validate: {e}")))?;
     if text.threads.len() as u64 != info.threads || text.reactions.len() as u64 != info.reactions {
-        return Err(OpenError::corrupt(
+        return Err(entry_disagrees(
             path,
-            "texts do not line up with the shard's threads and reactions",
+            format!(
+                "the file holds texts of {} threads and {} reactions, the entry says {} and {}",
+                text.threads.len(),
+                text.reactions.len(),
+                info.threads,
+                info.reactions
+            ),
         ));
     }
     // Every span must address whole characters of the arena, so that the
@@ -352,14 +374,44 @@ fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
 
 /// The invariants the views rely on, so that a consistent-looking but wrong
 /// archive can never index out of bounds or return another thread's data.
-fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
+/// A shard whose checksum matches its manifest entry is the very file that
+/// entry describes: where the entry's other fields disagree with it, the
+/// entry is what is damaged, and the error names the manifest.
+fn entry_disagrees(path: &Path, reason: impl std::fmt::Display) -> OpenError {
+    let file = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    OpenError::corrupt(
+        path.with_file_name(MANIFEST_FILE),
+        format!(
+            "its entry for {file} disagrees with that file (whose checksum it matches): {reason}"
+        ),
+    )
+}
+
+/// The shard's counts and source-id range against its manifest entry.
+fn check_entry(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
     let (threads, reactions) = (shard.threads.len(), shard.reactions.len());
     if threads as u64 != info.threads || reactions as u64 != info.reactions {
         return Err(format!(
-            "holds {threads} threads and {reactions} reactions, the manifest says {} and {}",
+            "the file holds {threads} threads and {reactions} reactions, the entry says {} and {}",
             info.threads, info.reactions
         ));
     }
+    let first = shard.threads.first().map_or(0, |t| t.source_id.to_native());
+    let last = shard.threads.last().map_or(0, |t| t.source_id.to_native());
+    if threads > 0 && (first != info.first_source_id || last != info.last_source_id) {
+        return Err(format!(
+            "the file's source ids run {first}..{last}, the entry says {}..{}",
+            info.first_source_id, info.last_source_id
+        ));
+    }
+    Ok(())
+}
+
+fn check_shard(shard: &ArchivedShard) -> Result<(), String> {
+    let (threads, reactions) = (shard.threads.len(), shard.reactions.len());
     if shard.features.len() != reactions {
         return Err(format!(
             "{} feature rows for {reactions} reactions",
@@ -407,6 +459,18 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
                 w[1].id.to_native()
             ));
         }
+        // Graph batches rely on every parent being the source or an earlier reply.
+        if let Some((_, r)) = range.iter().enumerate().find(|&(i, r)| {
+            let p = r.parent.to_native();
+            let parent_ok = p == PARENT_SOURCE
+                || ((p as usize) < i && range[p as usize].kind == ReactionKind::Reply as u8);
+            !parent_ok || ParentHow::from_u8(r.parent_how).is_none()
+        }) {
+            return Err(format!(
+                "thread {id}: reaction {} has a bad parent",
+                r.id.to_native()
+            ));
+        }
     }
     if next_reaction != reactions as u64 {
         return Err("reactions not covered by any thread".into());
@@ -436,11 +500,6 @@ fn check_shard(shard: &ArchivedShard, info: &ShardInfo) -> Result<(), String> {
         .fold(false, |any, x| any | (x.to_bits() & EXPONENT == EXPONENT));
     if non_finite {
         return Err("a feature is not finite (NaN or infinite)".into());
-    }
-    let first = shard.threads.first().map_or(0, |t| t.source_id.to_native());
-    let last = shard.threads.last().map_or(0, |t| t.source_id.to_native());
-    if threads > 0 && (first != info.first_source_id || last != info.last_source_id) {
-        return Err("source id range differs from the manifest".into());
     }
     Ok(())
 }

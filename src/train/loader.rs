@@ -419,7 +419,12 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         Ok(())
     }
 
-    fn thread(&self, pos: usize) -> Result<crate::read::NumView<'c>> {
+    /// The normalisation in use, if any.
+    pub(super) fn normalizer(&self) -> Option<&Normalizer> {
+        self.normalizer.as_ref()
+    }
+
+    pub(super) fn thread(&self, pos: usize) -> Result<crate::read::NumView<'c>> {
         self.cache
             .numbers(pos)?
             .ok_or(LoadError::NoSuchThread { position: pos })

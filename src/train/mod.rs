@@ -1,9 +1,10 @@
 //! The training side, written against [`ThreadSource`](crate::ThreadSource):
 //! batches ([`loader`]) of the reactions a [`selection`] picks, normalisation
 //! statistics and the normaliser ([`stats`]), split files ([`splits`]) and
-//! the distinct texts to embed ([`texts`]).
+//! the distinct texts to embed ([`texts`]), threads as graphs ([`graph`]).
 
 pub mod batches;
+pub mod graph;
 pub mod loader;
 pub mod selection;
 pub mod splits;

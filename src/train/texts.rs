@@ -9,7 +9,12 @@
 //!
 //! Memory is bounded by the number of distinct inputs, never by the texts:
 //! the texts stay in the memory map (the set of seen inputs borrows them),
-//! and what is kept is 16 bytes per distinct input plus 4 per reaction.
+//! and what is kept is 32 bytes per distinct input plus 4 per reaction.
+//!
+//! Inputs are told apart by their content key (xxh3-128 of the stored
+//! tokens), computed once per reaction in the collecting pass: the key is
+//! what an embedding store reuses rows by, and hashing it again per input
+//! afterwards (as this module once did) cost as much as the collection.
 //!
 //! ```no_run
 //! use socialctx::{Cache, TextField, UniqueTexts};
@@ -23,6 +28,10 @@
 //! ```
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use rayon::prelude::*;
 
 use crate::error::LoadError;
 use crate::read::{ReactionView, ThreadSource, TokenList};
@@ -73,6 +82,8 @@ impl std::str::FromStr for TextField {
 /// One distinct input: where it first occurs, how often, how many tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Entry {
+    /// Content key: xxh3-128 of the tokens as stored.
+    key: u128,
     /// Thread position and reaction index of its first occurrence.
     thread: u32,
     reaction: u32,
@@ -101,7 +112,7 @@ impl UniqueTexts {
 
     /// Finds the distinct inputs of `field` over the threads at `positions`
     /// (all threads when `None`), in that order.
-    pub fn collect<C: ThreadSource + ?Sized>(
+    pub fn collect<C: ThreadSource + Sync + ?Sized>(
         cache: &C,
         field: TextField,
         positions: Option<&[usize]>,
@@ -110,30 +121,77 @@ impl UniqueTexts {
             Some(p) => p.to_vec(),
             None => (0..cache.len()).collect(),
         };
-        let mut seen: HashMap<&str, u32> = HashMap::new();
+        // Per reaction, its input's key, token count and text: computed on
+        // all cores in runs of threads (hashing is most of the work); the
+        // numbering below, in first-occurrence order, is sequential.
+        type Item<'t> = Option<(u128, u32, &'t str)>;
+        let key_run = |run: &[usize]| -> Result<(Vec<Item<'_>>, Vec<usize>), LoadError> {
+            let mut items = Vec::new();
+            let mut lens = Vec::with_capacity(run.len());
+            for &pos in run {
+                let t = cache
+                    .thread(pos)?
+                    .ok_or(LoadError::NoSuchThread { position: pos })?;
+                let before = items.len();
+                items.extend(t.reactions().map(|r| {
+                    field.tokens_of(&r).map(|tokens| {
+                        let text = tokens.joined();
+                        let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+                        (key, tokens.len() as u32, text)
+                    })
+                }));
+                lens.push(items.len() - before);
+            }
+            Ok((items, lens))
+        };
+        let runs: Vec<(Vec<Item<'_>>, Vec<usize>)> = positions
+            .par_chunks(512)
+            .map(key_run)
+            .collect::<Result<_, _>>()?;
+        // Keyed by the content key (already a uniform hash: see KeyHasher);
+        // the first occurrence's text is kept to confirm every match, so
+        // that two inputs sharing a key (odds about 2^-128 per pair) are an
+        // error, never one input silently embedded for the other.
+        let mut seen: HashMap<u128, (u32, &str), KeyHash> = HashMap::default();
         let mut entries = Vec::new();
-        let mut index = Vec::new();
+        let reactions = runs.iter().map(|(items, _)| items.len()).sum();
+        let mut index = Vec::with_capacity(reactions);
         let mut offsets = Vec::with_capacity(positions.len() + 1);
-        for &pos in &positions {
+        let threads = runs.iter().flat_map(|(items, lens)| {
+            let mut at = 0;
+            lens.iter().map(move |&n| {
+                at += n;
+                &items[at - n..at]
+            })
+        });
+        for (&pos, items) in positions.iter().zip(threads) {
             offsets.push(index.len() as u64);
-            let t = cache
-                .thread(pos)?
-                .ok_or(LoadError::NoSuchThread { position: pos })?;
-            for (i, r) in t.reactions().enumerate() {
-                let Some(tokens) = field.tokens_of(&r) else {
+            for (i, item) in items.iter().enumerate() {
+                let Some((key, tokens, text)) = *item else {
                     index.push(Self::NONE);
                     continue;
                 };
-                let next = entries.len() as u32;
-                let id = *seen.entry(tokens.joined()).or_insert(next);
-                if id == next {
-                    entries.push(Entry {
-                        thread: pos as u32,
-                        reaction: i as u32,
-                        count: 0,
-                        tokens: tokens.len() as u32,
-                    });
-                }
+                let id = match seen.entry(key) {
+                    MapEntry::Occupied(e) => {
+                        let (id, first) = *e.get();
+                        if first != text {
+                            return Err(LoadError::KeyCollision { key });
+                        }
+                        id
+                    }
+                    MapEntry::Vacant(e) => {
+                        let id = entries.len() as u32;
+                        e.insert((id, text));
+                        entries.push(Entry {
+                            key,
+                            thread: pos as u32,
+                            reaction: i as u32,
+                            count: 0,
+                            tokens,
+                        });
+                        id
+                    }
+                };
                 entries[id as usize].count += 1;
                 index.push(id);
             }
@@ -201,10 +259,23 @@ impl UniqueTexts {
     /// (joined by the field's separator). Equal inputs have equal keys in
     /// any cache, which is what lets an embedding store reuse the rows of
     /// inputs it has already embedded after a rebuild.
-    pub fn key<C: ThreadSource + ?Sized>(&self, cache: &C, i: usize) -> Result<u128, LoadError> {
-        Ok(xxhash_rust::xxh3::xxh3_128(
-            self.tokens(cache, i)?.joined().as_bytes(),
-        ))
+    pub fn key(&self, i: usize) -> u128 {
+        self.entries[i].key
+    }
+    /// Per input, the position of its key in `keys` (the content keys of
+    /// another collection, e.g. a previous embedding store's rows), or
+    /// `None` for an input `keys` does not have. Where `keys` holds a key
+    /// twice, the first position is taken.
+    pub fn positions_in(&self, keys: &[u128]) -> Vec<Option<u32>> {
+        let mut at: HashMap<u128, u32, KeyHash> =
+            HashMap::with_capacity_and_hasher(keys.len(), KeyHash::default());
+        for (i, &k) in keys.iter().enumerate() {
+            at.entry(k).or_insert(i as u32);
+        }
+        self.entries
+            .iter()
+            .map(|e| at.get(&e.key).copied())
+            .collect()
     }
     /// Per reaction of the threads (thread order, then the thread's
     /// reaction order): its input, or [`NONE`](Self::NONE).
@@ -221,6 +292,31 @@ impl UniqueTexts {
         &self.positions
     }
 }
+
+/// A content key is already a uniform 128-bit hash: its low half serves as
+/// the map's hash as it is (SipHash over the key again bought nothing).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u128 keys are hashed (write_u128); anything else folds in.
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.0 =
+                (self.0.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u128(&mut self, k: u128) {
+        self.0 = k as u64;
+    }
+}
+
+type KeyHash = BuildHasherDefault<KeyHasher>;
 
 /// Per thread position, its first reaction's index in cache order (threads
 /// by position, reactions by time), plus the total at the end: what an
