@@ -15,11 +15,11 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use pycompat::{Timestamp, parse_created_at};
 use rayon::prelude::*;
 use socialctx::ReactionKind;
 use socialctx::internals::features;
 use socialctx::internals::parse::{SourceFields, TweetReader, reaction_fields, source_fields};
-use socialctx::internals::timestamp::{Timestamp, parse_created_at};
 
 /// How many reaction files to load, and at most how many per thread (for variety).
 const MAX_REACTIONS: usize = 400;

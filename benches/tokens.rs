@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use socialctx::internals::tokens::{Tokenizer, Tokens, warm_up};
+use pycompat::{Tokenizer, Tokens, warm_up};
 
 fn texts(name: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

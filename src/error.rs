@@ -2,7 +2,7 @@
 //! it is about and saying why in plain words, so that a nightly job's log is
 //! enough to act on:
 //!
-//! - [`BuildError`]: what stops [`build`](crate::ingest);
+//! - [`BuildError`]: what stops [`build`](crate::build);
 //! - [`OpenError`]: what makes a cache unreadable ([`Cache::open`](crate::Cache::open),
 //!   and every access of a [`LazyCache`](crate::LazyCache));
 //! - [`LoadError`]: what stops training-time reads (batches, splits,

@@ -82,7 +82,7 @@ pub mod internals {
         Span, TextShard, ThreadRecord,
     };
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::ingest::{discover, features, parents, parse, pytext, timestamp, tokens};
+    pub use crate::ingest::{discover, features, parents, parse};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.

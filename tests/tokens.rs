@@ -1,4 +1,4 @@
-//! Parity of `ingest::tokens` with Python 3.11 + nltk 3.10.4 (fixtures written by
+//! Parity of `pycompat`'s tokenizer with Python 3.11 + nltk 3.10.4 (fixtures written by
 //! tests/fixtures/tokens/make_cases.py), and no panics on arbitrary input.
 //!
 //! `TOKENS_FIXTURES=DIR cargo test --release --test tokens -- --ignored parity_extra`
@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use socialctx::internals::tokens::{Tokenizer, Tokens};
+use pycompat::{Tokenizer, Tokens};
 
 #[derive(serde::Deserialize)]
 struct Case {
@@ -261,7 +261,7 @@ fn no_panic_on_random_strings() {
 #[test]
 #[ignore]
 fn timing() {
-    let (fast, exact) = socialctx::internals::tokens::warm_up();
+    let (fast, exact) = pycompat::warm_up();
     println!(
         "RUST pattern compile: fast {:.1} ms, exact (first text with an e-mail-like @ or a 256+ char run) {:.1} ms",
         fast.as_secs_f64() * 1e3,

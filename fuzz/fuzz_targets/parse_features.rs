@@ -7,11 +7,11 @@
 use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
+use pycompat as pytext;
+use pycompat::parse_created_at;
 use socialctx::ReactionKind;
 use socialctx::internals::features;
 use socialctx::internals::parse::{TweetReader, reaction_fields, source_fields};
-use socialctx::internals::pytext;
-use socialctx::internals::timestamp::parse_created_at;
 
 /// A real PHEME source tweet and one of its replies.
 static SOURCE: &[u8] = include_bytes!(

@@ -12,9 +12,9 @@ use super::features;
 use super::parse::{
     Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
 };
-use super::tokens::{Tokenizer, Tokens};
 use crate::format::{ReactionRecord, ReactionSpans, Span};
 use crate::schema::{FeatureVec, ReactionKind};
+use pycompat::{Tokenizer, Tokens};
 
 /// The visible file names of one directory, sorted, in one reused buffer
 /// (no allocation per file once it has grown).
@@ -91,6 +91,9 @@ pub(super) struct Row {
     /// The tweet it answers (`in_reply_to_status_id(_str)`), if any.
     pub(super) in_reply_to: Option<u64>,
 }
+
+/// The cache stores reply tokens as the tokenizer joins them.
+const _: () = assert!(Tokens::SEPARATOR == crate::format::TOKEN_SEPARATOR);
 
 /// A worker's reply tokenizer and its reused token buffer.
 #[derive(Debug, Default)]

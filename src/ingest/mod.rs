@@ -7,8 +7,8 @@
 //! ```
 //!
 //! One module per stage: [`discover`] finds thread directories, [`parse`]
-//! reads tweets into borrowed fields (with [`timestamp`] and [`pytext`] for
-//! Python-exact times and text classes), [`features`] computes the 28
+//! reads tweets into borrowed fields (with the `pycompat` crate for
+//! Python-exact times, text classes and tokens), [`features`] computes the 28
 //! features and the extended values, `thread` assembles one thread (`files`
 //! reads its files, `extended` its optional ones), `pool` runs that on N
 //! workers and hands results back in order, [`writer`] fills shards and
@@ -30,10 +30,7 @@ pub(crate) mod plan;
 mod pool;
 mod prefetch;
 mod publish;
-pub mod pytext;
 mod thread;
-pub mod timestamp;
-pub mod tokens;
 pub mod writer;
 
 use std::collections::BTreeMap;

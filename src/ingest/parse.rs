@@ -19,7 +19,7 @@ use std::path::Path;
 use simd_json::prelude::*;
 use simd_json::{Buffers, Tape, ValueType};
 
-use crate::ingest::timestamp::{Timestamp, parse_created_at};
+use pycompat::{Timestamp, parse_created_at};
 
 type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
 

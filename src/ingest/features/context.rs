@@ -2,9 +2,9 @@
 
 use super::b;
 use crate::ingest::parse::{ReactionFields, SourceFields};
-use crate::ingest::pytext;
-use crate::ingest::timestamp::seconds_between;
 use crate::schema::ReactionKind;
+use pycompat as pytext;
+use pycompat::seconds_between;
 
 /// Fills `f[25..=27]`.
 pub fn compute(r: &ReactionFields<'_>, s: &SourceFields<'_>, kind: ReactionKind, f: &mut [f64]) {

@@ -2,7 +2,7 @@
 
 use super::b;
 use crate::ingest::parse::{ReactionFields, SourceFields};
-use crate::ingest::pytext;
+use pycompat as pytext;
 
 /// Fills `f[16..=24]`.
 pub fn compute(r: &ReactionFields<'_>, s: &SourceFields<'_>, f: &mut [f64]) {

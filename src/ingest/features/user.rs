@@ -2,8 +2,8 @@
 
 use super::b;
 use crate::ingest::parse::{ReactionFields, SourceFields};
-use crate::ingest::pytext;
-use crate::ingest::timestamp::account_age_days;
+use pycompat as pytext;
+use pycompat::account_age_days;
 
 /// Python `int / int`: both operands fit f64 exactly below 2^53, which covers
 /// every real count; beyond that the result may differ in the last bit.

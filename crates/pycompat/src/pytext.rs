@@ -11,35 +11,12 @@
 //! newer Unicode version.
 //!
 //! The character tables live in the generated file `pytext_tables.rs`
-//! (regenerate with `python3 src/ingest/pytext_tables.py > src/ingest/pytext_tables.rs`).
+//! (regenerate with `python3 tools/pycompat-tables/regen.py`).
 //! ASCII is answered from a 128-bit mask; other code points by binary search
 //! over sorted inclusive ranges. Nothing in this module allocates.
 
-#[path = "pytext_tables.rs"]
-mod tables;
-
-use tables::{ASCII_SPACE, ASCII_WORD, ASCII_WORD_APOS, SPACE_RANGES, WORD_RANGES};
-
-/// Where the inclusive range `lo..=hi` lies relative to `c`, for binary
-/// searches over sorted, disjoint ranges (also the tokenizer's tables).
-#[inline]
-pub(super) fn range_cmp(lo: u32, hi: u32, c: u32) -> core::cmp::Ordering {
-    if hi < c {
-        core::cmp::Ordering::Less
-    } else if lo > c {
-        core::cmp::Ordering::Greater
-    } else {
-        core::cmp::Ordering::Equal
-    }
-}
-
-/// Binary search for `c` in sorted, disjoint, inclusive ranges.
-#[inline]
-pub(super) fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
-    ranges
-        .binary_search_by(|&(lo, hi)| range_cmp(lo, hi, c))
-        .is_ok()
-}
+use crate::class::in_ranges;
+use crate::pytext_tables::{ASCII_SPACE, ASCII_WORD, ASCII_WORD_APOS, SPACE_RANGES, WORD_RANGES};
 
 /// Bit `c` of a 128-bit ASCII mask (`c < 128`).
 #[inline(always)]
@@ -54,7 +31,7 @@ fn ascii_bit(mask: u128, c: u32) -> bool {
 /// are *not* word chars.
 ///
 /// ```
-/// use socialctx::internals::pytext::is_word;
+/// use pycompat::is_word;
 /// assert!(is_word('a') && is_word('_') && is_word('٣') && is_word('½'));
 /// assert!(!is_word('\'') && !is_word('\u{301}') && !is_word('‿'));
 /// ```
@@ -74,7 +51,7 @@ pub fn is_word(c: char) -> bool {
 /// Includes U+001C..=U+001F and U+0085, excludes U+200B and U+180E.
 ///
 /// ```
-/// use socialctx::internals::pytext::is_space;
+/// use pycompat::is_space;
 /// assert!(is_space(' ') && is_space('\u{1f}') && is_space('\u{a0}') && is_space('\u{3000}'));
 /// assert!(!is_space('\u{200b}') && !is_space('\0'));
 /// ```
@@ -147,7 +124,7 @@ impl RunCounter {
 /// and apostrophes (`'` only, not U+2019).
 ///
 /// ```
-/// use socialctx::internals::pytext::count_words;
+/// use pycompat::count_words;
 /// assert_eq!(count_words("don't stop, it's 9 o'clock"), 5);
 /// assert_eq!(count_words("' ''"), 2);
 /// assert_eq!(count_words("e\u{301}x"), 2); // combining mark splits words
@@ -161,7 +138,7 @@ pub fn count_words(s: &str) -> usize {
 /// `s.strip()`: `s` without leading and trailing Python whitespace.
 ///
 /// ```
-/// use socialctx::internals::pytext::py_strip;
+/// use pycompat::py_strip;
 /// assert_eq!(py_strip("\u{1c}\u{3000} a b\u{85}"), "a b");
 /// assert_eq!(py_strip("\u{200b}x "), "\u{200b}x");
 /// ```
@@ -172,7 +149,7 @@ pub fn py_strip(s: &str) -> &str {
 /// `len(s.split()) > 0`: whether `s` has any non-whitespace char.
 ///
 /// ```
-/// use socialctx::internals::pytext::has_token;
+/// use pycompat::has_token;
 /// assert!(!has_token(" \u{a0}\u{2029}"));
 /// assert!(has_token("\u{200b}"));
 /// ```
@@ -183,7 +160,7 @@ pub fn has_token(s: &str) -> bool {
 /// `len(s)`: the length in code points (not bytes).
 ///
 /// ```
-/// use socialctx::internals::pytext::char_len;
+/// use pycompat::char_len;
 /// assert_eq!(char_len("e\u{301}😀"), 3);
 /// ```
 pub fn char_len(s: &str) -> usize {
@@ -224,7 +201,7 @@ fn url_match(rest: &str) -> Option<usize> {
 /// after other whitespace such as `\t` or U+00A0, is kept. Does not allocate.
 ///
 /// ```
-/// use socialctx::internals::pytext::context_len;
+/// use pycompat::context_len;
 /// assert_eq!(context_len("@bob hi there https://t.co/x", "bob"), 2);
 /// assert_eq!(context_len("a@bob b", "bob"), 1); // "ab"
 /// assert_eq!(context_len("@bobby x", "bob"), 2); // needs whitespace after the name
@@ -422,9 +399,9 @@ mod tests {
         format!("{h:016x}")
     }
 
-    /// Parity with Python over the fixture file. Regenerate it with
-    /// `python3 src/ingest/pytext_tables.py --fixtures > tests/fixtures/pytext_cases.jsonl`
-    /// (format documented in that script): ~3000 random tricky strings with
+    /// Parity with Python over the fixture file, written with the tables by
+    /// `python3 tools/pycompat-tables/regen.py` (format documented in
+    /// `tools/pycompat-tables/pytext_tables.py`): ~3000 random tricky strings with
     /// Python's answers for every function, plus per-4096-block hashes of
     /// `is_word`/`is_space` over all of 0..=0x10FFFF.
     #[test]
