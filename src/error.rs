@@ -164,6 +164,16 @@ pub enum BuildError {
         reason: String,
     },
 
+    /// A partition build was asked for partition `index` of `count`, which
+    /// does not exist (partitions are numbered `0..count`, `count >= 1`).
+    #[error("partition {index} of {count} does not exist: need 0 <= index < count")]
+    PartitionOutOfRange {
+        /// The partition asked for.
+        index: usize,
+        /// The number of partitions asked for.
+        count: usize,
+    },
+
     /// The caller's [`Progress::cancelled`](crate::Progress::cancelled) said
     /// stop. Any existing cache is left as it was.
     #[error("build cancelled; any existing cache is unchanged")]

@@ -29,7 +29,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
@@ -39,13 +38,15 @@ use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
 use crate::ingest::discover::{THREAD_FILES, ThreadDir};
 use crate::ingest::extended::{rumour_index, rumour_index_with};
+use crate::ingest::features::reliability::RumourIndex;
+use crate::ingest::job::{Reuse, Started, Supply};
 use crate::ingest::parse::user_key;
+use crate::ingest::thread::Outcome;
 use crate::ingest::writer::remove_superseded_fingerprints;
-use crate::ingest::{
-    BuildOptions, BuildSummary, Phases, Progress, Reuse, Tally, discover_checked, execute, prepare,
-};
+use crate::ingest::{BuildJob, BuildOptions, BuildSummary, Progress, Tally, discover_checked};
 use crate::merge::thread_data;
 use crate::read::{Cache, ThreadSource};
+use crate::schema::reaction_column;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -426,136 +427,49 @@ pub fn build_incremental(
     opts: &BuildOptions,
     progress: &dyn Progress,
 ) -> Result<BuildSummary> {
-    let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
-    let start = Instant::now();
-    let (threads, writer) = prepare(corpus, cache, opts)?;
-    let t = Instant::now();
-    // The rumour index comes later: from the old cache where it can.
-    let (list, report, _) = discover_checked(corpus, threads, opts, false)?;
-    let list = &list;
-    let fps = fingerprints(list, threads, opts.verify);
-    let coarse = !fps.iter().any(|f| f.subsec);
-    let started_ns = settle(writer.temp_dir(), &fps, coarse);
-    let old = old_cache(corpus, cache, opts, list, &fps);
+    BuildJob::new(corpus, cache)
+        .options(opts.clone())
+        .progress(progress)
+        .incremental()
+        .run()
+}
 
-    // The rumour index: from the old cache where a thread is reused.
-    let entry_of = |o: &Old, pos: usize| {
-        let t = o.cache.thread(pos)?;
-        Some((t.label_code() == 1).then(|| (user_key(t.source_user_id()), t.source_created_at())))
-    };
+/// The incremental supplier of a [`BuildJob`]: walks the corpus,
+/// fingerprints its threads, and runs the pass with the unchanged ones taken
+/// from the old cache at `cache` (or keeps that cache when nothing changed).
+pub(crate) fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
+    let opts = started.opts.clone();
+    let workers = started.workers;
+    // The rumour index comes later: from the old cache where it can.
+    let (list, report, _) = discover_checked(corpus, workers, &opts, false)?;
+    let list = &list;
+    let fps = fingerprints(list, workers, opts.verify);
+    let coarse = !fps.iter().any(|f| f.subsec);
+    let started_ns = settle(started.writer.temp_dir(), &fps, coarse);
+    let old = old_cache(corpus, cache, &opts, list, &fps);
     let index = opts.extended.then(|| match &old {
-        Ok(o) => {
-            let known = |i: usize| match o.reuse.get(&list[i].rel)? {
-                Some(p) => entry_of(o, *p),
-                None => Some(None),
-            };
-            rumour_index_with(list, threads, opts.max_file_bytes, Some(&known))
-        }
-        Err(_) => rumour_index(list, threads, opts.max_file_bytes),
+        Ok(o) => o.rumour_index(list, workers, opts.max_file_bytes),
+        Err(_) => rumour_index(list, workers, opts.max_file_bytes),
     });
     // Did the rumour sources change? Then reused threads get their
     // user_reliability recomputed from the stored author keys.
-    let mut index_changed = false;
-    if let (Some(new_index), Ok(o)) = (&index, &old) {
-        let mut previous = crate::ingest::features::reliability::RumourIndex::default();
-        for t in o.cache.iter() {
-            if t.label_code() == 1 {
-                previous.add(user_key(t.source_user_id()), t.source_created_at());
-            }
-        }
-        let sorted = |i: &crate::ingest::features::reliability::RumourIndex| {
-            let mut v: Vec<_> = i.entries().collect();
-            v.sort_unstable();
-            v
-        };
-        index_changed = sorted(&previous) != sorted(new_index);
-    }
-    let mut phases = Phases {
-        discover: t.elapsed(),
-        ..Phases::default()
+    let index_changed = match (&index, &old) {
+        (Some(new_index), Ok(o)) => o.rumour_sources_changed(new_index),
+        _ => false,
     };
-    progress.discovered(list.len() as u64);
-
     let reused = old.as_ref().map_or(0, |o| o.reuse.len() as u64);
-    // Nothing changed at all (every thread reused, none added or gone, and
-    // discovery reports what it reported): the old cache is exactly what a
-    // full build would publish, so it stays, untouched.
     if let Ok(o) = &old
         && !index_changed
-        && reused as usize == list.len()
-        && o.cache.len() == o.reuse.values().filter(|p| p.is_some()).count()
+        && o.unchanged(list, &report)
     {
-        // The report it would write: discovery's lines now, and each
-        // (reused) thread's own.
-        let mut expected = report.clone();
-        for td in list {
-            expected.extend(o.report.get(&td.rel).into_iter().flatten().cloned());
-        }
-        expected.sort();
-        if expected == o.cache.report() {
-            drop(writer);
-            remove_superseded_fingerprints(&o.cache.derived_dir(), &o.cache.content_id());
-            let mut tally = Tally::default();
-            for t in o.cache.iter() {
-                tally.add(t.label_code(), t.event());
-            }
-            phases.discover = t.elapsed();
-            return Ok(BuildSummary {
-                manifest: o.cache.manifest().clone(),
-                report: o.cache.report().to_vec(),
-                elapsed: start.elapsed(),
-                phases,
-                labels: tally.labels,
-                events: tally.events,
-                incremental: Some(format!(
-                    "incremental: nothing changed; the cache is kept as it is ({reused} threads)"
-                )),
-                reused,
-                files_read: 0,
-                authors: Vec::new(),
-                thread_bad: Vec::new(),
-                workers: 0,
-            });
-        }
+        return Ok(o.kept(started));
     }
-    // Prefetching would open the reused threads' files; reads of the
-    // changed ones are few.
-    let mut opts = opts.clone();
-    opts.collect_authors = true;
-    if old.is_ok() {
-        opts = opts.io_depth(0);
-    }
-    let opts = &opts;
-    let extended = opts.extended;
-    let reliability = crate::schema::REACTION_COLUMNS
-        .iter()
-        .position(|c| *c == "user_reliability");
-    let new_index = index.as_ref();
-    let reuse_from = old.as_ref().ok().map(|o| {
-        move |i: usize| {
-            let td = &list[i];
-            let pos = o.reuse.get(&td.rel)?;
-            let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
-            let Some(pos) = pos else {
-                return Some((None, bad, Vec::new()));
-            };
-            let t = o.cache.thread(*pos)?;
-            let mut data = thread_data(&t, extended);
-            let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
-            if index_changed && let (Some(col), Some(idx)) = (reliability, new_index) {
-                for ((row, r), &a) in data
-                    .reaction_extra
-                    .iter_mut()
-                    .zip(&data.reactions)
-                    .zip(&authors)
-                {
-                    row[col] = idx.reliability(a, r.created_at);
-                }
-            }
-            Some((Some(data), bad, authors))
-        }
+    let reuser = old.as_ref().ok().map(|old| Reuser {
+        old,
+        list,
+        extended: opts.extended,
+        recompute: if index_changed { index.as_ref() } else { None },
     });
-    let reuse: Option<Reuse<'_>> = reuse_from.as_ref().map(|f| f as Reuse<'_>);
     // Fingerprints of what is about to be published, for the next run:
     // written before the swap, so a cache is never published without them.
     let corpus_id = canonical(corpus);
@@ -585,18 +499,13 @@ pub fn build_incremental(
         }
         .write(content_id, derived)
     };
-    let mut summary = execute(
+    let mut summary = started.execute(Supply {
         list,
-        index.as_ref(),
+        index: index.as_ref(),
         report,
-        writer,
-        opts,
-        threads,
-        progress,
-        (start, phases),
-        reuse,
-        Some(&mut write_fingerprints),
-    )?;
+        reuse: reuser.as_ref().map(|r| r as &dyn Reuse),
+        before_publish: Some(&mut write_fingerprints),
+    })?;
     summary.incremental = Some(match &old {
         Ok(_) => format!(
             "incremental: {reused} threads reused, {} re-read{}",
@@ -610,7 +519,132 @@ pub fn build_incremental(
         Err(why) => format!("full build: {why}"),
     });
     summary.reused = reused;
-    summary.authors = Vec::new();
-    summary.thread_bad = Vec::new();
     Ok(summary)
+}
+
+impl Old {
+    /// The corpus's rumour index: the reused threads' entries from the old
+    /// cache, the others' from their files.
+    fn rumour_index(&self, list: &[ThreadDir], workers: usize, max_file_bytes: u64) -> RumourIndex {
+        let known = |i: usize| match self.reuse.get(&list[i].rel)? {
+            Some(pos) => {
+                let t = self.cache.thread(*pos)?;
+                Some(
+                    (t.label_code() == 1)
+                        .then(|| (user_key(t.source_user_id()), t.source_created_at())),
+                )
+            }
+            None => Some(None),
+        };
+        rumour_index_with(list, workers, max_file_bytes, Some(&known))
+    }
+
+    /// Whether `new_index` has other rumour sources than the old cache.
+    fn rumour_sources_changed(&self, new_index: &RumourIndex) -> bool {
+        let mut previous = RumourIndex::default();
+        for t in self.cache.iter() {
+            if t.label_code() == 1 {
+                previous.add(user_key(t.source_user_id()), t.source_created_at());
+            }
+        }
+        let sorted = |i: &RumourIndex| {
+            let mut v: Vec<_> = i.entries().collect();
+            v.sort_unstable();
+            v
+        };
+        sorted(&previous) != sorted(new_index)
+    }
+
+    /// Whether nothing changed at all: every thread of `list` reused, none
+    /// added or gone, and the report the build would write (discovery's
+    /// lines now, `report`, and each reused thread's own) is the old one.
+    /// The old cache is then exactly what a full build would publish.
+    fn unchanged(&self, list: &[ThreadDir], report: &[BadInput]) -> bool {
+        if self.reuse.len() != list.len()
+            || self.cache.len() != self.reuse.values().filter(|p| p.is_some()).count()
+        {
+            return false;
+        }
+        let mut expected = report.to_vec();
+        for td in list {
+            expected.extend(self.report.get(&td.rel).into_iter().flatten().cloned());
+        }
+        expected.sort();
+        expected == self.cache.report()
+    }
+
+    /// Keeps the old cache as it is (nothing changed): releases the lock and
+    /// staging directory of `started`, and summarises the old cache.
+    fn kept(&self, started: Started<'_>) -> BuildSummary {
+        let reused = self.reuse.len() as u64;
+        started.progress.discovered(reused);
+        let (elapsed, phases) = started.discovered_so_far();
+        drop(started);
+        remove_superseded_fingerprints(&self.cache.derived_dir(), &self.cache.content_id());
+        let mut tally = Tally::default();
+        for t in self.cache.iter() {
+            tally.add(t.label_code(), t.event());
+        }
+        BuildSummary {
+            manifest: self.cache.manifest().clone(),
+            report: self.cache.report().to_vec(),
+            elapsed,
+            phases,
+            labels: tally.labels,
+            events: tally.events,
+            incremental: Some(format!(
+                "incremental: nothing changed; the cache is kept as it is ({reused} threads)"
+            )),
+            reused,
+            files_read: 0,
+            workers: 0,
+        }
+    }
+}
+
+/// Unchanged threads from the old cache, with `user_reliability` recomputed
+/// against `recompute` (the new rumour index) when the rumour sources
+/// changed.
+struct Reuser<'a> {
+    old: &'a Old,
+    list: &'a [ThreadDir],
+    extended: bool,
+    recompute: Option<&'a RumourIndex>,
+}
+
+impl Reuse for Reuser<'_> {
+    fn take(&self, i: usize) -> Option<Outcome> {
+        let o = self.old;
+        let td = &self.list[i];
+        let pos = o.reuse.get(&td.rel)?;
+        let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
+        let Some(pos) = pos else {
+            // Skipped last time, unchanged: skipped again, same lines.
+            return Some(Outcome {
+                data: None,
+                bad,
+                files_read: 0,
+                authors: Vec::new(),
+            });
+        };
+        let t = o.cache.thread(*pos)?;
+        let mut data = thread_data(&t, self.extended);
+        let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
+        if let (Some(col), Some(idx)) = (reaction_column("user_reliability"), self.recompute) {
+            for ((row, r), &a) in data
+                .reaction_extra
+                .iter_mut()
+                .zip(&data.reactions)
+                .zip(&authors)
+            {
+                row[col] = idx.reliability(a, r.created_at);
+            }
+        }
+        Some(Outcome {
+            data: Some(data),
+            bad,
+            files_read: 0,
+            authors,
+        })
+    }
 }

@@ -38,11 +38,12 @@ mod ingest;
 mod merge;
 mod read;
 mod schema;
+#[doc(hidden)]
 pub mod summary;
 mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
-pub use format::embeddings::{NO_ROW, StoreMeta};
+pub use format::embeddings::StoreMeta;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use format::{FORMAT_VERSION, PARENT_SOURCE};
@@ -55,7 +56,7 @@ pub use read::{
     TokenList,
 };
 pub use schema::{
-    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NUM_FEATURES, ParentHow,
+    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NO_ROW, NUM_FEATURES, ParentHow,
     REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS, Veracity,
 };
 pub use train::batches::{Batching, plan_batches, rank_batches};
@@ -69,18 +70,18 @@ pub use train::stats::{FeatureStats, Normalizer};
 pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
 pub use train::vocab::Vocabulary;
 
-/// Internals for this repository's benchmarks, fuzz targets and tests: the
-/// build's stages and the format's records. Not a stable API.
+/// Internals for this repository's benchmarks, fuzz targets, tests and the
+/// Python binding: the build's stages, the writer, the records a test
+/// crafts, the store format's helpers, the directory swap. Not a stable
+/// API; nothing else belongs here.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header, parse_npy};
-    pub use crate::format::footer::{self, Footer};
-    pub use crate::format::layout::{self, CacheLayout, MANIFEST_FILE, REPORT_FILE};
-    pub use crate::format::report::{read_jsonl, write_jsonl};
-    pub use crate::format::{
-        ArchivedShard, ArchivedTextShard, DEFAULT_SHARD_BYTES, FORMAT_NAME, ReactionRecord, Shard,
-        Span, TextShard, ThreadRecord,
-    };
+    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header};
+    pub use crate::format::footer;
+    pub use crate::format::layout::MANIFEST_FILE;
+    pub use crate::format::report::write_jsonl;
+    pub use crate::format::{Shard, ThreadRecord};
+    pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
     pub use crate::ingest::{discover, features, parents, parse};
 }

@@ -13,12 +13,12 @@ use std::time::Instant;
 
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
+use crate::format::report::BadInput;
 use crate::format::{ReactionRecord, ThreadRecord};
-use crate::ingest::writer::{
-    CacheWriter, REACTION_EXTRA, THREAD_EXTRA, ThreadData, ThreadText, WriterOptions,
-};
+use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
 use crate::ingest::{BuildSummary, Phases, Tally};
 use crate::read::{Cache, ThreadSource, ThreadView};
+use crate::schema::{REACTION_EXTRA, THREAD_EXTRA};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -36,7 +36,7 @@ fn bad(path: &Path, reason: impl Into<String>) -> BuildError {
 /// # use socialctx::{BuildOptions, NoProgress, Plan, build_partition, merge};
 /// let plan = Plan::create("corpus", &BuildOptions::default())?;
 /// for i in 0..3 {
-///     build_partition("corpus", &plan, (i, 3), format!("part-{i}"), 0, &NoProgress)?;
+///     build_partition("corpus", &plan, (i, 3), format!("part-{i}"), None, &NoProgress)?;
 /// }
 /// merge("cache", &["part-0", "part-1", "part-2"])?;
 /// # Ok::<(), socialctx::Error>(())
@@ -44,177 +44,205 @@ fn bad(path: &Path, reason: impl Into<String>) -> BuildError {
 pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildSummary> {
     let start = Instant::now();
     let out = out.as_ref();
-    if parts.is_empty() {
-        return Err(bad(out, "no partitions to merge"));
-    }
-    // Each partition proves what it holds with the record its manifest
-    // carries (written and published with the cache, checksummed).
-    let mut infos: Vec<(PartitionInfo, PathBuf, Cache)> = Vec::new();
-    for p in parts {
-        let p = p.as_ref();
-        let cache = Cache::open(p).map_err(|e| bad(p, e.to_string()))?;
-        let m = cache.manifest();
-        let Some(info) = m.partition.clone() else {
-            return Err(bad(
-                p,
-                "not a partition (its manifest has no partition record)",
-            ));
-        };
-        if m.partition_checksum().as_deref() != Some(info.xxh3.as_str()) {
-            return Err(bad(
-                p,
-                "the partition record in its manifest does not match its checksum (edited or damaged); rebuild this partition",
-            ));
+    let parts: Vec<&Path> = parts.iter().map(AsRef::as_ref).collect();
+    Partitions::open(out, &parts)?.repack(out, start)
+}
+
+/// A complete, consistent set of partition caches of one plan, in
+/// partition order.
+struct Partitions {
+    /// Each partition's record, directory and cache.
+    parts: Vec<(PartitionInfo, PathBuf, Cache)>,
+    /// What the plan's discovery reported.
+    discovered: Vec<BadInput>,
+    /// The options every partition was built with.
+    options: WriterOptions,
+}
+
+impl Partitions {
+    /// Opens `parts` and checks that they are every partition of one plan,
+    /// each once, built with the same options, each holding only threads of
+    /// its range (errors name the partition at fault; `out` when none was
+    /// given).
+    fn open(out: &Path, parts: &[&Path]) -> Result<Partitions> {
+        if parts.is_empty() {
+            return Err(bad(out, "no partitions to merge"));
         }
-        infos.push((info, p.to_path_buf(), cache));
-    }
-    let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
-    for (info, p, _) in &infos {
-        if info.plan_id != first.plan_id
-            || info.count != first.count
-            || info.plan_threads != first.plan_threads
-            || info.bad != first.bad
-        {
-            return Err(bad(
-                p,
-                format!(
-                    "partition of plan {} ({} parts), but {} is of plan {} ({} parts)",
-                    info.plan_id,
-                    info.count,
-                    first_path.display(),
-                    first.plan_id,
-                    first.count
-                ),
-            ));
-        }
-    }
-    infos.sort_by_key(|(i, _, _)| i.index);
-    for (k, (info, p, _)) in infos.iter().enumerate() {
-        if info.index != k as u64 {
-            let what = if info.index < k as u64 {
-                "appears twice"
-            } else {
-                "is missing"
+        // Each partition proves what it holds with the record its manifest
+        // carries (written and published with the cache, checksummed).
+        let mut infos: Vec<(PartitionInfo, PathBuf, Cache)> = Vec::new();
+        for &p in parts {
+            let cache = Cache::open(p).map_err(|e| bad(p, e.to_string()))?;
+            let m = cache.manifest();
+            let Some(info) = m.partition.clone() else {
+                return Err(bad(
+                    p,
+                    "not a partition (its manifest has no partition record)",
+                ));
             };
-            let which = if info.index < k as u64 {
-                info.index
-            } else {
-                k as u64
-            };
+            if m.partition_checksum().as_deref() != Some(info.xxh3.as_str()) {
+                return Err(bad(
+                    p,
+                    "the partition record in its manifest does not match its checksum (edited or damaged); rebuild this partition",
+                ));
+            }
+            infos.push((info, p.to_path_buf(), cache));
+        }
+        let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
+        for (info, p, _) in &infos {
+            if info.plan_id != first.plan_id
+                || info.count != first.count
+                || info.plan_threads != first.plan_threads
+                || info.bad != first.bad
+            {
+                return Err(bad(
+                    p,
+                    format!(
+                        "partition of plan {} ({} parts), but {} is of plan {} ({} parts)",
+                        info.plan_id,
+                        info.count,
+                        first_path.display(),
+                        first.plan_id,
+                        first.count
+                    ),
+                ));
+            }
+        }
+        infos.sort_by_key(|(i, _, _)| i.index);
+        for (k, (info, p, _)) in infos.iter().enumerate() {
+            if info.index != k as u64 {
+                let what = if info.index < k as u64 {
+                    "appears twice"
+                } else {
+                    "is missing"
+                };
+                let which = if info.index < k as u64 {
+                    info.index
+                } else {
+                    k as u64
+                };
+                return Err(bad(
+                    p,
+                    format!("partition {which} of {} {what}", first.count),
+                ));
+            }
+        }
+        if infos.len() as u64 != first.count {
             return Err(bad(
-                p,
-                format!("partition {which} of {} {what}", first.count),
+                &first_path,
+                format!("partition {} of {} is missing", infos.len(), first.count),
             ));
         }
-    }
-    if infos.len() as u64 != first.count {
-        return Err(bad(
-            &first_path,
-            format!("partition {} of {} is missing", infos.len(), first.count),
-        ));
-    }
-    // The partitions' ranges cover the plan's threads, each once, in order;
-    // each partition holds only threads of its range, no more than planned.
-    let mut next = 0u64;
-    for (info, p, cache) in &infos {
-        if info.first_thread != next || info.end_thread < info.first_thread {
+        // The partitions' ranges cover the plan's threads, each once, in order;
+        // each partition holds only threads of its range, no more than planned.
+        let mut next = 0u64;
+        for (info, p, cache) in &infos {
+            if info.first_thread != next || info.end_thread < info.first_thread {
+                return Err(bad(
+                    p,
+                    format!(
+                        "partition {} of {} covers the plan's threads {}..{}, but the partitions before it end at {next}",
+                        info.index, info.count, info.first_thread, info.end_thread
+                    ),
+                ));
+            }
+            next = info.end_thread;
+            let planned = info.end_thread - info.first_thread;
+            if cache.len() as u64 > planned {
+                return Err(bad(
+                    p,
+                    format!(
+                        "holds {} threads, but its range of the plan has {planned}",
+                        cache.len()
+                    ),
+                ));
+            }
+            if let Some(t) = cache
+                .iter()
+                .find(|t| !(info.first_source_id..=info.last_source_id).contains(&t.source_id()))
+            {
+                return Err(bad(
+                    p,
+                    format!(
+                        "holds thread {}, outside its range of the plan ({}..={})",
+                        t.source_id(),
+                        info.first_source_id,
+                        info.last_source_id
+                    ),
+                ));
+            }
+        }
+        if next != first.plan_threads {
             return Err(bad(
-                p,
+                &first_path,
                 format!(
-                    "partition {} of {} covers the plan's threads {}..{}, but the partitions before it end at {next}",
-                    info.index, info.count, info.first_thread, info.end_thread
+                    "the partitions cover {next} of the plan's {} threads",
+                    first.plan_threads
                 ),
             ));
         }
-        next = info.end_thread;
-        let planned = info.end_thread - info.first_thread;
-        if cache.len() as u64 > planned {
-            return Err(bad(
-                p,
-                format!(
-                    "holds {} threads, but its range of the plan has {planned}",
-                    cache.len()
-                ),
-            ));
+        let caches: Vec<&Cache> = infos.iter().map(|(_, _, c)| c).collect();
+        let options = &caches[0].manifest().options;
+        let extended = !caches[0].manifest().reaction_columns.is_empty();
+        for (c, (_, p, _)) in caches.iter().zip(&infos) {
+            let m = c.manifest();
+            if &m.options != options || m.reaction_columns.is_empty() == extended {
+                return Err(bad(p, "built with other options than the first partition"));
+            }
         }
-        if let Some(t) = cache
-            .iter()
-            .find(|t| !(info.first_source_id..=info.last_source_id).contains(&t.source_id()))
-        {
-            return Err(bad(
-                p,
-                format!(
-                    "holds thread {}, outside its range of the plan ({}..={})",
-                    t.source_id(),
-                    info.first_source_id,
-                    info.last_source_id
-                ),
-            ));
-        }
-    }
-    if next != first.plan_threads {
-        return Err(bad(
-            &first_path,
-            format!(
-                "the partitions cover {next} of the plan's {} threads",
-                first.plan_threads
-            ),
-        ));
-    }
-    let caches: Vec<&Cache> = infos.iter().map(|(_, _, c)| c).collect();
-    let options = &caches[0].manifest().options;
-    let extended = !caches[0].manifest().reaction_columns.is_empty();
-    for (c, (_, p, _)) in caches.iter().zip(&infos) {
-        let m = c.manifest();
-        if &m.options != options || m.reaction_columns.is_empty() == extended {
-            return Err(bad(p, "built with other options than the first partition"));
-        }
-    }
-    let mut writer = CacheWriter::create(
-        out,
-        WriterOptions {
+        let options = WriterOptions {
             shard_bytes: options.shard_bytes as usize,
             strict: options.strict,
             max_file_bytes: options.max_file_bytes,
             extended,
-        },
-    )?;
-    let mut tally = Tally::default();
-    let mut report = first.bad;
-    let mut last_id = None;
-    for (cache, (_, p, _)) in caches.iter().zip(&infos) {
-        report.extend_from_slice(cache.report());
-        for t in cache.iter() {
-            if last_id.is_some_and(|l| l >= t.source_id()) {
-                return Err(bad(p, "threads overlap another partition's"));
-            }
-            last_id = Some(t.source_id());
-            tally.add(t.label_code(), t.event());
-            let data = thread_data(&t, extended);
-            writer.push(data, &t.source_id().to_string())?;
-        }
+        };
+        Ok(Partitions {
+            parts: infos,
+            discovered: first.bad,
+            options,
+        })
     }
-    report.sort();
-    let t = Instant::now();
-    let manifest = writer.finish(&report)?;
-    let phases = Phases {
-        publish: t.elapsed(),
-        ..Phases::default()
-    };
-    Ok(BuildSummary {
-        manifest,
-        report,
-        elapsed: start.elapsed(),
-        phases,
-        labels: tally.labels,
-        events: tally.events,
-        incremental: None,
-        reused: 0,
-        files_read: 0,
-        authors: Vec::new(),
-        thread_bad: Vec::new(),
-        workers: 1,
-    })
+
+    /// Writes every partition's threads, in order, into the cache at `out`
+    /// and publishes it.
+    fn repack(self, out: &Path, start: Instant) -> Result<BuildSummary> {
+        let extended = self.options.extended;
+        let mut writer = CacheWriter::create(out, self.options)?;
+        let mut tally = Tally::default();
+        let mut report = self.discovered;
+        let mut last_id = None;
+        for (_, p, cache) in &self.parts {
+            report.extend_from_slice(cache.report());
+            for t in cache.iter() {
+                if last_id.is_some_and(|l| l >= t.source_id()) {
+                    return Err(bad(p, "threads overlap another partition's"));
+                }
+                last_id = Some(t.source_id());
+                tally.add(t.label_code(), t.event());
+                let data = thread_data(&t, extended);
+                writer.push(data, &t.source_id().to_string())?;
+            }
+        }
+        report.sort();
+        let t = Instant::now();
+        let manifest = writer.finish(&report)?;
+        let phases = Phases {
+            publish: t.elapsed(),
+            ..Phases::default()
+        };
+        Ok(BuildSummary {
+            manifest,
+            report,
+            elapsed: start.elapsed(),
+            phases,
+            labels: tally.labels,
+            events: tally.events,
+            incremental: None,
+            reused: 0,
+            files_read: 0,
+            workers: 1,
+        })
+    }
 }
 
 /// One thread of a cache as the writer takes it, reconstructed so that

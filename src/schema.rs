@@ -228,6 +228,23 @@ pub const REACTION_COLUMNS: [&str; 6] = [
 /// Names of the extended per-thread columns, in storage order.
 pub const THREAD_COLUMNS: [&str; 2] = ["veracity", "annotated_rumour"];
 
+/// Number of extended per-reaction columns.
+pub(crate) const REACTION_EXTRA: usize = REACTION_COLUMNS.len();
+/// Number of extended per-thread columns.
+pub(crate) const THREAD_EXTRA: usize = THREAD_COLUMNS.len();
+
+/// The position of the extended per-reaction column `name`.
+pub(crate) fn reaction_column(name: &str) -> Option<usize> {
+    REACTION_COLUMNS.iter().position(|c| *c == name)
+}
+
+/// "No row": the embedding-store index entry of a reaction with no input
+/// (a retweet, a reply whose tokens are `[]`, no description): it reads as
+/// zeros. Also
+/// [`UniqueTexts::NONE`](crate::UniqueTexts::NONE) and the Python binding's
+/// `UniqueTexts.NONE`.
+pub const NO_ROW: u32 = u32::MAX;
+
 /// A thread's label, from the name of the folder it is in; stored as its
 /// [`code`](Label::code).
 ///

@@ -2,6 +2,9 @@
 //! statistics run: the `precache`, `merge` and `stats` examples and the
 //! Python package's `socialctx` command print the same lines from here, so
 //! that they cannot drift apart.
+//!
+//! It is the repository's command-line glue, not a library API: hidden from
+//! the documentation, and its text may change with the tools.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -183,7 +186,7 @@ pub fn stats_table(s: &FeatureStats) -> String {
 
 /// Skipped inputs counted by kind of reason, most frequent first: the
 /// reason without its file names, line numbers and quoted values.
-pub fn by_reason(report: &[BadInput]) -> Vec<(String, usize)> {
+fn by_reason(report: &[BadInput]) -> Vec<(String, usize)> {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for b in report {
         *counts.entry(reason_kind(&b.reason)).or_default() += 1;

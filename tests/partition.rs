@@ -117,10 +117,18 @@ fn bad_partition_sets_are_refused_and_nothing_is_published() {
     bytes[mid] ^= 0xff;
     fs::write(&shard, bytes).unwrap();
     refused(&parts, "checksum");
-    assert!(matches!(
-        build_partition(&corpus, &plan, (3, 3), tmp.path().join("x"), 1, &NoProgress),
-        Err(BuildError::Io { .. })
-    ));
+    // A partition that does not exist is refused by what it is, before
+    // anything is written.
+    for (i, n) in [(3, 3), (7, 3), (0, 0)] {
+        let out = tmp.path().join(format!("x-{i}-{n}"));
+        match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
+            Err(BuildError::PartitionOutOfRange { index, count }) => {
+                assert_eq!((index, count), (i, n));
+            }
+            other => panic!("partition {i} of {n}: {other:?}"),
+        }
+        assert!(!out.exists());
+    }
 }
 
 /// The same through the command line, each partition its own process, as a

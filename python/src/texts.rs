@@ -190,20 +190,12 @@ pub(crate) fn _xxh3_file(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// mixture or nothing. Returns whether an old store was exchanged out.
 #[pyfunction]
 pub(crate) fn _publish_dir(staging: PathBuf, target: PathBuf) -> PyResult<bool> {
-    use rustix::fs::{CWD, RenameFlags, renameat_with};
-    let err = |e: rustix::io::Errno| {
+    // The crate's routine, the one that publishes caches.
+    sc::internals::swap_dir(&staging, &target).map_err(|e| {
         Error::new_err(format!(
             "publishing {} as {}: {e}",
             staging.display(),
             target.display()
         ))
-    };
-    match renameat_with(CWD, &staging, CWD, &target, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(false),
-        Err(rustix::io::Errno::EXIST) => {
-            renameat_with(CWD, &staging, CWD, &target, RenameFlags::EXCHANGE).map_err(err)?;
-            Ok(true)
-        }
-        Err(e) => Err(err(e)),
-    }
+    })
 }

@@ -37,9 +37,7 @@ pub const KEYS_FILE: &str = "keys.npy";
 pub const META_FILE: &str = "meta.json";
 /// Where stores live under the cache's `derived/`.
 pub const STORES_DIR: &str = "embeddings";
-/// An index entry for a reaction with no row (a retweet, a reply whose
-/// tokens are `[]`, no description): it reads as zeros.
-pub const NO_ROW: u32 = u32::MAX;
+pub use crate::schema::NO_ROW;
 
 /// Size and checksum of one file of a store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

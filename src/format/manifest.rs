@@ -12,7 +12,7 @@ use crate::format::report::BadInput;
 /// The manifest of a cache directory.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
-    /// Always [`FORMAT_NAME`](crate::format::FORMAT_NAME).
+    /// Always `"socialctx-feature-cache"`.
     pub format: String,
     /// [`FORMAT_VERSION`](crate::format::FORMAT_VERSION) of the writer.
     pub format_version: u32,

@@ -75,12 +75,38 @@ pub struct Shard {
 pub struct TextShard {
     /// Every text of the shard, back to back.
     pub arena: String,
-    /// Per thread (aligned with `Shard::threads`): event, label, source user
-    /// id and source text.
-    pub threads: Vec<[Span; 4]>,
+    /// Per thread (aligned with `Shard::threads`): its [`ThreadSpans`].
+    pub threads: Vec<ThreadSpans>,
     /// Per reaction (aligned with `Shard::reactions`): its `ReactionSpans`
     /// (text, description, reply tokens).
     pub reactions: Vec<ReactionSpans>,
+}
+
+/// A thread's texts in [`TextShard::arena`]. Archived as `[Span; 4]` was
+/// (rkyv lays out an archived struct `repr(C)`, fields in order, and `Span`
+/// has no padding), so the bytes are those of format version 2.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSpans {
+    /// Event (grandparent folder name).
+    pub event: Span,
+    /// Label folder name.
+    pub label: Span,
+    /// Source author's `id_str`.
+    pub source_user_id: Span,
+    /// Source tweet text.
+    pub source_text: Span,
+}
+
+impl ArchivedThreadSpans {
+    /// Every span, in storage order.
+    pub fn all(&self) -> [&ArchivedSpan; 4] {
+        [
+            &self.event,
+            &self.label,
+            &self.source_user_id,
+            &self.source_text,
+        ]
+    }
 }
 
 /// A reaction's texts in [`TextShard::arena`], indexed by [`TEXT`],
@@ -177,5 +203,6 @@ pub struct ReactionRecord {
     pub parent_how: u8,
 }
 
-/// [`ReactionRecord::parent`] of a reaction whose parent is the source tweet.
+/// The parent of a reaction whose parent is the source tweet (see
+/// [`ReactionView::parent`](crate::ReactionView::parent)).
 pub const PARENT_SOURCE: u32 = u32::MAX;

@@ -22,9 +22,9 @@ use super::features::reliability::RumourIndex;
 use super::files::{Names, ReplyTokenizer, Row, for_each_line, reaction_row, read_source};
 use super::parents::{Structure, structure};
 use super::parse::{Reason, SourceFields, TweetReader, source_fields, user_key};
-use super::writer::REACTION_EXTRA;
 use crate::error::BuildError;
 use crate::format::report::BadInput;
+use crate::schema::REACTION_EXTRA;
 use crate::schema::{Annotated, Label, ReactionKind};
 
 /// What the thread files of one thread gave.

@@ -24,27 +24,26 @@ pub mod discover;
 pub(crate) mod extended;
 pub mod features;
 mod files;
+pub(crate) mod job;
 pub mod parents;
 pub mod parse;
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
-mod publish;
-mod thread;
+pub(crate) mod publish;
+pub(crate) mod thread;
 pub mod writer;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use self::discover::ThreadDir;
 
 use self::extended::discover_indexed;
 use self::features::reliability::RumourIndex;
+pub(crate) use self::job::BuildJob;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
-use self::thread::Worker;
-use self::writer::ThreadData;
-use self::writer::{CacheWriter, WriterOptions};
 use crate::error::BuildError;
 use crate::format::DEFAULT_SHARD_BYTES;
 use crate::format::manifest::Manifest;
@@ -77,10 +76,6 @@ pub struct BuildOptions {
     /// an address-space limit; a warm build skips cached threads, so the
     /// default costs little there.
     pub io_depth: usize,
-    /// Keep each reaction's author key in the summary (incremental builds
-    /// set it; not part of the public options).
-    #[doc(hidden)]
-    pub collect_authors: bool,
     /// Incremental builds only: also compare file contents (xxh3), for file
     /// systems whose timestamps are coarse or unreliable. Reads every file.
     pub verify: bool,
@@ -99,7 +94,6 @@ impl Default for BuildOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             io_depth: DEFAULT_IO_DEPTH,
             verify: false,
-            collect_authors: false,
             extended: true,
         }
     }
@@ -185,12 +179,6 @@ pub struct BuildSummary {
     pub reused: u64,
     /// Tweet and thread files the workers opened and read.
     pub files_read: u64,
-    /// Per thread of the build, its reactions' author keys (incremental
-    /// builds only; empty otherwise).
-    pub(crate) authors: Vec<Vec<u64>>,
-    /// Per thread of the build, the report lines its own assembly gave (not
-    /// discovery's); incremental builds only, empty otherwise.
-    pub(crate) thread_bad: Vec<Vec<BadInput>>,
     /// Worker threads that parsed and computed features: the requested
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
@@ -250,188 +238,10 @@ pub fn build(
     opts: &BuildOptions,
     progress: &dyn Progress,
 ) -> Result<BuildSummary> {
-    let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
-    let start = Instant::now();
-    let (threads, writer) = prepare(corpus, cache, opts)?;
-    let mut phases = Phases::default();
-    let t = Instant::now();
-    let (list, report, index) = discover_checked(corpus, threads, opts, opts.extended)?;
-    if progress.cancelled() {
-        return Err(BuildError::Cancelled);
-    }
-    phases.discover = t.elapsed();
-    progress.discovered(list.len() as u64);
-
-    execute(
-        &list,
-        index.as_ref(),
-        report,
-        writer,
-        opts,
-        threads,
-        progress,
-        (start, phases),
-        None,
-        None,
-    )
-}
-
-/// Checks the corpus and the cache paths, sizes the worker count and opens
-/// the writer (which takes the lock): everything before any tweet is read.
-pub(crate) fn prepare(
-    corpus: &Path,
-    cache: &Path,
-    opts: &BuildOptions,
-) -> Result<(usize, CacheWriter)> {
-    if !corpus.is_dir() {
-        return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
-    }
-    let corpus_abs = canonical_lenient(corpus);
-    let cache_abs = canonical_lenient(cache);
-    if cache_abs.starts_with(&corpus_abs) {
-        return Err(BuildError::OutputInsideCorpus {
-            corpus: corpus.to_path_buf(),
-            cache: cache.to_path_buf(),
-        });
-    }
-    let threads = threads_that_fit(opts.threads.max(1));
-    let writer = CacheWriter::create(
-        cache,
-        WriterOptions {
-            shard_bytes: opts.shard_bytes,
-            strict: opts.strict,
-            max_file_bytes: opts.max_file_bytes,
-            extended: opts.extended,
-        },
-    )?;
-
-    Ok((threads, writer))
-}
-
-/// Where an incremental build takes an unchanged thread from: its data and
-/// report lines as the old cache holds them, or None to read it.
-pub(crate) type Reuse<'a> =
-    &'a (dyn Fn(usize) -> Option<(Option<ThreadData>, Vec<BadInput>, Vec<u64>)> + Sync);
-
-/// Called after a build's files are written and before they are published
-/// (incremental builds write their fingerprints there): the content id, the
-/// `derived/` directory, and per thread its reactions' author keys and its
-/// own report lines.
-pub(crate) type BeforePublish<'a> =
-    &'a mut dyn FnMut(&str, &Path, &[Vec<u64>], &[Vec<BadInput>]) -> Result<()>;
-
-/// The main pass over `list` (in source-id order): workers, prefetch, the
-/// ordered writer, publication. `report` holds what discovery reported;
-/// `reuse` (incremental builds) supplies unchanged threads; `before_publish`
-/// runs between the last write and the swap.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn execute(
-    list: &[ThreadDir],
-    index: Option<&RumourIndex>,
-    mut report: Vec<BadInput>,
-    mut writer: CacheWriter,
-    opts: &BuildOptions,
-    threads: usize,
-    progress: &dyn Progress,
-    (start, mut phases): (Instant, Phases),
-    reuse: Option<Reuse<'_>>,
-    before_publish: Option<BeforePublish<'_>>,
-) -> Result<BuildSummary> {
-    let t = Instant::now();
-    let mut tally = Tally::default();
-    let mut files_read = 0u64;
-    let collect_authors = reuse.is_some() || opts.collect_authors;
-    let per_thread = if collect_authors { list.len() } else { 0 };
-    let mut authors: Vec<Vec<u64>> = vec![Vec::new(); per_thread];
-    let mut thread_bad: Vec<Vec<BadInput>> = vec![Vec::new(); per_thread];
-    let prefetch = prefetch::Prefetch::new(list, io_depth(opts.io_depth));
-    let workers = std::thread::scope(|scope| {
-        let prefetch = &prefetch;
-        for k in 0..io_depth(opts.io_depth) {
-            // Small stacks: they only list, open and hint. A thread the OS
-            // refuses is one prefetcher fewer, not an error.
-            let _ = std::thread::Builder::new()
-                .name(format!("socialctx-prefetch-{k}"))
-                .stack_size(256 << 10)
-                .spawn_scoped(scope, move || prefetch.run(k == 0));
-        }
-        let result = pool::run_ordered(
-            list.len(),
-            threads,
-            || Worker::new(opts.max_file_bytes, index),
-            |worker, i| match reuse.and_then(|r| r(i)) {
-                Some((data, bad, authors)) => thread::Outcome {
-                    data,
-                    bad,
-                    files_read: 0,
-                    authors,
-                },
-                None => worker.process(&list[i]),
-            },
-            |i| PathBuf::from(&list[i].rel),
-            |i, outcome| {
-                if progress.cancelled() {
-                    return Err(BuildError::Cancelled);
-                }
-                if opts.strict
-                    && let Some(first) = outcome.bad.first()
-                {
-                    return Err(BuildError::StrictBadInput {
-                        path: first.path.clone().into(),
-                        reason: first.reason.clone(),
-                    });
-                }
-                if collect_authors {
-                    authors[i] = outcome.authors;
-                    thread_bad[i] = outcome.bad.clone();
-                }
-                report.extend(outcome.bad);
-                files_read += outcome.files_read;
-                let n = outcome
-                    .data
-                    .as_ref()
-                    .map_or(0, |d| d.reactions.len() as u64);
-                if let Some(data) = outcome.data {
-                    tally.add(data.record.label_code, &data.text.event);
-                    writer.push(data, &list[i].rel)?;
-                }
-                prefetch.advance(i + 1);
-                progress.thread_done(n);
-                Ok(())
-            },
-        );
-        prefetch.stop();
-        result
-    })?;
-
-    phases.process = t.elapsed();
-    if progress.cancelled() {
-        return Err(BuildError::Cancelled);
-    }
-    let t = Instant::now();
-    report.sort();
-    let manifest = match before_publish {
-        Some(hook) => writer.finish_with(
-            &report,
-            Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
-        )?,
-        None => writer.finish(&report)?,
-    };
-    phases.publish = t.elapsed();
-    Ok(BuildSummary {
-        manifest,
-        report,
-        elapsed: start.elapsed(),
-        phases,
-        labels: tally.labels,
-        events: tally.events,
-        incremental: None,
-        reused: 0,
-        files_read,
-        authors,
-        thread_bad,
-        workers,
-    })
+    BuildJob::new(corpus, cache)
+        .options(opts.clone())
+        .progress(progress)
+        .run()
 }
 
 /// Threads per label code and per event, for the summary.

@@ -238,7 +238,9 @@ impl TweetReader {
 /// (e.g. `" (line 3)"`), or is empty.
 pub(crate) fn read_reason(e: &std::io::Error, at: &str) -> Reason {
     match e.raw_os_error() {
-        Some(libc::EISDIR) => "not a regular file (a directory)".to_string(),
+        Some(n) if n == rustix::io::Errno::ISDIR.raw_os_error() => {
+            "not a regular file (a directory)".to_string()
+        }
         _ => format!("cannot read{at}: {e}"),
     }
 }
@@ -256,7 +258,10 @@ fn open_options() -> OpenOptions {
     let mut o = OpenOptions::new();
     o.read(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NONBLOCK);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut o,
+        rustix::fs::OFlags::NONBLOCK.bits() as i32,
+    );
     o
 }
 

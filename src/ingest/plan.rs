@@ -14,14 +14,13 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
-use super::{BuildOptions, BuildSummary, Phases, Progress, discover_checked, execute, prepare};
+use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
@@ -160,7 +159,7 @@ impl Plan {
     }
 
     /// The checks of [`load`](Plan::load) that do not need the checksum.
-    fn check(&self) -> std::result::Result<(), String> {
+    pub(super) fn check(&self) -> std::result::Result<(), String> {
         let mut last: Option<&PlanThread> = None;
         for t in &self.threads {
             if let Some(prev) = last
@@ -250,13 +249,57 @@ impl Plan {
         cut(index)..cut(index + 1)
     }
 
-    fn options(&self, threads: usize) -> BuildOptions {
-        BuildOptions::default()
-            .threads(threads)
-            .strict(self.strict)
+    /// `base` with the options this plan fixes (everything that shapes the
+    /// cache's bytes); the worker and prefetch counts stay `base`'s.
+    pub(super) fn options(&self, base: BuildOptions) -> BuildOptions {
+        base.strict(self.strict)
             .max_file_bytes(self.max_file_bytes)
             .shard_bytes(self.shard_bytes as usize)
             .extended(self.extended)
+    }
+
+    /// Partition `index` of `count` (a valid one) with its threads under
+    /// `corpus`: the thread list, the rumour index (extended plans) and the
+    /// record its manifest carries.
+    pub(super) fn partition(
+        &self,
+        corpus: &Path,
+        index: usize,
+        count: usize,
+    ) -> (Vec<ThreadDir>, Option<RumourIndex>, PartitionInfo) {
+        let range = self.partition_range(index, count);
+        let planned = &self.threads[range.clone()];
+        let info = PartitionInfo {
+            plan_id: self.id(),
+            index: index as u64,
+            count: count as u64,
+            plan_threads: self.threads.len() as u64,
+            first_thread: range.start as u64,
+            end_thread: range.end as u64,
+            first_source_id: planned.first().map_or(0, |t| t.source_id),
+            last_source_id: planned.last().map_or(0, |t| t.source_id),
+            bad: self.bad.clone(),
+            xxh3: String::new(),
+        };
+        let list = planned
+            .iter()
+            .map(|t| ThreadDir {
+                source_id: t.source_id,
+                path: corpus.join(&t.rel),
+                rel: t.rel.clone(),
+                label: t.label.clone(),
+                event: t.event.clone(),
+                entries: t.entries,
+            })
+            .collect();
+        let index = self.extended.then(|| {
+            let mut idx = RumourIndex::default();
+            for &(author, t) in &self.rumour_index {
+                idx.add(author, t);
+            }
+            idx
+        });
+        (list, index, info)
     }
 }
 
@@ -272,84 +315,25 @@ fn count_files(td: &ThreadDir) -> u64 {
 
 /// Builds partition `index` of `count` of `plan` into the cache directory
 /// `out`, reading the threads under `corpus` (the corpus root as mounted
-/// here). `threads` workers (0: the default). The result is an ordinary
-/// cache of those threads whose manifest records the partition.
+/// here), on `workers` worker threads (`None`: as many as
+/// [`BuildOptions::default`] has). The result is an ordinary cache of those
+/// threads whose manifest records the partition. A partition that does not
+/// exist is [`BuildError::PartitionOutOfRange`].
 pub fn build_partition(
     corpus: impl AsRef<Path>,
     plan: &Plan,
     (index, count): (usize, usize),
     out: impl AsRef<Path>,
-    threads: usize,
+    workers: impl Into<Option<usize>>,
     progress: &dyn Progress,
 ) -> Result<BuildSummary> {
-    let (corpus, out) = (corpus.as_ref(), out.as_ref());
-    if count == 0 || index >= count {
-        return Err(BuildError::io(
-            out,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("partition {index}/{count}: need 0 <= I < N"),
-            ),
-        ));
+    let mut opts = BuildOptions::default();
+    if let Some(n) = workers.into() {
+        opts = opts.threads(n);
     }
-    plan.check().map_err(|why| {
-        BuildError::io(
-            out,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("the plan is not valid: {why}"),
-            ),
-        )
-    })?;
-    let mut opts = plan.options(BuildOptions::default().threads);
-    if threads > 0 {
-        opts = opts.threads(threads);
-    }
-    let start = Instant::now();
-    let (workers, mut writer) = prepare(corpus, out, &opts)?;
-    let range = plan.partition_range(index, count);
-    let planned = &plan.threads[range.clone()];
-    writer.set_partition(PartitionInfo {
-        plan_id: plan.id(),
-        index: index as u64,
-        count: count as u64,
-        plan_threads: plan.threads.len() as u64,
-        first_thread: range.start as u64,
-        end_thread: range.end as u64,
-        first_source_id: planned.first().map_or(0, |t| t.source_id),
-        last_source_id: planned.last().map_or(0, |t| t.source_id),
-        bad: plan.bad.clone(),
-        xxh3: String::new(),
-    });
-    let list: Vec<ThreadDir> = planned
-        .iter()
-        .map(|t| ThreadDir {
-            source_id: t.source_id,
-            path: corpus.join(&t.rel),
-            rel: t.rel.clone(),
-            label: t.label.clone(),
-            event: t.event.clone(),
-            entries: t.entries,
-        })
-        .collect();
-    let index_data = plan.extended.then(|| {
-        let mut idx = RumourIndex::default();
-        for &(author, t) in &plan.rumour_index {
-            idx.add(author, t);
-        }
-        idx
-    });
-    progress.discovered(list.len() as u64);
-    execute(
-        &list,
-        index_data.as_ref(),
-        Vec::new(),
-        writer,
-        &opts,
-        workers,
-        progress,
-        (start, Phases::default()),
-        None,
-        None,
-    )
+    BuildJob::new(corpus, out)
+        .options(opts)
+        .progress(progress)
+        .partition(plan, index, count)
+        .run()
 }

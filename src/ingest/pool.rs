@@ -153,6 +153,7 @@ impl<T> Drop for ExitGuard<'_, T> {
 /// still exiting. Where it is refused, nothing changed: the shared table
 /// works, slower.
 pub(super) fn private_fd_table() {
+    // libc, not rustix: rustix 1.1 has no close_range.
     #[cfg(target_os = "linux")]
     // SAFETY: close_range with CLOSE_RANGE_UNSHARE closes descriptors in a
     // new table private to this thread only; no other thread's descriptors
@@ -309,6 +310,10 @@ mod tests {
         use std::os::fd::AsRawFd;
         let file = tempfile::tempfile().unwrap();
         let fd = file.as_raw_fd();
+        // libc, not rustix: rustix's fcntl takes a borrowed descriptor, and
+        // this asks about a number that may not be open in this thread.
+        // SAFETY: F_GETFD only reads a descriptor's flags; a number that is
+        // not open gives -1.
         let valid = |fd: i32| unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1;
         let (inside, stderr) = std::thread::spawn(move || {
             private_fd_table();

@@ -210,16 +210,18 @@ impl<'a> Prefetch<'a> {
 }
 
 fn open(path: &Path) -> Option<File> {
+    use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
+    let flags = |f: OFlags| f.bits() as i32;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOATIME)
+        .custom_flags(flags(OFlags::NONBLOCK | OFlags::NOATIME))
         .open(path)
         .or_else(|_| {
             // O_NOATIME is refused on files we do not own.
             fs::OpenOptions::new()
                 .read(true)
-                .custom_flags(libc::O_NONBLOCK)
+                .custom_flags(flags(OFlags::NONBLOCK))
                 .open(path)
         })
         .ok()
@@ -238,6 +240,7 @@ fn resident(file: &File) -> bool {
         return false;
     };
     let mut page = 0u8;
+    // libc, not rustix: rustix 1.1 has no mincore.
     // SAFETY: `map` is a live, page-aligned mapping of one page, and `page`
     // has room for that page's status byte.
     let rc = unsafe { libc::mincore(map.as_ptr() as *mut libc::c_void, 1, &mut page) };
@@ -302,7 +305,6 @@ fn hint_thread(td: &ThreadDir) -> bool {
 mod tests {
     use super::*;
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     use std::path::PathBuf;
 
     /// Writes `path` durably, then drops it from the page cache.
@@ -311,9 +313,7 @@ mod tests {
         fs::write(path, bytes).unwrap();
         let f = File::open(path).unwrap();
         f.sync_all().unwrap();
-        // SAFETY: a valid descriptor; offset 0, length 0 = the whole file.
-        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        assert_eq!(rc, 0);
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
     }
 
     fn read(path: &Path) {

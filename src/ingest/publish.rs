@@ -159,8 +159,14 @@ impl Staging {
             }
         }
         sync_dir(&self.dir)?;
-        if target.exists() {
-            if !exchange(&self.dir, &target)? {
+        match swap_dir(&self.dir, &target) {
+            Ok(false) => self.published = true,
+            Ok(true) => {
+                // The old cache now sits at the staging path.
+                self.published = true;
+                io(&self.dir, fs::remove_dir_all(&self.dir))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
                 // No atomic exchange on this system or file system: two
                 // renames, with the old cache parked beside the target in
                 // between.
@@ -169,14 +175,8 @@ impl Staging {
                 io(&target, fs::rename(&self.dir, &target))?;
                 self.published = true;
                 io(&old, fs::remove_dir_all(&old))?;
-                return sync_dir(&parent);
             }
-            // The old cache now sits at the staging path.
-            self.published = true;
-            io(&self.dir, fs::remove_dir_all(&self.dir))?;
-        } else {
-            io(&target, fs::rename(&self.dir, &target))?;
-            self.published = true;
+            Err(e) => return Err(BuildError::io(&target, e)),
         }
         sync_dir(&parent)
     }
@@ -251,19 +251,50 @@ fn foreign_entries(dir: &Path) -> Result<Vec<std::ffi::OsString>> {
     Ok(out)
 }
 
-/// Atomically swaps two directories. `Ok(false)` when the system cannot.
-#[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> Result<bool> {
-    use rustix::fs::{CWD, RenameFlags, renameat_with};
-    use rustix::io::Errno;
-    match renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE) {
-        Ok(()) => Ok(true),
-        Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(false),
-        Err(e) => Err(BuildError::io(b, e.into())),
+/// Puts the complete directory `staging` at `target` atomically, for caches
+/// and embedding stores alike: a rename that never replaces a `target`
+/// that exists (`RENAME_NOREPLACE`), else an exchange of the two
+/// (`RENAME_EXCHANGE`), after which `staging` holds the old directory for
+/// the caller to remove. Readers see the old directory or the new, never a
+/// mixture or nothing. Returns whether an old directory was exchanged out.
+/// Where the system or file system cannot exchange atomically, the error is
+/// of kind [`Unsupported`](std::io::ErrorKind::Unsupported) and nothing
+/// moved.
+pub fn swap_dir(staging: &Path, target: &Path) -> std::io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        use rustix::io::Errno;
+        match renameat_with(CWD, staging, CWD, target, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(false),
+            Err(Errno::EXIST) => {}
+            // No NOREPLACE here (some file systems): a target that does not
+            // exist is renamed onto.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) if !target.exists() => {
+                fs::rename(staging, target)?;
+                return Ok(false);
+            }
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match renameat_with(CWD, staging, CWD, target, RenameFlags::EXCHANGE) {
+            Ok(()) => Ok(true),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Err(no_exchange()),
+            Err(e) => Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        if target.exists() {
+            return Err(no_exchange());
+        }
+        fs::rename(staging, target).map(|()| false)
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-fn exchange(_a: &Path, _b: &Path) -> Result<bool> {
-    Ok(false)
+fn no_exchange() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no atomic directory exchange (renameat2 RENAME_EXCHANGE) here",
+    )
 }

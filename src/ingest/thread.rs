@@ -10,21 +10,21 @@ use super::features::reliability::RumourIndex;
 use super::files::{Names, ReplyTokenizer, Row, STRAY, is_json_name, reaction_row, read_source};
 use super::parents::{Node, assign};
 use super::parse::{TweetReader, source_fields, user_key};
-use super::writer::{THREAD_EXTRA, ThreadData, ThreadText};
+use super::writer::{ThreadData, ThreadText};
 use crate::format::ThreadRecord;
 use crate::format::report::BadInput;
-use crate::schema::{Annotated, Label, ReactionKind};
+use crate::schema::{Annotated, Label, ReactionKind, THREAD_EXTRA};
 
 /// One processed thread: its data (None if the thread was skipped) and the
 /// bad inputs met on the way.
-pub(super) struct Outcome {
-    pub(super) data: Option<ThreadData>,
-    pub(super) bad: Vec<BadInput>,
+pub(crate) struct Outcome {
+    pub(crate) data: Option<ThreadData>,
+    pub(crate) bad: Vec<BadInput>,
     /// Files opened and read for it.
-    pub(super) files_read: u64,
+    pub(crate) files_read: u64,
     /// Each reaction's author key, in the data's reaction order (what an
     /// incremental build needs to recompute `user_reliability`).
-    pub(super) authors: Vec<u64>,
+    pub(crate) authors: Vec<u64>,
 }
 
 /// Per-worker reusable state.

@@ -36,9 +36,12 @@ use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, Shar
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
     DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
-    ReactionSpans, Shard, Span, TextShard, ThreadRecord,
+    ReactionSpans, Shard, Span, TextShard, ThreadRecord, ThreadSpans,
 };
-use crate::schema::{FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS};
+use crate::schema::{
+    FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind, THREAD_COLUMNS,
+    THREAD_EXTRA,
+};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -189,13 +192,13 @@ impl CacheWriter {
         self.current.reactions.append(&mut t.reactions);
         self.current.features.append(&mut t.features);
         let text = &mut self.current_text;
-        let thread_spans = [
-            &t.text.event,
-            &t.text.label,
-            &t.text.source_user_id,
-            &t.text.source_text,
-        ]
-        .map(|s| Span::push(&mut text.arena, s));
+        let arena = &mut text.arena;
+        let thread_spans = ThreadSpans {
+            event: Span::push(arena, &t.text.event),
+            label: Span::push(arena, &t.text.label),
+            source_user_id: Span::push(arena, &t.text.source_user_id),
+            source_text: Span::push(arena, &t.text.source_text),
+        };
         text.threads.push(thread_spans);
         let base = text.arena.len() as u32;
         text.arena.push_str(&t.text_arena);
@@ -593,14 +596,20 @@ fn aligned_chunk() -> AlignedChunk {
     buf
 }
 
+/// Whether `e` is EINVAL: how a file system refuses `O_DIRECT`.
+fn is_einval(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error())
+}
+
 impl DirectOut {
     fn create(path: &Path) -> std::io::Result<Self> {
         use std::os::unix::fs::OpenOptionsExt;
         let mut o = std::fs::OpenOptions::new();
         o.write(true).create(true).truncate(true);
-        let (file, direct) = match o.clone().custom_flags(libc::O_DIRECT).open(path) {
+        let direct = rustix::fs::OFlags::DIRECT.bits() as i32;
+        let (file, direct) = match o.clone().custom_flags(direct).open(path) {
             Ok(f) => (f, true),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (o.open(path)?, false),
+            Err(e) if is_einval(&e) => (o.open(path)?, false),
             Err(e) => return Err(e),
         };
         Ok(DirectOut {
@@ -630,9 +639,7 @@ impl DirectOut {
                 Ok(k) => done += k,
                 // Some file systems take the O_DIRECT open and refuse the
                 // write: the rest goes on buffered, from where it stopped.
-                Err(e) if self.direct && e.raw_os_error() == Some(libc::EINVAL) => {
-                    self.buffered()?
-                }
+                Err(e) if self.direct && is_einval(&e) => self.buffered()?,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -724,11 +731,6 @@ pub struct ThreadData {
     /// Extended per-thread values in [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS) order.
     pub thread_extra: [f32; THREAD_EXTRA],
 }
-
-/// Number of extended per-reaction columns.
-pub const REACTION_EXTRA: usize = crate::schema::REACTION_COLUMNS.len();
-/// Number of extended per-thread columns.
-pub const THREAD_EXTRA: usize = crate::schema::THREAD_COLUMNS.len();
 
 impl ThreadData {
     /// A rough upper bound of the archived size (both files), used to cap shards.

@@ -361,7 +361,10 @@ fn map_text(file: &File, path: &Path, info: &ShardInfo) -> Result<Mapped> {
         let (start, end) = (start as usize, start as usize + len as usize);
         end <= arena.len() && arena.is_char_boundary(start) && arena.is_char_boundary(end)
     };
-    let threads_ok = text.threads.iter().all(|t| t.iter().all(|s| ok(s, false)));
+    let threads_ok = text
+        .threads
+        .iter()
+        .all(|t| t.all().iter().all(|s| ok(s, false)));
     let reactions_ok = text
         .reactions
         .iter()

@@ -6,6 +6,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::format::{
     ArchivedReactionRecord, ArchivedShard, ArchivedSpan, ArchivedTextShard, ArchivedThreadRecord,
+    ArchivedThreadSpans,
 };
 use crate::format::{DESCRIPTION, REPLY_TOKENS, TEXT, TOKEN_SEPARATOR};
 use crate::schema::{Feature, FeatureVec, NUM_FEATURES, ParentHow, ReactionKind};
@@ -126,7 +127,7 @@ pub struct ReactionNum {
 pub struct ThreadView<'a> {
     num: NumView<'a>,
     text: &'a ArchivedTextShard,
-    thread_text: &'a [ArchivedSpan; 4],
+    thread_text: &'a ArchivedThreadSpans,
 }
 
 impl std::fmt::Debug for ThreadView<'_> {
@@ -154,7 +155,7 @@ impl<'a> ThreadView<'a> {
     pub(super) fn new(
         num: NumView<'a>,
         text: &'a ArchivedTextShard,
-        thread_text: &'a [ArchivedSpan; 4],
+        thread_text: &'a ArchivedThreadSpans,
     ) -> Self {
         ThreadView {
             num,
@@ -202,13 +203,13 @@ impl<'a> ThreadView<'a> {
     pub(crate) fn stored_texts(&self) -> (&'a str, Vec<crate::format::ReactionSpans>) {
         use crate::format::Span;
         let arena = self.text.arena.as_str();
-        let src = &self.thread_text[3];
+        let src = &self.thread_text.source_text;
         let base = (src.start.to_native() + src.len.to_native()) as usize;
         let end = self
             .text
             .threads
             .get(self.num.index + 1)
-            .map_or(arena.len(), |next| next[0].start.to_native() as usize);
+            .map_or(arena.len(), |next| next.event.start.to_native() as usize);
         let segment = arena.get(base..end.max(base)).unwrap_or("");
         let r = self.num.range();
         let relative = |s: &ArchivedSpan| {
@@ -232,24 +233,24 @@ impl<'a> ThreadView<'a> {
     pub fn numbers(&self) -> NumView<'a> {
         self.num
     }
-    fn thread_text(&self, i: usize) -> &'a str {
-        span_text(self.text.arena.as_str(), &self.thread_text[i])
+    fn thread_text(&self, span: &ArchivedSpan) -> &'a str {
+        span_text(self.text.arena.as_str(), span)
     }
     /// Event (grandparent folder name).
     pub fn event(&self) -> &'a str {
-        self.thread_text(0)
+        self.thread_text(&self.thread_text.event)
     }
     /// Label folder name (`rumours`, `non-rumours`, ...).
     pub fn label(&self) -> &'a str {
-        self.thread_text(1)
+        self.thread_text(&self.thread_text.label)
     }
     /// Source author's `id_str`.
     pub fn source_user_id(&self) -> &'a str {
-        self.thread_text(2)
+        self.thread_text(&self.thread_text.source_user_id)
     }
     /// Source tweet text.
     pub fn source_text(&self) -> &'a str {
-        self.thread_text(3)
+        self.thread_text(&self.thread_text.source_text)
     }
     /// The reaction at `i` within this thread.
     pub fn reaction(&self, i: usize) -> Option<ReactionView<'a>> {

@@ -108,7 +108,7 @@ pub struct UniqueTexts {
 impl UniqueTexts {
     /// `index` value of a reaction with no input (its row embeds to zeros):
     /// the embedding store's [`NO_ROW`](crate::NO_ROW).
-    pub const NONE: u32 = crate::format::embeddings::NO_ROW;
+    pub const NONE: u32 = crate::schema::NO_ROW;
 
     /// Finds the distinct inputs of `field` over the threads at `positions`
     /// (all threads when `None`), in that order.

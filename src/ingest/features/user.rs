@@ -2,6 +2,12 @@
 
 use super::b;
 use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::schema::Feature::{
+    AccountAge, DescriptionLen, EngagementScr, FavouritesScr, FollowRatio, FollowRatioVer2,
+    Followers, FollowingRate, Followings, IsGeoEnabled, IsSourceUser, IsVerified, LenProfilename,
+    ListedCount, NumPosts, UserFavouritesCount,
+};
+use crate::schema::NUM_FEATURES;
 use pycompat as pytext;
 use pycompat::account_age_days;
 
@@ -27,30 +33,34 @@ fn per_day(x: i128, age: f64, what: &str) -> Result<f64, String> {
     Ok(x as f64 / (age + 1.0))
 }
 
-/// Fills `f[0..=15]`.
-pub fn compute(r: &ReactionFields<'_>, s: &SourceFields<'_>, f: &mut [f64]) -> Result<(), String> {
+/// Fills features 0-15 of `f` (NumPosts to IsSourceUser).
+pub fn compute(
+    r: &ReactionFields<'_>,
+    s: &SourceFields<'_>,
+    f: &mut [f64; NUM_FEATURES],
+) -> Result<(), String> {
     let u = &r.user;
     let posts = i128::from(u.statuses_count);
     let followers = i128::from(u.followers_count);
     let followings = i128::from(u.friends_count);
     let favs = i128::from(u.favourites_count);
     let age = account_age_days(r.created_at, u.created_at);
-    f[0] = posts as f64;
-    f[1] = u.listed_count as f64;
-    f[2] = followers as f64;
-    f[3] = followings as f64;
-    f[4] = div(followers, followings + 1, "follow_ratio")?;
-    f[5] = div(followers, followings + followers + 1, "follow_ratio_ver2")?;
-    f[6] = favs as f64;
-    f[7] = age;
-    f[8] = b(u.verified);
+    f[NumPosts] = posts as f64;
+    f[ListedCount] = u.listed_count as f64;
+    f[Followers] = followers as f64;
+    f[Followings] = followings as f64;
+    f[FollowRatio] = div(followers, followings + 1, "follow_ratio")?;
+    f[FollowRatioVer2] = div(followers, followings + followers + 1, "follow_ratio_ver2")?;
+    f[UserFavouritesCount] = favs as f64;
+    f[AccountAge] = age;
+    f[IsVerified] = b(u.verified);
     // `int / float` in Python converts the int to float first.
-    f[9] = per_day(posts, age, "engagement_scr")?;
-    f[10] = per_day(followings, age, "following_rate")?;
-    f[11] = per_day(favs, age, "favourites_scr")?;
-    f[12] = b(u.geo_enabled);
-    f[13] = u.description.map_or(0, pytext::count_words) as f64;
-    f[14] = pytext::char_len(u.name) as f64;
-    f[15] = b(u.id_str == s.user_id_str);
+    f[EngagementScr] = per_day(posts, age, "engagement_scr")?;
+    f[FollowingRate] = per_day(followings, age, "following_rate")?;
+    f[FavouritesScr] = per_day(favs, age, "favourites_scr")?;
+    f[IsGeoEnabled] = b(u.geo_enabled);
+    f[DescriptionLen] = u.description.map_or(0, pytext::count_words) as f64;
+    f[LenProfilename] = pytext::char_len(u.name) as f64;
+    f[IsSourceUser] = b(u.id_str == s.user_id_str);
     Ok(())
 }
