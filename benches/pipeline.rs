@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use socialctx::FeatureStats;
 use socialctx::LazyCache;
+use socialctx::ThreadSource;
 use socialctx::{Batch, Loader, Selection, shuffled};
 use socialctx::{BuildOptions, Cache, NUM_FEATURES, NoProgress, build};
 

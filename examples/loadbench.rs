@@ -20,6 +20,7 @@ use clap::Parser;
 use socialctx::FeatureStats;
 use socialctx::LazyCache;
 use socialctx::Split;
+use socialctx::ThreadSource;
 use socialctx::{Batch, Kinds, Loader, Selection};
 
 /// Time one epoch of padded, masked (optionally normalised) batches from a

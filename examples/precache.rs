@@ -1,7 +1,7 @@
 //! The batch job: build the feature cache for a PHEME-style corpus.
 //!
 //! ```text
-//! cargo run --release --example precache -- [CORPUS_DIR] [CACHE_DIR] [--threads N] [--strict] [--report FILE]
+//! cargo run --release --example precache -- [CORPUS_DIR] [CACHE_DIR] [--workers N] [--strict] [--report FILE]
 //! ```
 //!
 //! With no arguments it builds the sample corpus shipped in `data-samples/`
@@ -51,8 +51,10 @@ struct Args {
     #[arg(value_name = "CACHE_DIR")]
     cache: Option<PathBuf>,
     /// Worker threads [default: available cores]
-    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
-    threads: Option<u16>,
+    // `--threads`, the former name, is a hidden alias: a cache's "threads"
+    // are conversation threads.
+    #[arg(long, short = 'j', alias = "threads", value_parser = clap::value_parser!(u16).range(1..))]
+    workers: Option<u16>,
     /// Stop at the first bad input (non-zero exit, existing cache untouched)
     #[arg(long)]
     strict: bool,
@@ -156,7 +158,7 @@ fn main() -> ExitCode {
         .max_file_bytes(args.max_file_bytes)
         .shard_bytes((args.shard_mib * 1024 * 1024) as usize)
         .extended(!args.no_extended);
-    if let Some(n) = args.threads {
+    if let Some(n) = args.workers {
         opts = opts.threads(usize::from(n));
     }
     if let Some(d) = args.io_depth {

@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 
-use crate::read::{Cache, ThreadView};
+use crate::read::{Cache, ThreadSource, ThreadView};
 use crate::schema::{Annotated, REACTION_COLUMNS, ReactionKind, Veracity};
 
 /// Writes `x` so that parsing the text as f64 and rounding to f32 gives `x`

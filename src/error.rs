@@ -146,7 +146,7 @@ pub enum BuildError {
 
     /// The operating system would not start even one worker thread (memory
     /// or process limits such as `ulimit -v` or `ulimit -u`).
-    #[error("cannot start worker threads ({wanted} wanted): {source}; try fewer with --threads")]
+    #[error("cannot start worker threads ({wanted} wanted): {source}; try fewer with --workers")]
     ThreadSpawn {
         /// How many were asked for.
         wanted: usize,

@@ -45,7 +45,7 @@ use crate::ingest::thread::Outcome;
 use crate::ingest::writer::remove_superseded_fingerprints;
 use crate::ingest::{BuildJob, BuildOptions, BuildSummary, Progress, Tally, discover_checked};
 use crate::merge::thread_data;
-use crate::read::Cache;
+use crate::read::{Cache, ThreadSource};
 use crate::schema::reaction_column;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;

@@ -17,7 +17,7 @@ use crate::format::report::BadInput;
 use crate::format::{ReactionRecord, ThreadRecord};
 use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
 use crate::ingest::{BuildSummary, Phases, Tally};
-use crate::read::{Cache, ThreadView};
+use crate::read::{Cache, ThreadSource, ThreadView};
 use crate::schema::{REACTION_EXTRA, THREAD_EXTRA};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;

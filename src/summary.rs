@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{BadInput, BuildSummary, FeatureStats};
+use crate::{BadInput, BuildSummary, FeatureStats, ThreadSource};
 
 /// The summary of a build of `corpus` into `cache`: counts, skipped inputs by
 /// kind of reason, labels, events, shards, seconds per phase and the rate,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use serde_json::{Value, json};
+use socialctx::ThreadSource;
 use socialctx::{BuildError, Cache};
 use socialctx::{BuildOptions, NoProgress, build};
 

@@ -9,6 +9,7 @@ use std::path::Path;
 use common::cache_files::*;
 use common::*;
 use socialctx::ReactionKind;
+use socialctx::ThreadSource;
 use socialctx::internals::{CacheWriter, WriterOptions};
 use socialctx::{BuildError, Cache};
 

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use common::cache_files::*;
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::internals::MANIFEST_FILE;
 use socialctx::{Cache, OpenError};
 

@@ -164,7 +164,7 @@ fn help_explains_itself() {
             &[
                 "--strict",
                 "--report",
-                "--threads",
+                "--workers",
                 "CORPUS_DIR",
                 "sample corpus",
             ][..],
@@ -177,6 +177,9 @@ fn help_explains_itself() {
         for w in words {
             assert!(out.contains(w), "{name} --help mentions {w}: {out}");
         }
+        // `--threads` is the hidden former name of `--workers` (the other
+        // tests still use it): a cache's threads are conversation threads.
+        assert!(!out.contains("--threads"), "{name} --help: {out}");
     }
 }
 

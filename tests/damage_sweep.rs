@@ -10,6 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::{Cache, LazyCache, OpenError};
 
 /// How a file is damaged: a name and the damaged bytes (None: deleted).

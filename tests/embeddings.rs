@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::internals::{Dtype, npy_header};
 use socialctx::{
     Batch, Cache, EmbeddingError, Kinds, Loader, NO_ROW, Pad, Selection, StoreMeta, TextField,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use common::*;
 use serde_json::Value;
 use socialctx::Cache;
+use socialctx::ThreadSource;
 use socialctx::dump::{DumpOptions, write_cache_with};
 use socialctx::{Annotated, Veracity};
 use socialctx::{BuildOptions, NoProgress, build};

@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::{BuildOptions, NoProgress, build, build_incremental};
 
 /// The cache's own files (not derived/).

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use socialctx::Cache;
+use socialctx::ThreadSource;
 use socialctx::internals::{CacheWriter, WriterOptions};
 
 /// Conversation threads in the generated corpus: about 20k files, 50 MB,

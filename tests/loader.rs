@@ -11,6 +11,7 @@ use common::*;
 use serde_json::Value;
 use socialctx::FeatureStats;
 use socialctx::Split;
+use socialctx::ThreadSource;
 use socialctx::{Batch, BatchMut, EmptyThreads, Kinds, Loader, Selection, shuffled};
 use socialctx::{Cache, LoadError};
 

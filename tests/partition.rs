@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::{BuildError, BuildOptions, NoProgress, Plan, build, build_partition, merge};
 
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {

@@ -6,6 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
+use socialctx::ThreadSource;
 use socialctx::{Cache, LazyCache, TextField, UniqueTexts};
 
 /// The fields with stored inputs.

@@ -83,8 +83,8 @@ def main() -> None:
 
     row = {
         "field": args.field,
-        "reactions": result["reactions"],
-        "unique": result["unique"],
+        "reactions": result.reactions,
+        "unique": result.unique,
         "embed_calls": calls,
         "embed_s": round(embed_s, 3),
         "per_reaction_calls": per_reaction_calls,

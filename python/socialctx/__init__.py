@@ -28,9 +28,11 @@ from ._socialctx import (
     FEATURE_NAMES,
     FORMAT_VERSION,
     NUM_FEATURES,
+    BadInput,
     BadInputError,
     Batch,
     BuildError,
+    BuildSummary,
     Cache,
     CacheError,
     Epoch,
@@ -38,6 +40,7 @@ from ._socialctx import (
     FeatureStats,
     GraphBatch,
     Loader,
+    PlanSummary,
     Split,
     Thread,
     UniqueTexts,
@@ -50,7 +53,7 @@ from ._socialctx import (
     read_split,
     shuffled,
 )
-from .embed import EmbeddingError, Embeddings, embed, open_store
+from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
 from .folds import Fold, folds
 
 __version__ = "0.1.0"
@@ -59,9 +62,11 @@ __all__ = [
     "FEATURE_NAMES",
     "FORMAT_VERSION",
     "NUM_FEATURES",
+    "BadInput",
     "BadInputError",
     "Batch",
     "BuildError",
+    "BuildSummary",
     "Cache",
     "CacheError",
     "Epoch",
@@ -69,6 +74,7 @@ __all__ = [
     "FeatureStats",
     "GraphBatch",
     "Loader",
+    "PlanSummary",
     "Split",
     "Thread",
     "UniqueTexts",
@@ -77,6 +83,7 @@ __all__ = [
     "folds",
     "EmbeddingError",
     "Embeddings",
+    "EmbedSummary",
     "embed",
     "open_store",
     "build",

@@ -35,17 +35,78 @@ class BadInputError(BuildError):
     reason: str
     """Why it was rejected."""
 
+class BuildSummary:
+    """What a build, an incremental build, a partition build or a merge made.
+
+    ``summary["threads"]`` (results were dicts before) still works for now,
+    with a ``DeprecationWarning``: read the attributes."""
+
+    cache_dir: str
+    """The cache directory written."""
+    threads: int
+    """Conversation threads in the cache."""
+    reactions: int
+    """Reactions (replies and retweets) in the cache."""
+    replies: int
+    retweets: int
+    skipped: int
+    """Inputs skipped as bad (the cache's report)."""
+    shards: int
+    """Shard files written."""
+    workers: int
+    """Worker threads the build ran."""
+    seconds: float
+    """Wall-clock seconds."""
+    reused: int
+    """Threads taken from the old cache (incremental builds)."""
+    files_read: int
+    """Thread files read."""
+    incremental: str | None
+    """An incremental build's note: what was reused, or why it built in full."""
+    plan_id: str | None
+    """The plan's id, for a partition build or a merge."""
+    partitions: int | None
+    """How many partitions the plan was cut into, for a partition build or a merge."""
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated: read the attribute ``key``."""
+
+class PlanSummary:
+    """The plan of a partitioned build, as :func:`plan` wrote it."""
+
+    threads: int
+    """Conversation threads the plan covers."""
+    id: str
+    """The plan's id (16 hex digits): every partition of it carries it."""
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated: read the attribute ``key``."""
+
+class BadInput:
+    """One input a build skipped."""
+
+    @property
+    def path(self) -> str:
+        """The file or thread directory, relative to the corpus root."""
+    @property
+    def reason(self) -> str:
+        """Why it was skipped."""
+    def __getitem__(self, key: Literal["path", "reason"]) -> str:
+        """Deprecated (``Cache.report`` gave dicts): read the attribute ``key``."""
+
 def build(
     corpus: _Path,
     cache_dir: _Path,
     *,
-    threads: int | None = None,
+    workers: int | None = None,
     strict: bool = False,
     extended: bool = True,
     progress: bool = True,
     incremental: bool = False,
-) -> dict[str, Any]:
+) -> BuildSummary:
     """Builds the cache for ``corpus`` at ``cache_dir``, replacing any cache there atomically.
+
+    ``workers``: worker threads (default: one per core); the cache is
+    byte-identical for any number. (``threads=``, its former name, still
+    works with a ``DeprecationWarning``.)
 
     With ``incremental``, only threads whose files changed since the cache
     there was built are re-read (byte-identical to a full build); the result's
@@ -57,21 +118,19 @@ def build(
     the build had already published, the message says so). With
     ``progress`` and a terminal on stderr, a progress line is shown.
 
-    Returns ``{"cache_dir", "threads", "reactions", "replies", "retweets",
-    "skipped", "shards", "workers", "seconds", "reused", "files_read"}`` (and
-    ``"incremental"`` for an incremental build). Raises ``BadInputError`` in
-    strict mode on the first bad input, ``BuildError`` otherwise.
+    Returns a :class:`BuildSummary`. Raises ``BadInputError`` in strict mode
+    on the first bad input, ``BuildError`` otherwise.
     """
 
 def plan(
     corpus: _Path,
     plan_file: _Path,
     *,
-    threads: int | None = None,
+    workers: int | None = None,
     strict: bool = False,
     extended: bool = True,
-) -> dict[str, Any]:
-    """Walks ``corpus`` once and writes the plan of a partitioned build; returns ``{"threads", "id"}``."""
+) -> PlanSummary:
+    """Walks ``corpus`` once and writes the plan of a partitioned build."""
 
 def build_partition(
     corpus: _Path,
@@ -80,12 +139,12 @@ def build_partition(
     count: int,
     out: _Path,
     *,
-    threads: int = 1,
-) -> dict[str, Any]:
+    workers: int = 1,
+) -> BuildSummary:
     """Builds partition ``index`` of ``count`` of a plan into the cache directory ``out``
     (reads only that partition's threads; GIL released)."""
 
-def merge(out: _Path, parts: Sequence[_Path]) -> dict[str, Any]:
+def merge(out: _Path, parts: Sequence[_Path]) -> BuildSummary:
     """Merges every partition of one plan into the cache ``out``, byte-identical to a
     single build; raises ``BuildError`` for a missing, repeated, damaged or foreign part."""
 
@@ -136,8 +195,8 @@ class Cache:
     def labels(self) -> npt.NDArray[np.int8]:
         """Label code of every thread, [T]: 1 rumour, 0 non-rumour, -1 unknown."""
     @property
-    def report(self) -> list[dict[str, str]]:
-        """Every input the build skipped: ``{"path", "reason"}``."""
+    def report(self) -> list[BadInput]:
+        """Every input the build skipped."""
     def vocabulary(
         self,
         field: Literal["reply", "description"] = "reply",
@@ -477,7 +536,7 @@ def _cli_build(
     corpus: _Path,
     cache: _Path,
     *,
-    threads: int | None = None,
+    workers: int | None = None,
     strict: bool = False,
     report: _Path | None = None,
     max_file_bytes: int | None = None,
@@ -494,7 +553,7 @@ def _cli_plan(
     corpus: _Path,
     plan_file: _Path,
     *,
-    threads: int | None = None,
+    workers: int | None = None,
     strict: bool = False,
     max_file_bytes: int | None = None,
     shard_mib: int = 16,
@@ -515,4 +574,4 @@ def _cli_stats(
     splits: Sequence[_Path] = ...,
     retweets: bool = False,
     save: _Path | None = None,
-) -> dict[str, Any]: ...
+) -> tuple[list[str], str]: ...

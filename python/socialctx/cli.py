@@ -3,7 +3,7 @@
 
 ::
 
-    socialctx build CORPUS CACHE [--incremental] [--strict] [--threads N] [--report FILE]
+    socialctx build CORPUS CACHE [--incremental] [--strict] [--workers N] [--report FILE]
     socialctx dump CACHE [--retweets] [--extended | --tokens] [--graph]
     socialctx stats CACHE [--split CSV ...] [--retweets] [--save FILE]
     socialctx plan CORPUS PLAN_FILE
@@ -40,7 +40,7 @@ _EXIT_STATUS = (
 )
 
 
-def _threads(text: str) -> int:
+def _count(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
@@ -85,14 +85,17 @@ def _partition(text: str) -> tuple[int, int]:
     return index, count
 
 
-def _add_threads(p: argparse.ArgumentParser) -> None:
+def _add_workers(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-j",
-        "--threads",
-        type=_threads,
+        "--workers",
+        type=_count,
         metavar="N",
         help="worker threads [default: available cores]; the cache is byte-identical for any N",
     )
+    # The former name (a cache's "threads" are conversation threads), kept
+    # working as precache keeps it; not shown.
+    p.add_argument("--threads", dest="workers", type=_count, help=argparse.SUPPRESS)
 
 
 def _add_content_options(p: argparse.ArgumentParser) -> None:
@@ -169,7 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
     p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory to write")
-    _add_threads(p)
+    _add_workers(p)
     _add_content_options(p)
     _add_run_options(p)
     p.add_argument(
@@ -204,7 +207,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
     p.add_argument("plan", type=Path, metavar="PLAN_FILE", help="where to write the plan (JSON)")
-    _add_threads(p)
+    _add_workers(p)
     _add_content_options(p)
     p.set_defaults(run=_plan)
 
@@ -233,7 +236,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="I/N",
         help="which partition to build: I of N, 0 <= I < N",
     )
-    _add_threads(p)
+    _add_workers(p)
     _add_run_options(p)
     p.set_defaults(run=_build_partition)
 
@@ -348,7 +351,7 @@ def _parser() -> argparse.ArgumentParser:
         "under the same id",
     )
     p.add_argument(
-        "--batch-size", type=_threads, default=256, metavar="N", help="inputs per call [256]"
+        "--batch-size", type=_count, default=256, metavar="N", help="inputs per call [256]"
     )
     p.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="[float32]")
     p.add_argument(
@@ -362,7 +365,7 @@ def _build(a: argparse.Namespace) -> int:
     summary = _ext._cli_build(
         a.corpus,
         a.cache,
-        threads=a.threads,
+        workers=a.workers,
         strict=a.strict,
         report=a.report,
         max_file_bytes=a.max_file_bytes,
@@ -381,7 +384,7 @@ def _build_partition(a: argparse.Namespace) -> int:
     summary = _ext._cli_build(
         a.corpus,
         a.out,
-        threads=a.threads,
+        workers=a.workers,
         report=a.report,
         plan=a.plan,
         partition=a.partition,
@@ -395,7 +398,7 @@ def _plan(a: argparse.Namespace) -> int:
     line = _ext._cli_plan(
         a.corpus,
         a.plan,
-        threads=a.threads,
+        workers=a.workers,
         strict=a.strict,
         max_file_bytes=a.max_file_bytes,
         shard_mib=a.shard_mib,
@@ -420,10 +423,10 @@ def _dump(a: argparse.Namespace) -> int:
 
 
 def _stats(a: argparse.Namespace) -> int:
-    result = _ext._cli_stats(a.cache, splits=a.split, retweets=a.retweets, save=a.save)
-    for note in result["notes"]:
+    notes, table = _ext._cli_stats(a.cache, splits=a.split, retweets=a.retweets, save=a.save)
+    for note in notes:
         print(note, file=sys.stderr)
-    _out(result["table"])
+    _out(table)
     if a.save is not None:
         print(f"saved {a.save}", file=sys.stderr)
     return EXIT_OK
@@ -539,11 +542,11 @@ def _embed(a: argparse.Namespace) -> int:
     )
     _out(
         f"store      {Path(cache.derived_dir) / 'embeddings' / a.name}\n"
-        f"inputs     {r['unique']} distinct ({r['reactions']} reactions), dim {r['dim']}\n"
-        f"new        {r['new']} (embedded now, {r['calls']} model calls)\n"
-        f"reused     {r['reused']} (rows of the previous store)\n"
-        f"dropped    {r['dropped']} (rows no longer needed)\n"
-        f"resumed    {r['resumed']} batches from an interrupted run\n"
+        f"inputs     {r.unique} distinct ({r.reactions} reactions), dim {r.dim}\n"
+        f"new        {r.new} (embedded now, {r.calls} model calls)\n"
+        f"reused     {r.reused} (rows of the previous store)\n"
+        f"dropped    {r.dropped} (rows no longer needed)\n"
+        f"resumed    {r.resumed} batches from an interrupted run\n"
         f"seconds    {time.monotonic() - started:.3f}\n"
     )
     return EXIT_OK

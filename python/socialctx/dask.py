@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,26 +38,37 @@ def build(
     client: Any = None,
     work_dir: str | os.PathLike[str] | None = None,
     corpus_on_workers: str | os.PathLike[str] | None = None,
-    threads_per_partition: int = 1,
+    workers_per_partition: int = 1,
     strict: bool = False,
     extended: bool = True,
-) -> dict[str, Any]:
+    threads_per_partition: int | None = None,
+) -> _socialctx.BuildSummary:
     """Builds the cache of ``corpus`` at ``cache_dir`` in ``partitions`` Dask tasks.
 
     The plan (one walk) is made here; each partition is one task, a Rust call
     with the GIL released, writing a partition cache under ``work_dir``
     (default: ``.<cache name>.parts`` beside ``cache_dir``, removed after a
     successful merge). With ``client`` None, Dask's default scheduler runs the
-    tasks. Returns the merge's summary dict plus ``partitions`` and
-    ``plan_id``.
+    tasks. ``workers_per_partition`` worker threads build each partition
+    (``threads_per_partition``, its former name, still works with a
+    ``DeprecationWarning``). Returns the merge's
+    :class:`~socialctx.BuildSummary` (with ``partitions`` and ``plan_id``).
     """
     if partitions < 1:
         raise ValueError("partitions must be at least 1")
+    if threads_per_partition is not None:
+        warnings.warn(
+            "threads_per_partition= is deprecated, use workers_per_partition= "
+            "(threads are the conversation threads a cache holds)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        workers_per_partition = threads_per_partition
     cache_dir = Path(cache_dir)
     work = Path(work_dir) if work_dir is not None else cache_dir.parent / f".{cache_dir.name}.parts"
     work.mkdir(parents=True, exist_ok=True)
     plan_file = work / "plan.json"
-    planned = _socialctx.plan(corpus, plan_file, strict=strict, extended=extended)
+    _socialctx.plan(corpus, plan_file, strict=strict, extended=extended)
     remote_corpus = os.fspath(corpus_on_workers if corpus_on_workers is not None else corpus)
     parts = [work / f"part-{i:05}-of-{partitions:05}" for i in range(partitions)]
     tasks = [
@@ -66,7 +78,7 @@ def build(
             i,
             partitions,
             os.fspath(part),
-            threads=threads_per_partition,
+            workers=workers_per_partition,
         )
         for i, part in enumerate(parts)
     ]
@@ -74,8 +86,6 @@ def build(
         client.gather(client.compute(tasks))
     else:
         dask.compute(*tasks)
-    summary: dict[str, Any] = _socialctx.merge(cache_dir, parts)
+    summary = _socialctx.merge(cache_dir, parts)
     shutil.rmtree(work, ignore_errors=True)
-    summary["partitions"] = partitions
-    summary["plan_id"] = planned["id"]
     return summary

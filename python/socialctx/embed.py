@@ -54,6 +54,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +74,40 @@ EmbedFn = Callable[[list[list[str]]], Any]
 
 
 EmbeddingError = _socialctx.EmbeddingError
+
+
+@dataclass(frozen=True)
+class EmbedSummary:
+    """What :func:`embed` did."""
+
+    calls: int
+    """Model calls made by this invocation."""
+    unique: int
+    """Distinct inputs (the store's rows)."""
+    dim: int
+    """Row width."""
+    reactions: int
+    """Reactions of the cache (the index's length)."""
+    resumed: int
+    """Batches taken from an interrupted run."""
+    new: int
+    """Inputs embedded now."""
+    reused: int
+    """Rows reused from the previous store."""
+    dropped: int
+    """Rows of the previous store no longer needed."""
+
+    def __getitem__(self, key: str) -> int:
+        """Deprecated: ``summary["unique"]`` (``embed`` returned a dict); read the attribute."""
+        if key not in {f.name for f in fields(self)}:
+            raise KeyError(key)
+        warnings.warn(
+            f"EmbedSummary[{key!r}] is deprecated: read the attribute EmbedSummary.{key} "
+            "instead (results are typed classes, no longer dicts)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return int(getattr(self, key))
 
 
 def _store_root(cache: _socialctx.Cache) -> Path:
@@ -127,7 +162,7 @@ def embed(
     dtype: Literal["float32", "float16"] = "float32",
     model_id: str | None = None,
     progress: Callable[[int, int], None] | bool | None = None,
-) -> dict[str, int]:
+) -> EmbedSummary:
     """Embeds every distinct non-empty input of ``field`` with ``fn`` into
     the store ``name`` of ``cache``.
 
@@ -159,11 +194,10 @@ def embed(
     :class:`EmbeddingError` naming the file, never a crash, and every value
     is checked finite after the cast to ``dtype``.
 
-    Returns ``{"calls", "unique", "dim", "reactions", "resumed", "new",
-    "reused", "dropped"}``: model calls made by this invocation, distinct
-    inputs, row width, reactions, batches reused from an interrupted run,
-    inputs embedded now, rows reused from the previous store, and rows of
-    the previous store no longer needed.
+    Returns an :class:`EmbedSummary`: model calls made by this invocation,
+    distinct inputs, row width, reactions, batches reused from an
+    interrupted run, inputs embedded now, rows reused from the previous
+    store, and rows of the previous store no longer needed.
     """
     if dtype not in _DTYPES:
         raise ValueError(f'dtype must be "float32" or "float16", not {dtype!r}')
@@ -283,7 +317,7 @@ def _embed_locked(
     dtype: str,
     model_id: str | None,
     progress: Callable[[int, int], None] | None,
-) -> dict[str, int]:
+) -> EmbedSummary:
     root = _store_root(cache)
     final = root / name
     partial = root / f".{name}.partial"
@@ -417,16 +451,16 @@ def _embed_locked(
         shutil.rmtree(partial)  # the old store, exchanged out
     _fsync_dir(final.parent)
     reused = int((reuse_from >= 0).sum())
-    return {
-        "calls": calls,
-        "unique": total,
-        "dim": dim,
-        "reactions": store_meta["reactions"],
-        "resumed": resumed,
-        "new": len(todo),
-        "reused": reused,
-        "dropped": 0 if source is None else int(source.meta["unique"]) - reused,
-    }
+    return EmbedSummary(
+        calls=calls,
+        unique=total,
+        dim=dim,
+        reactions=len(unique.index),
+        resumed=resumed,
+        new=len(todo),
+        reused=reused,
+        dropped=0 if source is None else int(source.meta["unique"]) - reused,
+    )
 
 
 def _copy_reused(

@@ -18,7 +18,9 @@ use pyo3::types::PyDict;
 
 use socialctx as sc;
 
-use super::{CacheError, Error, build_err};
+use crate::build::run_build;
+use crate::convert::Keywords;
+use crate::error::{Error, Result};
 
 /// Adds this module's functions and constants to the extension module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -65,13 +67,14 @@ impl sc::Progress for Bar {
     }
 }
 
-fn options(
-    threads: Option<usize>,
-    strict: bool,
-    max_file_bytes: Option<u64>,
-    shard_mib: u64,
-    extended: bool,
-) -> PyResult<sc::BuildOptions> {
+/// The options that shape a cache's content (a plan records them), and
+/// the worker count: the keywords `_cli_build` and `_cli_plan` share.
+fn content_options(kw: &mut Keywords<'_, '_>) -> PyResult<sc::BuildOptions> {
+    let workers: Option<usize> = kw.get("workers", None)?;
+    let strict: bool = kw.get("strict", false)?;
+    let max_file_bytes: Option<u64> = kw.get("max_file_bytes", None)?;
+    let shard_mib: u64 = kw.get("shard_mib", 16)?;
+    let extended: bool = kw.get("extended", true)?;
     if !(1..=1024).contains(&shard_mib) {
         return Err(PyValueError::new_err(format!(
             "shard_mib must be 1 to 1024, not {shard_mib}"
@@ -84,13 +87,58 @@ fn options(
     if let Some(b) = max_file_bytes {
         opts = opts.max_file_bytes(b);
     }
-    if let Some(n) = threads {
+    if let Some(n) = workers {
         if n == 0 {
-            return Err(PyValueError::new_err("threads must be at least 1"));
+            return Err(PyValueError::new_err("workers must be at least 1"));
         }
         opts = opts.threads(n);
     }
     Ok(opts)
+}
+
+/// `_cli_build`'s keywords: what `precache` takes besides its two paths.
+struct BuildJob {
+    options: sc::BuildOptions,
+    /// Also write the bad-input report here.
+    report: Option<PathBuf>,
+    incremental: bool,
+    /// A partition build: the plan file and `(index, count)`.
+    plan: Option<(PathBuf, (usize, usize))>,
+    /// No progress bar.
+    quiet: bool,
+}
+
+impl BuildJob {
+    fn from_keywords(given: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut kw = Keywords::new("_cli_build()", given);
+        let mut options = content_options(&mut kw)?;
+        if let Some(d) = kw.get::<Option<usize>>("io_depth", None)? {
+            options = options.io_depth(d);
+        }
+        options = options.verify(kw.get("verify", false)?);
+        let report: Option<PathBuf> = kw.get("report", None)?;
+        let incremental: bool = kw.get("incremental", false)?;
+        let plan: Option<PathBuf> = kw.get("plan", None)?;
+        let partition: Option<(usize, usize)> = kw.get("partition", None)?;
+        let quiet: bool = kw.get("quiet", false)?;
+        kw.finish()?;
+        let plan = match (plan, partition) {
+            (Some(p), Some(part)) => Some((p, part)),
+            (None, None) => None,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "plan and partition go together (a partition of a plan)",
+                ));
+            }
+        };
+        Ok(BuildJob {
+            options,
+            report,
+            incremental,
+            plan,
+            quiet,
+        })
+    }
 }
 
 /// What `precache` does, as `socialctx build` and `socialctx
@@ -101,41 +149,23 @@ fn options(
 /// (and whatever else raises KeyboardInterrupt in a signal handler) stops the
 /// build between threads: KeyboardInterrupt, nothing published.
 #[pyfunction]
-#[pyo3(signature = (corpus, cache, *, threads=None, strict=false, report=None,
-    max_file_bytes=None, shard_mib=16, extended=true, io_depth=None,
-    incremental=false, verify=false, plan=None, partition=None, quiet=false))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(
+    signature = (corpus, cache, **options),
+    text_signature = "(corpus, cache, *, workers=None, strict=False, report=None, max_file_bytes=None, shard_mib=16, extended=True, io_depth=None, incremental=False, verify=False, plan=None, partition=None, quiet=False)"
+)]
 fn _cli_build(
     py: Python<'_>,
     corpus: PathBuf,
     cache: PathBuf,
-    threads: Option<usize>,
-    strict: bool,
-    report: Option<PathBuf>,
-    max_file_bytes: Option<u64>,
-    shard_mib: u64,
-    extended: bool,
-    io_depth: Option<usize>,
-    incremental: bool,
-    verify: bool,
-    plan: Option<PathBuf>,
-    partition: Option<(usize, usize)>,
-    quiet: bool,
-) -> PyResult<String> {
-    let mut opts = options(threads, strict, max_file_bytes, shard_mib, extended)?;
-    if let Some(d) = io_depth {
-        opts = opts.io_depth(d);
-    }
-    opts = opts.verify(verify);
-    let plan = match (plan, partition) {
-        (Some(p), Some(part)) => Some((p, part)),
-        (None, None) => None,
-        _ => {
-            return Err(PyValueError::new_err(
-                "plan and partition go together (a partition of a plan)",
-            ));
-        }
-    };
+    options: Option<&Bound<'_, PyDict>>,
+) -> Result<String> {
+    let BuildJob {
+        options: opts,
+        report,
+        incremental,
+        plan,
+        quiet,
+    } = BuildJob::from_keywords(options)?;
     // Outputs are checked before anything is replaced: an unwritable
     // report fails now, not after the cache was swapped.
     let report_file = match &report {
@@ -176,8 +206,7 @@ fn _cli_build(
     // SIGINT, or SIGTERM where the command made it raise too: the build
     // stops between threads; the staging directory is removed, any old
     // cache stays.
-    let (result, interrupted) =
-        crate::background::run_build(py, &corpus, &progress.cancel, job, || {})?;
+    let (result, interrupted) = run_build(py, &corpus, &progress.cancel, job, || {})?;
     let interrupted = interrupted.is_some();
     bar.finish_and_clear();
     let summary = match result {
@@ -187,16 +216,18 @@ fn _cli_build(
             return Err(PyKeyboardInterrupt::new_err(format!(
                 "the build finished before it saw the signal: the new cache at {} is published",
                 cache.display()
-            )));
+            ))
+            .into());
         }
         Ok(s) => s,
         Err(sc::BuildError::Cancelled) => {
             return Err(PyKeyboardInterrupt::new_err(format!(
                 "nothing was published; {} is as it was",
                 cache.display()
-            )));
+            ))
+            .into());
         }
-        Err(e) => return Err(build_err(py, e)),
+        Err(e) => return Err(e.into()),
     };
     if let (Some(path), Some(file)) = (&report, report_file) {
         file.set_len(0)
@@ -219,37 +250,32 @@ fn cannot_write_report(path: &Path, e: &dyn std::fmt::Display) -> PyErr {
 /// `precache CORPUS --plan PLAN_FILE`: walks `corpus` once and writes the
 /// plan of a partitioned build; returns the line `precache` prints.
 #[pyfunction]
-#[pyo3(signature = (corpus, plan_file, *, threads=None, strict=false, max_file_bytes=None,
-    shard_mib=16, extended=true))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(
+    signature = (corpus, plan_file, **options),
+    text_signature = "(corpus, plan_file, *, workers=None, strict=False, max_file_bytes=None, shard_mib=16, extended=True)"
+)]
 fn _cli_plan(
     py: Python<'_>,
     corpus: PathBuf,
     plan_file: PathBuf,
-    threads: Option<usize>,
-    strict: bool,
-    max_file_bytes: Option<u64>,
-    shard_mib: u64,
-    extended: bool,
-) -> PyResult<String> {
-    let opts = options(threads, strict, max_file_bytes, shard_mib, extended)?;
-    let plan = py
-        .detach(|| {
-            let plan = sc::Plan::create(&corpus, &opts)?;
-            plan.save(&plan_file)?;
-            Ok::<_, sc::BuildError>(plan)
-        })
-        .map_err(|e| build_err(py, e))?;
+    options: Option<&Bound<'_, PyDict>>,
+) -> Result<String> {
+    let mut kw = Keywords::new("_cli_plan()", options);
+    let opts = content_options(&mut kw)?;
+    kw.finish()?;
+    let plan = py.detach(|| {
+        let plan = sc::Plan::create(&corpus, &opts)?;
+        plan.save(&plan_file)?;
+        Ok::<_, sc::BuildError>(plan)
+    })?;
     Ok(sc::summary::plan_summary(&plan, &plan_file))
 }
 
 /// The `merge` example: joins the partition caches `parts` into `out`;
 /// returns the summary it prints.
 #[pyfunction]
-fn _cli_merge(py: Python<'_>, out: PathBuf, parts: Vec<PathBuf>) -> PyResult<String> {
-    let summary = py
-        .detach(|| sc::merge(&out, &parts))
-        .map_err(|e| build_err(py, e))?;
+fn _cli_merge(py: Python<'_>, out: PathBuf, parts: Vec<PathBuf>) -> Result<String> {
+    let summary = py.detach(|| sc::merge(&out, &parts))?;
     Ok(sc::summary::merge_summary(&summary, &out))
 }
 
@@ -265,15 +291,13 @@ fn _cli_dump(
     extended: bool,
     tokens: bool,
     graph: bool,
-) -> PyResult<()> {
+) -> Result<()> {
     if (extended || graph) && tokens {
-        return Err(PyValueError::new_err(
-            "extended or graph and tokens do not go together",
-        ));
+        return Err(
+            PyValueError::new_err("extended or graph and tokens do not go together").into(),
+        );
     }
-    let cache = py
-        .detach(|| sc::Cache::open(&cache))
-        .map_err(|e| CacheError::new_err(e.to_string()))?;
+    let cache = py.detach(|| sc::Cache::open(&cache))?;
     let opts = sc::dump::DumpOptions::default()
         .retweets(retweets)
         .extended(extended)
@@ -286,7 +310,7 @@ fn _cli_dump(
             other => other,
         }
     })
-    .map_err(|e| Error::new_err(format!("writing output: {e}")))
+    .map_err(|e| Error::new_err(format!("writing output: {e}")).into())
 }
 
 /// The `stats` example: the 28 features' statistics over the cache's
@@ -295,20 +319,14 @@ fn _cli_dump(
 /// (split ids that are not in the cache) and the table it prints.
 #[pyfunction]
 #[pyo3(signature = (cache, *, splits=Vec::new(), retweets=false, save=None))]
-fn _cli_stats<'py>(
-    py: Python<'py>,
+fn _cli_stats(
+    py: Python<'_>,
     cache: PathBuf,
     splits: Vec<PathBuf>,
     retweets: bool,
     save: Option<PathBuf>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (notes, table) = py
-        .detach(|| stats(&cache, &splits, retweets, save.as_deref()))
-        .map_err(|e| Error::new_err(e.to_string()))?;
-    let d = PyDict::new(py);
-    d.set_item("notes", notes)?;
-    d.set_item("table", table)?;
-    Ok(d)
+) -> Result<(Vec<String>, String)> {
+    Ok(py.detach(|| stats(&cache, &splits, retweets, save.as_deref()))?)
 }
 
 fn stats(

@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 
 use socialctx as sc;
 
-use crate::load_err;
+use crate::convert::Reader;
+use crate::error::Result;
 
 /// A batch of threads as graphs: node features [N, 28] (a zero row for each
 /// thread's root, then its selected reactions), edge_index [2, E] (the
@@ -128,15 +129,14 @@ impl PyGraphBatch {
 /// `Loader.fill_graph`'s body: fills `graph` with the GIL released.
 pub(crate) fn fill(
     py: Python<'_>,
-    loader: &sc::Loader<'_, crate::AnyCache>,
+    loader: &sc::Loader<'_, Reader>,
     positions: &[usize],
     labels: Option<&[i8]>,
     graph: &Bound<'_, PyGraphBatch>,
-) -> PyResult<()> {
+) -> Result<()> {
     let mut g = graph.try_borrow_mut().map_err(|_| {
         PyRuntimeError::new_err("this GraphBatch is in use (filled from another thread?)")
     })?;
     let out = &mut g.inner;
-    py.detach(|| loader.fill_graph(positions, labels, out))
-        .map_err(load_err)
+    Ok(py.detach(|| loader.fill_graph(positions, labels, out))?)
 }

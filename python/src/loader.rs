@@ -1,199 +1,26 @@
-//! `Loader`, `Batch` and `Epoch`: training batches filled in place from the
-//! cache (and from embedding stores) by the crate's `Loader`, with the GIL
-//! released.
-//!
-//! A Batch owns flat NumPy buffers sized once for `batch_size * max_cxt`
-//! rows; each fill writes its `[batch_size, width]` prefix contiguously
-//! (`width` is `max_cxt` with `pad="max"`, the batch's longest selection
-//! rounded up with `pad="longest"`) and the getters return views of that
-//! prefix, so nothing is allocated or copied per batch.
+//! `Loader` and `Epoch`: training batches filled in place from the cache
+//! (and from embedding stores) by the crate's `Loader`, with the GIL
+//! released, into a `Batch`'s buffers (`batch.rs`).
 
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
 use socialctx as sc;
 
-use crate::{
-    EmbeddingError, PyCache, PyFeatureStats, kinds_of, labels_of, load_err, positions_of, window_of,
-};
-
-/// Maps a store's open error to `EmbeddingError`.
-pub(crate) fn store_err(e: sc::EmbeddingError) -> PyErr {
-    EmbeddingError::new_err(e.to_string())
-}
-
-/// Verifies store `name` of `cache` in full (metadata, checksums,
-/// headers, index, finite rows; with `same_content`, that it belongs to
-/// this content of the cache) and returns its metadata as JSON; raises
-/// EmbeddingError naming the file and the reason.
-#[pyfunction]
-#[pyo3(signature = (cache, name, same_content=true))]
-pub(crate) fn _verify_store(
-    py: Python<'_>,
-    cache: &Bound<'_, PyCache>,
-    name: &str,
-    same_content: bool,
-) -> PyResult<String> {
-    let c = &cache.get().inner;
-    let store = py
-        .detach(|| {
-            if same_content {
-                c.embeddings(name)
-            } else {
-                c.embeddings_of_any_content(name)
-            }
-        })
-        .map_err(store_err)?;
-    serde_json::to_string(store.meta()).map_err(|e| EmbeddingError::new_err(e.to_string()))
-}
+use crate::batch::{Layout, PyBatch, borrow_batch};
+use crate::cache::PyCache;
+use crate::convert::{Keywords, Reader, kinds_of, labels_for, positions_of, window_of};
+use crate::error::{EmbeddingError, Result};
+use crate::stats::PyFeatureStats;
 
 /// One embedding store a Loader reads.
 struct Store {
     name: String,
     store: Arc<sc::EmbeddingStore>,
-}
-
-/// What a Batch was made for: fills by another Loader must match it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Layout {
-    max_cxt: usize,
-    /// (store name, dim, float16) per store.
-    stores: Vec<(String, usize, bool)>,
-    dense: bool,
-}
-
-/// A NumPy array of `n` zeros of `dtype`, allocated by NumPy (so that a
-/// size that cannot be had is a MemoryError, never an abort).
-fn zeros<'py>(py: Python<'py>, n: usize, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.import("numpy")?.call_method1("zeros", (n, dtype))
-}
-
-/// `flat[:rows * inner].reshape(rows, *shape)` for the user.
-fn prefix<'py>(flat: &Bound<'py, PyAny>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    let py = flat.py();
-    let n: usize = shape.iter().product();
-    let slice = pyo3::types::PySlice::new(py, 0, n as isize, 1);
-    let head = flat.get_item(slice)?;
-    head.call_method1("reshape", (PyTuple::new(py, shape)?,))
-}
-
-/// Output buffers of one batch, allocated once and refilled in place.
-///
-/// `features` ``[batch_size, width, 28]`` float32, `mask` ``[batch_size,
-/// width]`` uint8, `lengths` uint32, `source_ids` uint64 and `labels` int8
-/// ``[batch_size]``; `embedding_index[name]` int32 ``[batch_size, width]``
-/// (the row in store `name`, -1 for none) and, for a Loader with
-/// ``dense=True``, `embeddings[name]` ``[batch_size, width, dim]``. Only
-/// the first `size` threads are real; the rest is zero padding (mask 0).
-/// Every property is a view of memory the next fill overwrites: copy what
-/// you keep, and treat the views as read-only (the next fill relies on
-/// what it wrote: padding rows it zeroed are not zeroed again).
-#[pyclass(module = "socialctx", name = "Batch")]
-pub(crate) struct PyBatch {
-    features: Py<PyArray1<f32>>,
-    mask: Py<PyArray1<u8>>,
-    lengths: Py<PyArray1<u32>>,
-    source_ids: Py<PyArray1<u64>>,
-    labels: Py<PyArray1<i8>>,
-    /// Per slot, the reaction of its thread filling it (sc::NO_REACTION: none).
-    reactions: Vec<u32>,
-    /// Per store: the index buffer (int32), and the dense rows (float32 or
-    /// uint16 for float16 stores, with a float16 view for the user).
-    index_out: Vec<Py<PyArray1<i32>>>,
-    dense_out: Vec<(Py<PyAny>, Py<PyAny>)>,
-    layout: Layout,
-    /// Rows per store of the fill in progress (before they replace `index_out`).
-    rows_scratch: Vec<i32>,
-    /// Whether the dense buffers still hold only zeros (never filled).
-    pristine: bool,
-    /// Threads filled by the last fill (the rest is zero padding).
-    #[pyo3(get)]
-    size: usize,
-    /// Rows per thread of the last fill.
-    #[pyo3(get)]
-    width: usize,
-    batch_size: usize,
-}
-
-#[pymethods]
-impl PyBatch {
-    /// Capacity in threads.
-    #[getter]
-    fn batch_size(&self) -> usize {
-        self.batch_size
-    }
-    /// Rows per thread the buffers hold (the Loader's `max_cxt`).
-    #[getter]
-    fn max_cxt(&self) -> usize {
-        self.layout.max_cxt
-    }
-    /// float32 [batch_size, width, 28]: the selected reactions' features in time order.
-    #[getter]
-    fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        prefix(
-            self.features.bind(py).as_any(),
-            &[self.batch_size, self.width, sc::NUM_FEATURES],
-        )
-    }
-    /// uint8 [batch_size, width]: 1 for a real row, 0 for padding.
-    #[getter]
-    fn mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        prefix(self.mask.bind(py).as_any(), &[self.batch_size, self.width])
-    }
-    /// uint32 [batch_size]: real rows per thread.
-    #[getter]
-    fn lengths<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
-        self.lengths.bind(py).clone()
-    }
-    /// uint64 [batch_size]: each thread's source id.
-    #[getter]
-    fn source_ids<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        self.source_ids.bind(py).clone()
-    }
-    /// int8 [batch_size]: each thread's label (1 rumour, 0 non-rumour, -1 unknown, or the given ones).
-    #[getter]
-    fn labels<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i8>> {
-        self.labels.bind(py).clone()
-    }
-    /// Per embedding store: int32 [batch_size, width], each row slot's row in
-    /// the store, -1 for none (padding, retweets, `[]` tokens, no description).
-    #[getter]
-    fn embedding_index<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for ((name, _, _), out) in self.layout.stores.iter().zip(&self.index_out) {
-            d.set_item(
-                name,
-                prefix(out.bind(py).as_any(), &[self.batch_size, self.width])?,
-            )?;
-        }
-        Ok(d)
-    }
-    /// Per embedding store, with `dense=True`: [batch_size, width, dim] rows
-    /// (float32, or float16 for a float16 store), zeros where there is none.
-    #[getter]
-    fn embeddings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for ((name, dim, _), (_, user)) in self.layout.stores.iter().zip(&self.dense_out) {
-            d.set_item(
-                name,
-                prefix(user.bind(py), &[self.batch_size, self.width, *dim])?,
-            )?;
-        }
-        Ok(d)
-    }
-    fn __len__(&self) -> usize {
-        self.size
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "socialctx.Batch(size={}, batch_size={}, width={}, max_cxt={})",
-            self.size, self.batch_size, self.width, self.layout.max_cxt
-        )
-    }
 }
 
 /// Assembles padded, masked, optionally normalised batches from a cache.
@@ -222,7 +49,7 @@ impl PyBatch {
 /// - `pad_multiple`: see `pad` (default 8).
 #[pyclass(frozen, module = "socialctx", name = "Loader")]
 pub(crate) struct PyLoader {
-    cache: Py<PyCache>,
+    reader: Arc<Reader>,
     selection: sc::Selection,
     stats: Option<sc::FeatureStats>,
     empty: sc::EmptyThreads,
@@ -236,7 +63,7 @@ pub(crate) struct PyLoader {
 }
 
 impl PyLoader {
-    fn loader<'c>(&self, cache: &'c crate::AnyCache) -> sc::Loader<'c, crate::AnyCache> {
+    fn loader<'c>(&self, cache: &'c Reader) -> sc::Loader<'c, Reader> {
         let mut loader = sc::Loader::new(cache, self.selection)
             .empty_threads(self.empty)
             .pad(self.pad);
@@ -252,7 +79,7 @@ impl PyLoader {
         positions: &[usize],
         labels: Option<&[i8]>,
         batch: &mut PyBatch,
-    ) -> PyResult<()> {
+    ) -> Result<()> {
         let layout = &self.layout;
         if batch.layout != *layout {
             return Err(PyValueError::new_err(format!(
@@ -264,14 +91,16 @@ impl PyLoader {
                 layout.max_cxt,
                 layout.stores,
                 layout.dense
-            )));
+            ))
+            .into());
         }
         if positions.len() > batch.batch_size {
             return Err(PyValueError::new_err(format!(
                 "{} positions do not fit a Batch of {} threads",
                 positions.len(),
                 batch.batch_size
-            )));
+            ))
+            .into());
         }
         let busy = |_| {
             PyRuntimeError::new_err(
@@ -291,18 +120,15 @@ impl PyLoader {
             ids.as_slice_mut()?,
             out_labels.as_slice_mut()?,
         );
-        let cache = &*self.cache.get().inner;
+        let cache = &*self.reader;
         let max_cxt = layout.max_cxt;
         let reactions = &mut batch.reactions;
-        let width = py
-            .detach(|| {
-                let loader = self.loader(cache);
-                let mut out =
-                    sc::BatchMut::new(max_cxt, f, m, l, s, y)?.with_reactions(reactions)?;
-                loader.fill_into(positions, labels, &mut out)?;
-                Ok::<_, sc::LoadError>(out.width())
-            })
-            .map_err(load_err)?;
+        let width = py.detach(|| {
+            let loader = self.loader(cache);
+            let mut out = sc::BatchMut::new(max_cxt, f, m, l, s, y)?.with_reactions(reactions)?;
+            loader.fill_into(positions, labels, &mut out)?;
+            Ok::<_, sc::LoadError>(out.width())
+        })?;
         let slots = batch.batch_size * width;
         // The dense buffers hold the previous fill's rows; with the same
         // layout, slots that were and stay padding need no rewrite.
@@ -343,63 +169,41 @@ impl PyLoader {
         Ok(())
     }
 
-    fn lengths_of(&self, py: Python<'_>, positions: &[usize]) -> PyResult<Vec<usize>> {
-        let cache = &*self.cache.get().inner;
-        py.detach(|| self.loader(cache).lengths(positions))
-            .map_err(load_err)
+    fn lengths_of(&self, py: Python<'_>, positions: &[usize]) -> Result<Vec<usize>> {
+        let cache = &*self.reader;
+        Ok(py.detach(|| self.loader(cache).lengths(positions))?)
     }
 }
 
-fn borrow_batch<'py>(batch: &Bound<'py, PyBatch>) -> PyResult<PyRefMut<'py, PyBatch>> {
-    batch.try_borrow_mut().map_err(|_| {
-        PyRuntimeError::new_err(
-            "this Batch is being filled by another thread; give each thread its own Batch \
-             (loader.new_batch)",
-        )
-    })
+/// `Loader`'s keywords, as the crate's types.
+struct LoaderOptions {
+    selection: sc::Selection,
+    stats: Option<sc::FeatureStats>,
+    empty: sc::EmptyThreads,
+    pad: sc::Pad,
+    /// Names of the embedding stores each batch indexes.
+    embeddings: Vec<String>,
+    /// Copy the stores' rows into the batch too.
+    dense: bool,
 }
 
-/// Checked `a * b * ...` for buffer sizes: ValueError on overflow.
-fn size_of(what: &str, dims: &[usize]) -> PyResult<usize> {
-    dims.iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= isize::MAX as usize / 8)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!("a Batch's {what} of shape {dims:?} is too large"))
-        })
-}
-
-#[pymethods]
-impl PyLoader {
-    #[new]
-    #[pyo3(signature = (cache, *, kinds="replies", max_cxt=200, window_s=None, stats=None, empty="row", embeddings=None, pad="max", pad_multiple=8, dense=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        cache: &Bound<'_, PyAny>,
-        kinds: &str,
-        max_cxt: usize,
-        window_s: Option<f64>,
-        stats: Option<&Bound<'_, PyFeatureStats>>,
-        empty: &str,
-        embeddings: Option<Vec<String>>,
-        pad: &str,
-        pad_multiple: usize,
-        dense: bool,
-    ) -> PyResult<Self> {
-        let cache: Py<PyCache> = match cache.cast::<PyCache>() {
-            Ok(c) => c.clone().unbind(),
-            Err(_) => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "Loader needs an open cache, not {}: open it with socialctx.open(path) first",
-                    cache.repr()?
-                )));
-            }
-        };
+impl LoaderOptions {
+    fn from_keywords(given: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut kw = Keywords::new("Loader()", given);
+        let kinds: String = kw.get("kinds", "replies".to_owned())?;
+        let max_cxt: usize = kw.get("max_cxt", 200)?;
+        let window_s: Option<f64> = kw.get("window_s", None)?;
+        let stats: Option<Bound<'_, PyFeatureStats>> = kw.get("stats", None)?;
+        let empty: String = kw.get("empty", "row".to_owned())?;
+        let embeddings: Option<Vec<String>> = kw.get("embeddings", None)?;
+        let pad: String = kw.get("pad", "max".to_owned())?;
+        let pad_multiple: usize = kw.get("pad_multiple", 8)?;
+        let dense: bool = kw.get("dense", true)?;
+        kw.finish()?;
         if max_cxt == 0 {
             return Err(PyValueError::new_err("max_cxt must be at least 1"));
         }
-        let pad = match pad {
+        let pad = match pad.as_str() {
             "max" => sc::Pad::Max,
             "longest" if pad_multiple >= 1 => sc::Pad::Longest {
                 multiple: pad_multiple,
@@ -411,21 +215,98 @@ impl PyLoader {
                 )));
             }
         };
-        let names = embeddings.unwrap_or_default();
-        let mut stores = Vec::with_capacity(names.len());
-        for (i, name) in names.iter().enumerate() {
-            if names[..i].contains(name) {
+        let empty = match empty.as_str() {
+            "row" => sc::EmptyThreads::ZeroRow,
+            "masked" => sc::EmptyThreads::Masked,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "empty must be \"row\" or \"masked\", not {other:?}"
+                )));
+            }
+        };
+        let embeddings = embeddings.unwrap_or_default();
+        for (i, name) in embeddings.iter().enumerate() {
+            if embeddings[..i].contains(name) {
                 return Err(PyValueError::new_err(format!(
                     "embedding store {name:?} named twice"
                 )));
             }
-            let c = &cache.get().inner;
-            let store = py.detach(|| c.embeddings(name)).map_err(store_err)?;
+        }
+        Ok(LoaderOptions {
+            selection: sc::Selection {
+                kinds: kinds_of(&kinds)?,
+                window: window_of(window_s)?,
+                max_cxt,
+            },
+            stats: stats.map(|s| s.get().inner.clone()),
+            empty,
+            pad,
+            embeddings,
+            dense,
+        })
+    }
+}
+
+/// `Loader.plan`'s keywords: how the epoch is cut, and which rank's share.
+struct PlanOptions {
+    how: sc::Batching,
+    /// Only this rank's batches (None: all).
+    rank: Option<usize>,
+}
+
+impl PlanOptions {
+    fn from_keywords(batch_size: usize, given: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let mut kw = Keywords::new("Loader.plan()", given);
+        let seed: Option<u64> = kw.get("seed", None)?;
+        let bucket: bool = kw.get("bucket", false)?;
+        let noise: f64 = kw.get("noise", 0.1)?;
+        let world_size: usize = kw.get("world_size", 1)?;
+        let rank: Option<usize> = kw.get("rank", None)?;
+        let drop_last: bool = kw.get("drop_last", false)?;
+        kw.finish()?;
+        Ok(PlanOptions {
+            how: sc::Batching {
+                batch_size,
+                seed,
+                bucket_noise: bucket.then_some(noise),
+                world_size,
+                drop_last,
+            },
+            rank,
+        })
+    }
+}
+
+#[pymethods]
+impl PyLoader {
+    #[new]
+    #[pyo3(
+        signature = (cache, **options),
+        text_signature = "(cache, *, kinds='replies', max_cxt=200, window_s=None, stats=None, empty='row', embeddings=None, pad='max', pad_multiple=8, dense=True)"
+    )]
+    fn new(
+        py: Python<'_>,
+        cache: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> Result<Self> {
+        let Ok(cache) = cache.cast::<PyCache>() else {
+            return Err(PyTypeError::new_err(format!(
+                "Loader needs an open cache, not {}: open it with socialctx.open(path) first",
+                cache.repr()?
+            ))
+            .into());
+        };
+        let reader = Arc::clone(&cache.get().reader);
+        let opts = LoaderOptions::from_keywords(options)?;
+        let mut stores = Vec::with_capacity(opts.embeddings.len());
+        for name in &opts.embeddings {
+            let store = py.detach(|| reader.embeddings(name))?;
             if store.dim() == 0 {
                 return Err(EmbeddingError::new_err(format!(
                     "{}: store {name:?} has no rows (no input to embed)",
                     store.dir().display()
-                )));
+                ))
+                .into());
             }
             stores.push(Store {
                 name: name.clone(),
@@ -435,38 +316,24 @@ impl PyLoader {
         let offsets = if stores.is_empty() {
             Vec::new()
         } else {
-            let c = &*cache.get().inner;
-            py.detach(|| sc::reaction_offsets(c)).map_err(load_err)?
-        };
-        let empty = match empty {
-            "row" => sc::EmptyThreads::ZeroRow,
-            "masked" => sc::EmptyThreads::Masked,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "empty must be \"row\" or \"masked\", not {other:?}"
-                )));
-            }
+            py.detach(|| sc::reaction_offsets(&*reader))?
         };
         let layout = Layout {
-            max_cxt,
+            max_cxt: opts.selection.max_cxt,
             stores: stores
                 .iter()
                 .map(|s| (s.name.clone(), s.store.dim(), s.store.is_half()))
                 .collect(),
-            dense,
+            dense: opts.dense,
         };
         Ok(PyLoader {
-            cache,
-            selection: sc::Selection {
-                kinds: kinds_of(kinds)?,
-                window: window_of(window_s)?,
-                max_cxt,
-            },
-            stats: stats.map(|s| s.get().inner.clone()),
-            empty,
-            pad,
+            reader,
+            selection: opts.selection,
+            stats: opts.stats,
+            empty: opts.empty,
+            pad: opts.pad,
             stores,
-            dense,
+            dense: opts.dense,
             offsets,
             layout,
         })
@@ -496,55 +363,7 @@ impl PyLoader {
     /// A Batch for `batch_size` threads: NumPy buffers allocated once for
     /// `max_cxt` rows per thread, that `fill` and `epoch` write into.
     fn new_batch(&self, py: Python<'_>, batch_size: usize) -> PyResult<PyBatch> {
-        if batch_size == 0 {
-            return Err(PyValueError::new_err("batch_size must be at least 1"));
-        }
-        let t = self.selection.max_cxt;
-        let slots = size_of("mask", &[batch_size, t])?;
-        let feats = size_of("features", &[batch_size, t, sc::NUM_FEATURES])?;
-        let mut reactions = Vec::new();
-        reactions.try_reserve_exact(slots).map_err(|_| {
-            PyMemoryError::new_err(format!(
-                "cannot allocate a Batch of {batch_size} x {t} rows"
-            ))
-        })?;
-        reactions.resize(slots, sc::NO_REACTION);
-        let mut index_out = Vec::new();
-        let mut dense_out = Vec::new();
-        for st in &self.stores {
-            index_out.push(
-                zeros(py, slots, "int32")?
-                    .cast_into::<PyArray1<i32>>()?
-                    .unbind(),
-            );
-            if self.dense {
-                let n = size_of("embeddings", &[batch_size, t, st.store.dim()])?;
-                if st.store.is_half() {
-                    let raw = zeros(py, n, "uint16")?;
-                    let user = raw.call_method1("view", ("float16",))?;
-                    dense_out.push((raw.unbind(), user.unbind()));
-                } else {
-                    let raw = zeros(py, n, "float32")?;
-                    dense_out.push((raw.clone().unbind(), raw.unbind()));
-                }
-            }
-        }
-        Ok(PyBatch {
-            features: zeros(py, feats, "float32")?.cast_into()?.unbind(),
-            mask: zeros(py, slots, "uint8")?.cast_into()?.unbind(),
-            lengths: zeros(py, batch_size, "uint32")?.cast_into()?.unbind(),
-            source_ids: zeros(py, batch_size, "uint64")?.cast_into()?.unbind(),
-            labels: zeros(py, batch_size, "int8")?.cast_into()?.unbind(),
-            reactions,
-            index_out,
-            dense_out,
-            layout: self.layout.clone(),
-            rows_scratch: Vec::new(),
-            pristine: true,
-            size: 0,
-            width: t,
-            batch_size,
-        })
+        PyBatch::allocate(py, &self.layout, batch_size)
     }
 
     /// Fills `batch` in place with the threads at `positions` (the GIL is
@@ -559,18 +378,9 @@ impl PyLoader {
         positions: &Bound<'_, PyAny>,
         batch: &Bound<'_, PyBatch>,
         labels: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let positions = positions_of(positions, self.cache.get().inner.len())?;
-        let labels = labels_of(labels)?;
-        if let Some(l) = &labels
-            && l.len() != positions.len()
-        {
-            return Err(PyValueError::new_err(format!(
-                "{} labels for {} positions",
-                l.len(),
-                positions.len()
-            )));
-        }
+    ) -> Result<()> {
+        let positions = positions_of(positions, self.reader.len())?;
+        let labels = labels_for(labels, positions.len())?;
         let mut b = borrow_batch(batch)?;
         self.fill_impl(py, &positions, labels.as_deref(), &mut b)
     }
@@ -585,10 +395,10 @@ impl PyLoader {
         positions: &Bound<'_, PyAny>,
         graph: &Bound<'_, crate::graph::PyGraphBatch>,
         labels: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let positions = positions_of(positions, self.cache.get().inner.len())?;
-        let labels = labels_of(labels)?;
-        let loader = self.loader(&self.cache.get().inner);
+    ) -> Result<()> {
+        let positions = positions_of(positions, self.reader.len())?;
+        let labels = labels_for(labels, positions.len())?;
+        let loader = self.loader(&*self.reader);
         crate::graph::fill(py, &loader, &positions, labels.as_deref(), graph)
     }
 
@@ -598,8 +408,8 @@ impl PyLoader {
         &self,
         py: Python<'py>,
         positions: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let positions = positions_of(positions, self.cache.get().inner.len())?;
+    ) -> Result<Bound<'py, PyArray1<i64>>> {
+        let positions = positions_of(positions, self.reader.len())?;
         let l = self.lengths_of(py, &positions)?;
         Ok(PyArray1::from_vec(
             py,
@@ -621,40 +431,33 @@ impl PyLoader {
     ///   `batch_size`), so every rank gets the same number; `rank` returns
     ///   only that rank's batches. `drop_last` instead keeps only full
     ///   batches, as many for every rank.
-    #[pyo3(signature = (positions, batch_size, *, seed=None, bucket=false, noise=0.1, world_size=1, rank=None, drop_last=false))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (positions, batch_size, **options),
+        text_signature = "($self, positions, batch_size, *, seed=None, bucket=False, noise=0.1, world_size=1, rank=None, drop_last=False)"
+    )]
     fn plan<'py>(
         &self,
         py: Python<'py>,
         positions: &Bound<'py, PyAny>,
         batch_size: usize,
-        seed: Option<u64>,
-        bucket: bool,
-        noise: f64,
-        world_size: usize,
-        rank: Option<usize>,
-        drop_last: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let positions = positions_of(positions, self.cache.get().inner.len())?;
-        let lengths = if bucket {
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> Result<Bound<'py, PyList>> {
+        let PlanOptions { how, rank } = PlanOptions::from_keywords(batch_size, options)?;
+        let positions = positions_of(positions, self.reader.len())?;
+        let lengths = if how.bucket_noise.is_some() {
             self.lengths_of(py, &positions)?
         } else {
             vec![0; positions.len()]
         };
-        let how = sc::Batching {
-            batch_size,
-            seed,
-            bucket_noise: bucket.then_some(noise),
-            world_size,
-            drop_last,
-        };
+        let world_size = how.world_size;
         let plan = self.plan_of(&lengths, how)?;
         if let Some(r) = rank
             && r >= world_size
         {
             return Err(PyValueError::new_err(format!(
                 "rank {r} is not below world_size {world_size}"
-            )));
+            ))
+            .into());
         }
         let list = PyList::empty(py);
         let picked: Vec<&[usize]> = match rank {
@@ -674,7 +477,6 @@ impl PyLoader {
     /// the step. The Epoch's `real_rows` and `padded_rows` say how much of
     /// the epoch is padding.
     #[pyo3(signature = (positions, batch_size, *, seed=None, labels=None, bucket=false, noise=0.1))]
-    #[allow(clippy::too_many_arguments)]
     fn epoch(
         slf: &Bound<'_, Self>,
         positions: &Bound<'_, PyAny>,
@@ -683,23 +485,14 @@ impl PyLoader {
         labels: Option<&Bound<'_, PyAny>>,
         bucket: bool,
         noise: f64,
-    ) -> PyResult<Epoch> {
+    ) -> Result<Epoch> {
         if batch_size == 0 {
-            return Err(PyValueError::new_err("batch_size must be at least 1"));
+            return Err(PyValueError::new_err("batch_size must be at least 1").into());
         }
         let py = slf.py();
         let this = slf.get();
-        let order = positions_of(positions, this.cache.get().inner.len())?;
-        let labels = labels_of(labels)?;
-        if let Some(l) = &labels
-            && l.len() != order.len()
-        {
-            return Err(PyValueError::new_err(format!(
-                "{} labels for {} positions",
-                l.len(),
-                order.len()
-            )));
-        }
+        let order = positions_of(positions, this.reader.len())?;
+        let labels = labels_for(labels, order.len())?;
         let lengths = this.lengths_of(py, &order)?;
         let how = sc::Batching {
             batch_size,
@@ -731,12 +524,12 @@ impl PyLoader {
 impl PyLoader {
     /// The epoch's batches over threads contributing `lengths` rows (the
     /// lengths matter only when bucketing, `noise` given).
-    fn plan_of(&self, lengths: &[usize], how: sc::Batching) -> PyResult<Vec<Vec<usize>>> {
-        sc::plan_batches(lengths, &how).map_err(|e| PyValueError::new_err(e.to_string()))
+    fn plan_of(&self, lengths: &[usize], how: sc::Batching) -> Result<Vec<Vec<usize>>> {
+        Ok(sc::plan_batches(lengths, &how)?)
     }
 
     fn loader_width(&self, lengths: impl IntoIterator<Item = usize>) -> usize {
-        let cache = &*self.cache.get().inner;
+        let cache = &*self.reader;
         self.loader(cache).width_of(lengths)
     }
 }
@@ -779,7 +572,7 @@ impl Epoch {
         }
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyBatch>>> {
+    fn __next__(&mut self, py: Python<'_>) -> Result<Option<Py<PyBatch>>> {
         let Some(picked) = self.plan.get(self.next) else {
             return Ok(None);
         };

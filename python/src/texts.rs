@@ -4,6 +4,7 @@
 //! `EmbeddingStore` (see `loader.rs`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -11,44 +12,43 @@ use pyo3::prelude::*;
 
 use socialctx as sc;
 
-use crate::{AnyCache, Error, PyCache, load_err};
+use crate::convert::{Reader, py_index};
+use crate::error::{Error, Result};
 
 /// The distinct non-empty inputs of one text field over a set of threads,
 /// ordered by token count, with their counts and a per-reaction index.
 /// Made by `Cache.unique_texts`.
 #[pyclass(frozen, module = "socialctx", name = "UniqueTexts")]
 pub(crate) struct PyUniqueTexts {
-    pub(crate) cache: Py<PyCache>,
-    pub(crate) inner: sc::UniqueTexts,
-}
-
-pub(crate) fn collect(
-    py: Python<'_>,
-    cache: &Bound<'_, PyCache>,
-    field: &str,
-    positions: Option<Vec<usize>>,
-) -> PyResult<PyUniqueTexts> {
-    let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
-    let inner = {
-        let c: &AnyCache = &cache.get().inner;
-        py.detach(|| sc::UniqueTexts::collect(c, field, positions.as_deref()))
-            .map_err(load_err)?
-    };
-    Ok(PyUniqueTexts {
-        cache: cache.clone().unbind(),
-        inner,
-    })
+    reader: Arc<Reader>,
+    inner: sc::UniqueTexts,
 }
 
 impl PyUniqueTexts {
-    fn tokens_at(&self, i: usize) -> PyResult<Vec<String>> {
-        let cache: &AnyCache = &self.cache.get().inner;
-        let t = self.inner.tokens(cache, i).map_err(load_err)?;
+    /// The distinct inputs of `field` over the threads at `positions`
+    /// (all when None), collected with the GIL released.
+    pub(crate) fn collect(
+        py: Python<'_>,
+        reader: &Arc<Reader>,
+        field: &str,
+        positions: Option<Vec<usize>>,
+    ) -> Result<PyUniqueTexts> {
+        let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
+        let c: &Reader = &**reader;
+        let inner = py.detach(|| sc::UniqueTexts::collect(c, field, positions.as_deref()))?;
+        Ok(PyUniqueTexts {
+            reader: Arc::clone(reader),
+            inner,
+        })
+    }
+
+    fn tokens_at(&self, i: usize) -> Result<Vec<String>> {
+        let t = self.inner.tokens(&*self.reader, i)?;
         Ok(t.iter().map(str::to_owned).collect())
     }
 
     fn check(&self, i: isize) -> PyResult<usize> {
-        crate::py_index(i, self.inner.len(), |i, len| {
+        py_index(i, self.inner.len(), |i, len| {
             format!("input {i} out of range for {len} unique texts")
         })
     }
@@ -61,7 +61,7 @@ impl PyUniqueTexts {
     }
 
     /// The tokens of input `i`.
-    fn __getitem__(&self, i: isize) -> PyResult<Vec<String>> {
+    fn __getitem__(&self, i: isize) -> Result<Vec<String>> {
         self.tokens_at(self.check(i)?)
     }
 
@@ -81,7 +81,7 @@ impl PyUniqueTexts {
     }
 
     /// The token lists of inputs `start..stop`, in order.
-    fn batch(&self, start: usize, stop: usize) -> PyResult<Vec<Vec<String>>> {
+    fn batch(&self, start: usize, stop: usize) -> Result<Vec<Vec<String>>> {
         let stop = stop.min(self.inner.len());
         (start.min(stop)..stop).map(|i| self.tokens_at(i)).collect()
     }

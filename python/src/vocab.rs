@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use socialctx as sc;
 
-use crate::{PyCache, kinds_of, load_err, positions_of};
+use crate::error::Result;
 
 /// Tokens of one text field and their counts, most frequent first (ties by
 /// the token). Made by `Cache.vocabulary`. Indices follow AllenNLP's padded
@@ -19,35 +19,10 @@ pub(crate) struct PyVocabulary {
     inner: sc::Vocabulary,
 }
 
-pub(crate) fn count(
-    py: Python<'_>,
-    cache: &Bound<'_, PyCache>,
-    field: &str,
-    kinds: &str,
-    positions: Option<&Bound<'_, PyAny>>,
-    min_count: u64,
-    max_size: Option<usize>,
-) -> PyResult<PyVocabulary> {
-    let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
-    let kinds = kinds_of(kinds)?;
-    let inner = &cache.get().inner;
-    let positions = match positions {
-        Some(p) if !p.is_none() => Some(positions_of(p, inner.len())?),
-        _ => None,
-    };
-    let vocab = py
-        .detach(|| {
-            sc::Vocabulary::count(
-                &**inner,
-                field,
-                kinds,
-                positions.as_deref(),
-                min_count,
-                max_size,
-            )
-        })
-        .map_err(load_err)?;
-    Ok(PyVocabulary { inner: vocab })
+impl PyVocabulary {
+    pub(crate) fn new(inner: sc::Vocabulary) -> Self {
+        PyVocabulary { inner }
+    }
 }
 
 #[pymethods]
@@ -72,15 +47,15 @@ impl PyVocabulary {
     /// Writes AllenNLP's vocabulary directory (`non_padded_namespaces.txt`,
     /// `<namespace>.txt`), which `allennlp.data.Vocabulary.from_files` loads.
     #[pyo3(signature = (directory, namespace="tokens"))]
-    fn save(&self, py: Python<'_>, directory: PathBuf, namespace: &str) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, directory: PathBuf, namespace: &str) -> Result<()> {
         if namespace.is_empty() || namespace.contains(['/', '\0']) {
             return Err(PyValueError::new_err(format!(
                 "namespace {namespace:?} must be a plain file name"
-            )));
+            ))
+            .into());
         }
         let inner = &self.inner;
-        py.detach(|| inner.save(&directory, namespace))
-            .map_err(load_err)
+        Ok(py.detach(|| inner.save(&directory, namespace))?)
     }
 
     fn __len__(&self) -> usize {

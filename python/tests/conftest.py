@@ -92,7 +92,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
     out = {}
     for name, (corpus, _, _) in CORPORA.items():
         out[name] = root / name
-        socialctx.build(REPO / corpus, out[name], threads=2, progress=False)
+        socialctx.build(REPO / corpus, out[name], workers=2, progress=False)
     yield out
     shutil.rmtree(root, ignore_errors=True)
 

@@ -54,9 +54,9 @@ def stable(summary: str) -> list[str]:
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
     """The sample corpus built by `socialctx build` and by `precache`."""
     d = tmp_path_factory.mktemp("cli")
-    ours = run("build", SAMPLE, d / "ours", "--threads", "2")
+    ours = run("build", SAMPLE, d / "ours", "--workers", "2")
     theirs = subprocess.run(
-        [binary("precache"), SAMPLE, d / "theirs", "--threads", "2"],
+        [binary("precache"), SAMPLE, d / "theirs", "--workers", "2"],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -255,8 +255,9 @@ def test_python_dash_m_and_version():
         ["frobnicate"],
         ["build"],
         ["build", SAMPLE],
+        ["build", SAMPLE, "/tmp/x", "--workers", "0"],
+        ["build", SAMPLE, "/tmp/x", "--workers", "many"],
         ["build", SAMPLE, "/tmp/x", "--threads", "0"],
-        ["build", SAMPLE, "/tmp/x", "--threads", "many"],
         ["build", SAMPLE, "/tmp/x", "--shard-mib", "0"],
         ["build", SAMPLE, "/tmp/x", "--verify"],
         ["build", SAMPLE, "/tmp/x", "--bogus"],
@@ -282,7 +283,7 @@ def test_a_signal_stops_the_build_and_keeps_the_old_cache(big_corpus, tmp_path, 
     run("build", SAMPLE, out, "-q")
     before = files(out)
     child = subprocess.Popen(
-        [script(), "build", big_corpus, out, "--threads", "1"],
+        [script(), "build", big_corpus, out, "--workers", "1"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

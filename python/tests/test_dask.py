@@ -17,13 +17,16 @@ def test_plan_partitions_merge_equal_a_single_build(tmp_path):
     socialctx.build(corpus, tmp_path / "single", progress=False)
     planned = socialctx.plan(corpus, tmp_path / "plan.json")
     # Thread directories found; the cache holds those whose source is usable.
-    assert planned["threads"] >= len(socialctx.open(tmp_path / "single")) > 0
-    assert len(planned["id"]) == 16
+    assert planned.threads >= len(socialctx.open(tmp_path / "single")) > 0
+    assert len(planned.id) == 16
     parts = [tmp_path / f"p{i}" for i in range(3)]
     for i, p in enumerate(parts):
-        socialctx.build_partition(corpus, tmp_path / "plan.json", i, 3, p)
+        part = socialctx.build_partition(corpus, tmp_path / "plan.json", i, 3, p)
+        assert (part.plan_id, part.partitions, part.cache_dir) == (planned.id, 3, str(p))
     summary = socialctx.merge(tmp_path / "merged", parts[::-1])
-    assert summary["threads"] == len(socialctx.open(tmp_path / "single"))
+    assert isinstance(summary, socialctx.BuildSummary)
+    assert summary.threads == len(socialctx.open(tmp_path / "single"))
+    assert (summary.plan_id, summary.partitions) == (planned.id, 3)
     assert files(tmp_path / "merged") == files(tmp_path / "single")
     with pytest.raises(socialctx.BuildError, match="missing"):
         socialctx.merge(tmp_path / "again", parts[:2])
@@ -43,7 +46,7 @@ def test_dask_local_cluster_build_equals_a_single_build(tmp_path):
         distributed.Client(cluster) as client,
     ):
         summary = socialctx.dask.build(corpus, tmp_path / "cache", partitions=3, client=client)
-    assert summary["partitions"] == 3
+    assert summary.partitions == 3 and summary.plan_id is not None
     assert files(tmp_path / "cache") == files(tmp_path / "single")
     assert not (tmp_path / ".cache.parts").exists()
     # The default scheduler, no client.
@@ -57,7 +60,8 @@ def test_incremental_build_from_python(tmp_path):
     corpus = tmp_path / "corpus"
     shutil.copytree(REPO / "tests/fixtures/golden/corpus", corpus)
     first = socialctx.build(corpus, tmp_path / "c", progress=False, incremental=True)
-    assert first["incremental"].startswith("full build")
+    assert first.incremental is not None and first.incremental.startswith("full build")
     again = socialctx.build(corpus, tmp_path / "c", progress=False, incremental=True)
-    assert again["incremental"].startswith("incremental") and again["files_read"] == 0
-    assert again["reused"] >= len(socialctx.open(tmp_path / "c"))
+    assert again.incremental is not None and again.incremental.startswith("incremental")
+    assert again.files_read == 0
+    assert again.reused >= len(socialctx.open(tmp_path / "c"))

@@ -94,7 +94,7 @@ def test_thread_tokens_match_the_text_oracle(built, name, tmp_path):
     # build without the extended features.
     assert _oracle_view(socialctx.open(built[name]), replies_only=True) == replies
     plain = tmp_path / "plain"
-    socialctx.build(REPO / CORPORA[name][0], plain, threads=2, extended=False, progress=False)
+    socialctx.build(REPO / CORPORA[name][0], plain, workers=2, extended=False, progress=False)
     assert _oracle_view(socialctx.open(plain), replies_only=False) == expected
 
 
@@ -126,9 +126,9 @@ def test_embed_calls_once_per_batch_of_unique_inputs(golden, field):
     model = Model()
     result = socialctx.embed(golden, model, field=field, name="toy", batch_size=64)
     unique = golden.unique_texts(field)
-    assert result["unique"] == len(unique) > 100
-    assert result["calls"] == model.calls == math.ceil(len(unique) / 64)
-    assert max(model.sizes) == 64 and result["dim"] == 4
+    assert result.unique == len(unique) > 100
+    assert result.calls == model.calls == math.ceil(len(unique) / 64)
+    assert max(model.sizes) == 64 and result.dim == 4
     store = socialctx.open_store(golden, "toy", validate="all")
     inputs = unique.batch(0, len(unique))
     want = np.stack([toy(t) for t in inputs])
@@ -267,7 +267,7 @@ def test_embed_resumes_after_a_kill(golden):
         socialctx.open_store(golden, "k")  # nothing published
     model = Model()
     result = socialctx.embed(golden, model, field=field, name="k", batch_size=32)
-    assert result["resumed"] == 5 and model.calls == result["calls"] == total - 5
+    assert result.resumed == 5 and model.calls == result.calls == total - 5
     store = socialctx.open_store(golden, "k", validate="all")
     want = np.stack([toy(t) for t in unique.batch(0, len(unique))])
     assert np.array_equal(np.asarray(store.vectors), want)
@@ -280,7 +280,7 @@ def test_embed_resumes_after_a_kill(golden):
     )
     model = Model()
     result = socialctx.embed(golden, model, field=field, name="k", batch_size=64)
-    assert result["resumed"] == 0 and model.calls == math.ceil(len(unique) / 64)
+    assert result.resumed == 0 and model.calls == math.ceil(len(unique) / 64)
 
 
 # --- The red team's store defects (issue 25, items 6 to 11) ----------------
@@ -334,7 +334,7 @@ def test_resuming_with_another_model_starts_over_instead_of_mixing(golden):
         result = socialctx.embed(
             golden, b, field="reply", name="m", batch_size=16, model_id="model-b"
         )
-    assert result["resumed"] == 0
+    assert result.resumed == 0
     store = socialctx.open_store(golden, "m")
     assert store.meta["model_id"] == "model-b"
     unique = golden.unique_texts("reply")
@@ -347,14 +347,14 @@ def test_resuming_with_rows_of_another_dimension_starts_over(golden):
     wide = lambda batch: np.stack([np.concatenate([toy(t), [7.0]]) for t in batch])  # noqa: E731
     with pytest.warns(UserWarning, match="dimension 5"):
         result = socialctx.embed(golden, wide, field="reply", name="m", batch_size=16)
-    assert result["dim"] == 5
+    assert result.dim == 5
     assert socialctx.open_store(golden, "m").vectors.shape[1] == 5
 
 
 def test_a_same_model_resume_reuses_the_written_batches(golden):
     _interrupted(golden, "a", 1.0, stop_after=2)
     result = socialctx.embed(golden, Model(), field="reply", name="m", batch_size=16, model_id="a")
-    assert result["resumed"] == 2
+    assert result.resumed == 2
 
 
 def test_nan_bytes_in_a_store_are_detected_even_with_matching_checksums(golden):
@@ -446,7 +446,7 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     first = socialctx.embed(
         socialctx.open(out), model, field="reply", name="r", batch_size=16, model_id="toy-1"
     )
-    assert first["reused"] == 0 and first["new"] == first["unique"]
+    assert first.reused == 0 and first.new == first.unique
     # A night's change: one reply rewritten, one new reply.
     replies = sorted(corpus.rglob("reactions/*.json"))
     tweet = json.loads(replies[0].read_text())
@@ -470,9 +470,9 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     night = socialctx.embed(
         cache, counted, field="reply", name="r", batch_size=16, model_id="toy-1"
     )
-    assert night["new"] == 2 and sum(len(b) for b in calls) == 2, night
-    assert night["reused"] == night["unique"] - 2
-    assert night["dropped"] == first["unique"] - night["reused"]
+    assert night.new == 2 and sum(len(b) for b in calls) == 2, night
+    assert night.reused == night.unique - 2
+    assert night.dropped == first.unique - night.reused
     nightly = _store_bytes(cache, "r")
     # Byte for byte what a from-scratch embed writes.
     fresh = tmp_path / "fresh"
@@ -487,7 +487,7 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     other = socialctx.embed(
         cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-2"
     )
-    assert other["reused"] == 0 and other["new"] == other["unique"]
+    assert other.reused == 0 and other.new == other.unique
 
 
 NIGHT_CHILD = textwrap.dedent(
@@ -543,7 +543,7 @@ def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_befo
     cache = socialctx.open(out)
     model = Model()
     night = socialctx.embed(cache, model, **kw)
-    assert night["new"] == 3 and night["resumed"] == batches_before_kill, night
+    assert night.new == 3 and night.resumed == batches_before_kill, night
     assert model.calls == 3 - batches_before_kill
     fresh = tmp_path / "fresh"
     shutil.copytree(out, fresh, ignore=shutil.ignore_patterns("derived"))

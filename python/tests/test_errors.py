@@ -61,7 +61,7 @@ def test_build_errors(tmp_path):
     with pytest.raises(socialctx.BuildError, match="no thread directories"):
         socialctx.build(empty, tmp_path / "c", progress=False)
     with pytest.raises(ValueError):
-        socialctx.build(empty, tmp_path / "c", threads=0, progress=False)
+        socialctx.build(empty, tmp_path / "c", workers=0, progress=False)
 
 
 def test_strict_bad_input(tmp_path):

@@ -36,14 +36,14 @@ def progress_during(call) -> int:
 
 def test_build_releases_the_gil(big_corpus, tmp_path):
     during = progress_during(
-        lambda: socialctx.build(big_corpus, tmp_path / "c", threads=1, progress=False)
+        lambda: socialctx.build(big_corpus, tmp_path / "c", workers=1, progress=False)
     )
     # Holding the GIL, the counter could not move at all during the call.
     assert during > 10_000, during
 
 
 def test_fill_releases_the_gil(big_corpus, tmp_path):
-    socialctx.build(big_corpus, tmp_path / "c", threads=2, progress=False)
+    socialctx.build(big_corpus, tmp_path / "c", workers=2, progress=False)
     cache = socialctx.open(tmp_path / "c")
     loader = socialctx.Loader(cache, kinds="both", max_cxt=64)
     positions = np.tile(np.arange(len(cache)), 4)

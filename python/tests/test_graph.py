@@ -109,7 +109,7 @@ def test_parents_equal_an_independent_reading(built, tmp_path, name):
         corpus, cache = REPO / CORPORA[name][0], built[name]
     else:
         corpus, cache = REPO / EXTRA_CORPORA[name], tmp_path / "c"
-        socialctx.build(corpus, cache, threads=2, progress=False)
+        socialctx.build(corpus, cache, workers=2, progress=False)
     got = graph_dump(cache, True)
     assert got == independent(cache, corpus)
     assert all("parent" in r for t in got for r in t["reactions"])
@@ -118,7 +118,7 @@ def test_parents_equal_an_independent_reading(built, tmp_path, name):
 def test_adversarial_parents(tmp_path):
     corpus = adversarial_corpus(tmp_path / "corpus")
     cache = tmp_path / "cache"
-    socialctx.build(corpus, cache, threads=1, progress=False)
+    socialctx.build(corpus, cache, workers=1, progress=False)
     got = graph_dump(cache, True)
     assert got == independent(cache, corpus)
     by_id = {r["id"]: (r["parent"], r["parent_how"]) for t in got for r in t["reactions"]}

@@ -18,7 +18,7 @@ CHILD = textwrap.dedent(
     import sys, socialctx
     print("started", flush=True)
     try:
-        socialctx.build(sys.argv[1], sys.argv[2], threads=1, progress=False)
+        socialctx.build(sys.argv[1], sys.argv[2], workers=1, progress=False)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         sys.exit(3)

@@ -61,7 +61,7 @@ def test_features_equal_the_rust_dump(built, name):
 
 def test_python_build_writes_the_same_bytes_as_precache(tmp_path):
     corpus = REPO / "data-samples/corpus"
-    socialctx.build(corpus, tmp_path / "py", threads=2, progress=False)
+    socialctx.build(corpus, tmp_path / "py", workers=2, progress=False)
     subprocess.run(
         [binary("precache"), corpus, tmp_path / "rs", "--threads", "2", "--quiet"],
         check=True,
@@ -83,12 +83,12 @@ def test_cache_metadata(built):
     assert m["threads"] == len(cache) and m["format_version"] == socialctx.FORMAT_VERSION
     report = cache.report
     assert len(report) == m["skipped"] > 0
-    assert set(report[0]) == {"path", "reason"}
+    assert isinstance(report[0], socialctx.BadInput) and report[0].path and report[0].reason
     bad = {
         json.loads(line)["bad"]
         for line in (REPO / "data-samples/bad.jsonl").read_text().splitlines()
     }
-    assert {r["path"] for r in report} == bad
+    assert {r.path for r in report} == bad
     ids = cache.source_ids
     assert ids.dtype == np.uint64 and np.all(np.diff(ids.astype(np.float64)) > 0)
     labels = cache.labels

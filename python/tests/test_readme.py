@@ -30,6 +30,7 @@ def test_readme_python_examples_run():
     try:
         exec(compile(blocks[0], "README.md", "exec"), scope)
         assert len(scope["cache"]) == 38  # type: ignore[arg-type]
+        assert scope["summary"].threads == 38  # type: ignore[attr-defined]
         assert scope["batch"].size > 0  # type: ignore[attr-defined]
         exec(compile(blocks[1], "README.md", "exec"), scope)
         if _has_torch():

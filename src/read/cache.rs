@@ -56,8 +56,11 @@ struct ShardSlot {
     text: OnceLock<std::result::Result<CheckedText, String>>,
 }
 
-/// What [`Cache`] and [`LazyCache`] share: the manifest and the shard slots.
-struct Core {
+/// What [`Cache`] and [`LazyCache`] share: the manifest and the shard
+/// slots. Every read of either goes through it (see
+/// [`ThreadSource`](super::ThreadSource)); `pub` only so that the sealed
+/// trait can name it: the module is private.
+pub struct Core {
     dir: PathBuf,
     /// The directory as opened: files not opened yet are opened through it.
     dir_file: File,
@@ -67,6 +70,8 @@ struct Core {
     manifest: Manifest,
     shards: Vec<ShardSlot>,
     len: usize,
+    /// The bad-input report, once validated (a [`Cache`]'s, at open).
+    report: Option<Vec<BadInput>>,
 }
 
 /// Runs `check` until it succeeds or finds the file invalid, remembering that
@@ -130,10 +135,40 @@ fn same_dir(opened: &File, dir: &Path) -> bool {
     }
 }
 
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.debug("Core", f)
+    }
+}
+
 impl Core {
+    fn debug(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("dir", &self.dir)
+            .field("threads", &self.len)
+            .field("shards", &self.shards.len())
+            .finish()
+    }
+
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(super) fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(super) fn content_id(&self) -> u64 {
+        self.content_id
+    }
+
     /// Store `name` under `derived/`, checked against this content when
     /// `same_content`.
-    fn embeddings(
+    pub(super) fn embeddings(
         &self,
         name: &str,
         same_content: bool,
@@ -206,6 +241,7 @@ impl Core {
             len: manifest.threads as usize,
             manifest,
             shards,
+            report: None,
         })
     }
 
@@ -224,7 +260,10 @@ impl Core {
     }
 
     /// The bad-input report, checked against the manifest.
-    fn report(&self) -> Result<Vec<BadInput>> {
+    pub(super) fn report(&self) -> Result<Vec<BadInput>> {
+        if let Some(report) = &self.report {
+            return Ok(report.clone());
+        }
         let name = &self.manifest.report.file;
         self.with_file(&self.report_file, name, |file| {
             read_report(file, &self.dir.join(name), &self.manifest)
@@ -321,26 +360,26 @@ impl Core {
         Ok(ThreadView::new(num, text, thread_text))
     }
 
-    fn numbers_at(&self, i: usize) -> Result<Option<NumView<'_>>> {
+    pub(super) fn numbers_at(&self, i: usize) -> Result<Option<NumView<'_>>> {
         self.locate(i).map(|(s, j)| self.num_view(s, j)).transpose()
     }
 
-    fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
+    pub(super) fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
         self.locate(i).map(|(s, j)| self.view(s, j)).transpose()
     }
 
-    fn reaction_column(&self, name: &str) -> Option<usize> {
+    pub(super) fn reaction_column(&self, name: &str) -> Option<usize> {
         self.manifest
             .reaction_columns
             .iter()
             .position(|n| n == name)
     }
 
-    fn thread_column(&self, name: &str) -> Option<usize> {
+    pub(super) fn thread_column(&self, name: &str) -> Option<usize> {
         self.manifest.thread_columns.iter().position(|n| n == name)
     }
 
-    fn position(&self, source_id: u64) -> Result<Option<usize>> {
+    pub(super) fn position(&self, source_id: u64) -> Result<Option<usize>> {
         let infos = &self.manifest.shards;
         let shard = infos.partition_point(|s| s.last_source_id < source_id);
         if shard >= infos.len() || infos[shard].first_source_id > source_id {
@@ -354,19 +393,20 @@ impl Core {
     }
 }
 
-/// An open cache whose every file has been validated: the accessors cannot fail.
+/// An open cache whose every file has been validated: reads cannot fail.
+///
+/// Reading is the [`ThreadSource`](super::ThreadSource) trait, shared with
+/// [`LazyCache`]; the inherent [`numbers`](Self::numbers),
+/// [`thread`](Self::thread), [`position`](Self::position),
+/// [`get`](Self::get) and [`report`](Self::report) are the same reads
+/// without the `Result` that a validated cache never returns.
 pub struct Cache {
     core: Core,
-    report: Vec<BadInput>,
 }
 
 impl std::fmt::Debug for Cache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cache")
-            .field("dir", &self.core.dir)
-            .field("threads", &self.core.len)
-            .field("shards", &self.core.shards.len())
-            .finish()
+        self.core.debug("Cache", f)
     }
 }
 
@@ -382,82 +422,19 @@ impl Cache {
         LazyCache::open(dir)?.validate_all()
     }
 
-    /// The cache directory.
-    pub fn dir(&self) -> &Path {
-        &self.core.dir
-    }
-
-    /// The manifest (counts, build options, shards).
-    pub fn manifest(&self) -> &Manifest {
-        &self.core.manifest
-    }
-
-    /// The cache's content id: 16 hex digits of the xxh3 of its manifest.
-    /// Builds are deterministic, so a rebuild of the same corpus with the
-    /// same options has the same id, and any other content another one:
-    /// name derived files after it (see [`derived_dir`](Self::derived_dir)).
-    pub fn content_id(&self) -> String {
-        format!("{:016x}", self.core.content_id)
-    }
-
-    /// `CACHE_DIR/derived/`: the place for files computed from the cache
-    /// (statistics, embeddings). Rebuilds keep it; name files after
-    /// [`content_id`](Self::content_id) so that a stale one is never used.
-    pub fn derived_dir(&self) -> PathBuf {
-        self.core.dir.join(crate::format::layout::DERIVED_DIR)
-    }
-
-    /// Opens embedding store `name` (made by `socialctx.embed`), verified
-    /// in full and checked to belong to this content of the cache.
-    pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        self.core.embeddings(name, true)
-    }
-
-    /// Opens embedding store `name` verified in full, whatever cache
-    /// content it was computed for: the source of rows to reuse when a
-    /// rebuilt cache is embedded again.
-    pub fn embeddings_of_any_content(
-        &self,
-        name: &str,
-    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        self.core.embeddings(name, false)
-    }
-
     /// The bad-input report of the build that wrote this cache.
     pub fn report(&self) -> &[BadInput] {
-        &self.report
-    }
-
-    /// Index of the extra per-reaction column `name` (e.g. `"depth"`), for
-    /// [`NumView::column`].
-    pub fn reaction_column(&self, name: &str) -> Option<usize> {
-        self.core.reaction_column(name)
-    }
-
-    /// Index of the extra per-thread column `name` (e.g. `"veracity"`), for
-    /// [`NumView::thread_value`].
-    pub fn thread_column(&self, name: &str) -> Option<usize> {
-        self.core.thread_column(name)
-    }
-
-    /// Number of threads.
-    pub fn len(&self) -> usize {
-        self.core.len
-    }
-
-    /// True when the cache holds no thread.
-    pub fn is_empty(&self) -> bool {
-        self.core.len == 0
+        self.core.report.as_deref().unwrap_or_default()
     }
 
     /// The numbers of the thread at position `i` (0-based, source-id order).
     pub fn numbers(&self, i: usize) -> Option<NumView<'_>> {
+        // Every file was validated at open, so errors cannot occur here.
         self.core.numbers_at(i).ok().flatten()
     }
 
     /// The thread at position `i` (0-based, source-id order), texts included.
     pub fn thread(&self, i: usize) -> Option<ThreadView<'_>> {
-        // Every file was validated at open, so errors cannot occur here.
         self.core.thread(i).ok().flatten()
     }
 
@@ -486,18 +463,15 @@ impl Cache {
 /// whatever the number of shards; the first access to a shard maps its
 /// numbers file and checks it completely (footer, checksum, bytecheck,
 /// invariants), and the first access to a text does the same for the text
-/// file. Every accessor returns that check's error if it fails.
+/// file. Every read ([`ThreadSource`](super::ThreadSource)) returns that
+/// check's error if it fails.
 pub struct LazyCache {
     core: Core,
 }
 
 impl std::fmt::Debug for LazyCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LazyCache")
-            .field("dir", &self.core.dir)
-            .field("threads", &self.core.len)
-            .field("shards", &self.core.shards.len())
-            .finish()
+        self.core.debug("LazyCache", f)
     }
 }
 
@@ -510,91 +484,22 @@ impl LazyCache {
     }
 
     /// Validates every file and the report, giving a [`Cache`].
-    pub fn validate_all(self) -> Result<Cache> {
+    pub fn validate_all(mut self) -> Result<Cache> {
         self.core.validate_all()?;
-        let report = self.core.report()?;
-        Ok(Cache {
-            core: self.core,
-            report,
-        })
+        self.core.report = Some(self.core.report()?);
+        Ok(Cache { core: self.core })
     }
+}
 
-    /// The manifest (counts, build options, shards).
-    pub fn manifest(&self) -> &Manifest {
-        &self.core.manifest
+impl super::source::Sealed for Cache {
+    fn core(&self) -> &Core {
+        &self.core
     }
+}
 
-    /// Index of the extra per-reaction column `name`, as [`Cache::reaction_column`].
-    pub fn reaction_column(&self, name: &str) -> Option<usize> {
-        self.core.reaction_column(name)
-    }
-
-    /// Index of the extra per-thread column `name`, as [`Cache::thread_column`].
-    pub fn thread_column(&self, name: &str) -> Option<usize> {
-        self.core.thread_column(name)
-    }
-
-    /// As [`Cache::content_id`].
-    pub fn content_id(&self) -> String {
-        format!("{:016x}", self.core.content_id)
-    }
-
-    /// As [`Cache::derived_dir`].
-    pub fn derived_dir(&self) -> PathBuf {
-        self.core.dir.join(crate::format::layout::DERIVED_DIR)
-    }
-
-    /// As [`Cache::embeddings`].
-    pub fn embeddings(&self, name: &str) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        self.core.embeddings(name, true)
-    }
-
-    /// As [`Cache::embeddings_of_any_content`].
-    pub fn embeddings_of_any_content(
-        &self,
-        name: &str,
-    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        self.core.embeddings(name, false)
-    }
-
-    /// The bad-input report of the build that wrote this cache, read and
-    /// checked against the manifest now.
-    pub fn report(&self) -> Result<Vec<BadInput>> {
-        self.core.report()
-    }
-
-    /// Number of threads (from the manifest).
-    pub fn len(&self) -> usize {
-        self.core.len
-    }
-
-    /// True when the cache holds no thread.
-    pub fn is_empty(&self) -> bool {
-        self.core.len == 0
-    }
-
-    /// The numbers of the thread at position `i` (validates only its shard's
-    /// numbers file, never its texts).
-    pub fn numbers(&self, i: usize) -> Result<Option<NumView<'_>>> {
-        self.core.numbers_at(i)
-    }
-
-    /// The thread at position `i`, texts included.
-    pub fn thread(&self, i: usize) -> Result<Option<ThreadView<'_>>> {
-        self.core.thread(i)
-    }
-
-    /// Position of the thread with this source id: O(log n).
-    pub fn position(&self, source_id: u64) -> Result<Option<usize>> {
-        self.core.position(source_id)
-    }
-
-    /// The thread with this source id, texts included.
-    pub fn get(&self, source_id: u64) -> Result<Option<ThreadView<'_>>> {
-        match self.position(source_id)? {
-            Some(i) => self.thread(i),
-            None => Ok(None),
-        }
+impl super::source::Sealed for LazyCache {
+    fn core(&self) -> &Core {
+        &self.core
     }
 }
 

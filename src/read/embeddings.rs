@@ -20,7 +20,7 @@ type Result<T, E = EmbeddingError> = std::result::Result<T, E>;
 /// One embedding store of a cache, opened and verified: its metadata, its
 /// rows (`[unique, dim]`, float32 or float16) and each reaction's row.
 ///
-/// [`Cache::embeddings`](crate::Cache::embeddings) checks everything once: the metadata, that the
+/// [`ThreadSource::embeddings`](crate::ThreadSource::embeddings) checks everything once: the metadata, that the
 /// store belongs to the cache's current content, both files' sizes and
 /// xxh3 checksums, the `.npy` headers (dtype, C order, shape), every index
 /// entry, and that every value is finite. After that, reads are copies

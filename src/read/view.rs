@@ -71,7 +71,7 @@ impl<'a> NumView<'a> {
         &self.rows[self.range()]
     }
     /// Values of extra per-reaction column `c` (see the manifest's
-    /// `reaction_columns`; [`Cache::reaction_column`](crate::Cache::reaction_column) finds it by name) for
+    /// `reaction_columns`; [`ThreadSource::reaction_column`](crate::ThreadSource::reaction_column) finds it by name) for
     /// this thread's reactions, aligned with [`features`](Self::features).
     /// Empty if the column does not exist.
     pub fn column(&self, c: usize) -> &'a [f32] {

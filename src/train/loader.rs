@@ -22,7 +22,7 @@
 //! (almost all of PHEME) the two agree.
 //!
 //! ```no_run
-//! use socialctx::LazyCache;
+//! use socialctx::{LazyCache, ThreadSource};
 //! use socialctx::{Batch, Loader, Selection};
 //! let cache = LazyCache::open("target/socialctx-cache")?;
 //! let loader = Loader::new(&cache, Selection::default());
@@ -248,7 +248,7 @@ pub struct Loader<'c, C: ThreadSource + ?Sized> {
 impl<C: ThreadSource + ?Sized> std::fmt::Debug for Loader<'_, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Loader")
-            .field("threads", &self.cache.thread_count())
+            .field("threads", &self.cache.len())
             .field("selection", &self.selection)
             .field("normalized", &self.normalizer.is_some())
             .field("empty", &self.empty)
@@ -426,7 +426,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
 
     pub(super) fn thread(&self, pos: usize) -> Result<crate::read::NumView<'c>> {
         self.cache
-            .thread_at(pos)?
+            .numbers(pos)?
             .ok_or(LoadError::NoSuchThread { position: pos })
     }
 
@@ -473,7 +473,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         for &id in ids {
             scratch.push(
                 self.cache
-                    .position_of(id)?
+                    .position(id)?
                     .ok_or(LoadError::NoSuchSource { source_id: id })?,
             );
         }

@@ -98,7 +98,7 @@ impl Split {
     pub fn resolve<C: ThreadSource + ?Sized>(&self, cache: &C) -> Result<ResolvedSplit> {
         let mut out = ResolvedSplit::default();
         for (&id, &label) in self.ids.iter().zip(&self.labels) {
-            match cache.position_of(id)? {
+            match cache.position(id)? {
                 Some(p) => {
                     out.positions.push(p);
                     out.labels.push(label);

@@ -41,7 +41,7 @@ impl FeatureStats {
     /// the threads at `positions`.
     ///
     /// ```no_run
-    /// use socialctx::{Cache, FeatureStats, Selection};
+    /// use socialctx::{Cache, FeatureStats, Selection, ThreadSource};
     /// let cache = Cache::open("target/socialctx-cache")?;
     /// let all: Vec<usize> = (0..cache.len()).collect();
     /// let sel = Selection { max_cxt: usize::MAX, ..Selection::default() };
@@ -61,7 +61,7 @@ impl FeatureStats {
         let each = |f: &mut dyn FnMut(&[f32; NUM_FEATURES])| -> Result<()> {
             for &p in positions {
                 let t = cache
-                    .thread_at(p)?
+                    .numbers(p)?
                     .ok_or(LoadError::NoSuchThread { position: p })?;
                 let rows = t.features();
                 for i in selection.indices(&t) {

@@ -119,7 +119,7 @@ impl UniqueTexts {
     ) -> Result<Self, LoadError> {
         let positions: Vec<usize> = match positions {
             Some(p) => p.to_vec(),
-            None => (0..cache.thread_count()).collect(),
+            None => (0..cache.len()).collect(),
         };
         // Per reaction, its input's key, token count and text: computed on
         // all cores in runs of threads (hashing is most of the work); the
@@ -130,7 +130,7 @@ impl UniqueTexts {
             let mut lens = Vec::with_capacity(run.len());
             for &pos in run {
                 let t = cache
-                    .texts_at(pos)?
+                    .thread(pos)?
                     .ok_or(LoadError::NoSuchThread { position: pos })?;
                 let before = items.len();
                 items.extend(t.reactions().map(|r| {
@@ -249,7 +249,7 @@ impl UniqueTexts {
         let e = self.entries[i];
         let position = e.thread as usize;
         let t = cache
-            .texts_at(position)?
+            .thread(position)?
             .ok_or(LoadError::NoSuchThread { position })?;
         t.reaction(e.reaction as usize)
             .and_then(|r| self.field.tokens_of(&r))
@@ -323,12 +323,12 @@ type KeyHash = BuildHasherDefault<KeyHasher>;
 /// [`EmbeddingStore`](crate::EmbeddingStore)'s per-reaction index is
 /// addressed by.
 pub fn reaction_offsets<C: ThreadSource + ?Sized>(cache: &C) -> Result<Vec<u64>, LoadError> {
-    let mut offsets = Vec::with_capacity(cache.thread_count() + 1);
+    let mut offsets = Vec::with_capacity(cache.len() + 1);
     let mut next = 0u64;
-    for i in 0..cache.thread_count() {
+    for i in 0..cache.len() {
         offsets.push(next);
         let t = cache
-            .thread_at(i)?
+            .numbers(i)?
             .ok_or(LoadError::NoSuchThread { position: i })?;
         next += t.reaction_count() as u64;
     }

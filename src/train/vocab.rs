@@ -52,7 +52,7 @@ impl Vocabulary {
         let positions = match positions {
             Some(p) => p,
             None => {
-                all = (0..cache.thread_count()).collect();
+                all = (0..cache.len()).collect();
                 &all
             }
         };
@@ -63,7 +63,7 @@ impl Vocabulary {
             let mut counts: FxHashMap<&str, u64> = FxHashMap::default();
             for &pos in run {
                 let t = cache
-                    .texts_at(pos)?
+                    .thread(pos)?
                     .ok_or(LoadError::NoSuchThread { position: pos })?;
                 for r in t.reactions().filter(|r| kinds.includes(r.kind())) {
                     if let Some(tokens) = field.tokens_of(&r) {

@@ -1,0 +1,289 @@
+//! `Cache` (made by `socialctx.open`) and its iterator: one class for a
+//! cache validated all at once or file by file on first use, read through
+//! the crate's one read API (`socialctx::ThreadSource`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+
+use socialctx as sc;
+
+use crate::convert::{Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of};
+use crate::error::{Error, Result};
+use crate::texts::PyUniqueTexts;
+use crate::thread::{PyThread, view_at};
+use crate::vocab::PyVocabulary;
+
+/// An open feature cache. Made by `socialctx.open`.
+#[pyclass(frozen, module = "socialctx", name = "Cache")]
+pub(crate) struct PyCache {
+    pub(crate) reader: Arc<Reader>,
+    /// Whether every file was validated at open (`validate="all"`).
+    validated: bool,
+}
+
+/// Opens the cache in `cache_dir`.
+#[pyfunction]
+#[pyo3(signature = (cache_dir, *, validate="lazy"))]
+pub(crate) fn open(py: Python<'_>, cache_dir: PathBuf, validate: &str) -> Result<PyCache> {
+    let reader: Arc<Reader> = match validate {
+        "lazy" => Arc::new(py.detach(|| sc::LazyCache::open(&cache_dir))?),
+        "all" => Arc::new(py.detach(|| sc::Cache::open(&cache_dir))?),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "validate must be \"lazy\" or \"all\", not {other:?}"
+            ))
+            .into());
+        }
+    };
+    Ok(PyCache {
+        reader,
+        validated: validate == "all",
+    })
+}
+
+impl PyCache {
+    fn thread_at(slf: &Bound<'_, Self>, index: usize) -> PyThread {
+        PyThread {
+            reader: Arc::clone(&slf.get().reader),
+            owner: slf.clone().into_any().unbind(),
+            index,
+        }
+    }
+
+    fn each_thread<T>(&self, f: impl Fn(&sc::NumView<'_>) -> T) -> Result<Vec<T>> {
+        (0..self.reader.len())
+            .map(|i| match self.reader.numbers(i)? {
+                Some(t) => Ok(f(&t)),
+                None => Err(PyIndexError::new_err(format!("no thread at position {i}")).into()),
+            })
+            .collect()
+    }
+}
+
+#[pymethods]
+impl PyCache {
+    fn __len__(&self) -> usize {
+        self.reader.len()
+    }
+
+    fn __getitem__(slf: &Bound<'_, Self>, i: isize) -> Result<PyThread> {
+        let index = py_index(i, slf.get().reader.len(), |i, len| {
+            format!("thread index {i} out of range for a cache of {len} threads")
+        })?;
+        view_at(&*slf.get().reader, index)?;
+        Ok(Self::thread_at(slf, index))
+    }
+
+    fn __iter__(slf: &Bound<'_, Self>) -> CacheIter {
+        CacheIter {
+            cache: slf.clone().unbind(),
+            next: 0,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let kind = if self.validated { "all" } else { "lazy" };
+        format!(
+            "socialctx.Cache({:?}, threads={}, validate={kind:?})",
+            self.reader.dir().display().to_string(),
+            self.reader.len()
+        )
+    }
+
+    /// The thread with this source id, or None.
+    fn get(slf: &Bound<'_, Self>, source_id: u64) -> Result<Option<PyThread>> {
+        let position = slf.get().reader.position(source_id)?;
+        Ok(position.map(|index| Self::thread_at(slf, index)))
+    }
+
+    /// Position of the thread with this source id, or None.
+    fn position(&self, source_id: u64) -> Result<Option<usize>> {
+        Ok(self.reader.position(source_id)?)
+    }
+
+    /// The cache directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.reader.dir().to_string_lossy().into_owned()
+    }
+
+    /// The distinct non-empty inputs of `field` ("reply": the RPDNN reply
+    /// tokens; "description": the authors' descriptions split on ' ') over
+    /// the threads at `positions` (all when None), with their counts and a
+    /// per-reaction index: what to embed once instead of per reaction.
+    #[pyo3(signature = (field="reply", positions=None))]
+    fn unique_texts(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        positions: Option<&Bound<'_, PyAny>>,
+    ) -> Result<PyUniqueTexts> {
+        let positions = some_positions_of(positions, self.reader.len())?;
+        PyUniqueTexts::collect(py, &self.reader, field, positions)
+    }
+
+    /// Token counts of `field` ("reply" or "description") over the
+    /// reactions of `kinds` ("replies", the reference's context, "retweets"
+    /// or "both") of the threads at `positions` (all when None), counted in
+    /// Rust in one pass: tokens seen at least `min_count` times, the
+    /// `max_size` most frequent when given. Memory grows with the distinct
+    /// tokens only.
+    #[pyo3(signature = (field="reply", *, kinds="replies", positions=None, min_count=1, max_size=None))]
+    fn vocabulary(
+        &self,
+        py: Python<'_>,
+        field: &str,
+        kinds: &str,
+        positions: Option<&Bound<'_, PyAny>>,
+        min_count: u64,
+        max_size: Option<usize>,
+    ) -> Result<PyVocabulary> {
+        let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
+        let kinds = kinds_of(kinds)?;
+        let positions = some_positions_of(positions, self.reader.len())?;
+        let reader = &*self.reader;
+        let vocab = py.detach(|| {
+            sc::Vocabulary::count(
+                reader,
+                field,
+                kinds,
+                positions.as_deref(),
+                min_count,
+                max_size,
+            )
+        })?;
+        Ok(PyVocabulary::new(vocab))
+    }
+
+    /// The cache's content id (16 hex digits): equal for equal content.
+    /// Name files derived from the cache after it.
+    #[getter]
+    fn content_id(&self) -> String {
+        self.reader.content_id()
+    }
+
+    /// `CACHE_DIR/derived`: where files computed from the cache belong
+    /// (rebuilds keep it).
+    #[getter]
+    fn derived_dir(&self) -> String {
+        self.reader.derived_dir().to_string_lossy().into_owned()
+    }
+
+    /// The 28 feature names, in column order.
+    #[getter]
+    fn feature_names(&self) -> Vec<&'static str> {
+        sc::FEATURE_NAMES.to_vec()
+    }
+
+    /// Names of the extended per-reaction columns (empty for a build without them).
+    #[getter]
+    fn reaction_columns(&self) -> Vec<String> {
+        self.reader.manifest().reaction_columns.clone()
+    }
+
+    /// Names of the extended per-thread columns.
+    #[getter]
+    fn thread_columns(&self) -> Vec<String> {
+        self.reader.manifest().thread_columns.clone()
+    }
+
+    /// Source ids of every thread, in cache order (np.uint64 [T]).
+    #[getter]
+    fn source_ids<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<u64>>> {
+        let ids = py.detach(|| self.each_thread(|t| t.source_id()))?;
+        Ok(ids.into_pyarray(py))
+    }
+
+    /// Label codes of every thread (np.int8 [T]: 1 rumour, 0 non-rumour, -1 unknown).
+    #[getter]
+    fn labels<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<i8>>> {
+        let labels = py.detach(|| self.each_thread(|t| t.label_code()))?;
+        Ok(labels.into_pyarray(py))
+    }
+
+    /// The bad-input report of the build: a list of `BadInput` (`path`, `reason`).
+    #[getter]
+    fn report(&self, py: Python<'_>) -> Result<Vec<PyBadInput>> {
+        let report = py.detach(|| self.reader.report())?;
+        Ok(report
+            .into_iter()
+            .map(|inner| PyBadInput { inner })
+            .collect())
+    }
+
+    /// The manifest, as a dict (the JSON of manifest.json).
+    #[getter]
+    fn manifest<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyAny>> {
+        let json = serde_json::to_string(self.reader.manifest())
+            .map_err(|e| Error::new_err(e.to_string()))?;
+        Ok(py.import("json")?.call_method1("loads", (json,))?)
+    }
+}
+
+/// Iterator over a cache's threads, in source-id order.
+#[pyclass(module = "socialctx")]
+pub(crate) struct CacheIter {
+    cache: Py<PyCache>,
+    next: usize,
+}
+
+#[pymethods]
+impl CacheIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> Result<Option<PyThread>> {
+        let cache = self.cache.bind(py);
+        if self.next >= cache.get().reader.len() {
+            return Ok(None);
+        }
+        view_at(&*cache.get().reader, self.next)?;
+        let t = PyCache::thread_at(cache, self.next);
+        self.next += 1;
+        Ok(Some(t))
+    }
+}
+
+/// One input a build skipped: `path` (relative to the corpus) and `reason`.
+#[pyclass(frozen, module = "socialctx", name = "BadInput")]
+pub(crate) struct PyBadInput {
+    inner: sc::BadInput,
+}
+
+#[pymethods]
+impl PyBadInput {
+    /// The file or thread, relative to the corpus root.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Why it was skipped.
+    #[getter]
+    fn reason(&self) -> &str {
+        &self.inner.reason
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        fields_repr(slf.as_any(), "BadInput", &BAD_INPUT_FIELDS)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyBadInput>()
+            .is_ok_and(|o| o.get().inner == self.inner)
+    }
+
+    /// Deprecated: `entry["path"]` of the dicts `Cache.report` returned; use
+    /// the attributes.
+    fn __getitem__<'py>(slf: &Bound<'py, Self>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        field_item(slf.as_any(), "BadInput", &BAD_INPUT_FIELDS, key)
+    }
+}
+
+const BAD_INPUT_FIELDS: [&str; 2] = ["path", "reason"];

@@ -1,0 +1,100 @@
+//! `FeatureStats`: per-feature statistics for normalisation, computed in
+//! Rust with the GIL released, saved as the Rust `stats --save` JSON.
+
+use std::path::PathBuf;
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+
+use socialctx as sc;
+
+use crate::cache::PyCache;
+use crate::convert::{kinds_of, some_positions_of, window_of};
+use crate::error::Result;
+
+/// Per-feature statistics (count, mean, population std, min, max) for normalisation.
+#[pyclass(frozen, module = "socialctx", name = "FeatureStats")]
+pub(crate) struct PyFeatureStats {
+    pub(crate) inner: sc::FeatureStats,
+}
+
+#[pymethods]
+impl PyFeatureStats {
+    /// Statistics over the reactions of the threads at `positions` (all
+    /// threads when None) of the given kinds and time window.
+    #[staticmethod]
+    #[pyo3(signature = (cache, positions=None, *, kinds="replies", window_s=None))]
+    fn compute(
+        py: Python<'_>,
+        cache: &Bound<'_, PyCache>,
+        positions: Option<&Bound<'_, PyAny>>,
+        kinds: &str,
+        window_s: Option<f64>,
+    ) -> Result<Self> {
+        let reader = &*cache.get().reader;
+        let positions = some_positions_of(positions, reader.len())?
+            .unwrap_or_else(|| (0..reader.len()).collect());
+        let selection = sc::Selection {
+            kinds: kinds_of(kinds)?,
+            window: window_of(window_s)?,
+            max_cxt: usize::MAX,
+        };
+        let stats = py.detach(|| sc::FeatureStats::compute(reader, &positions, &selection))?;
+        Ok(PyFeatureStats { inner: stats })
+    }
+
+    /// Reads statistics saved by `save` (or by the Rust `stats --save`).
+    #[staticmethod]
+    fn load(path: PathBuf) -> Result<Self> {
+        Ok(PyFeatureStats {
+            inner: sc::FeatureStats::load(&path)?,
+        })
+    }
+
+    /// Writes the statistics as JSON (the same file as the Rust `stats --save`).
+    fn save(&self, path: PathBuf) -> Result<()> {
+        Ok(self.inner.save(&path)?)
+    }
+
+    /// Mean of each feature (np.float64 [28]).
+    #[getter]
+    fn mean<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.inner.mean)
+    }
+    /// Population standard deviation (ddof 0) of each feature (np.float64 [28]).
+    #[getter]
+    fn std<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.inner.std)
+    }
+    /// Minimum of each feature (np.float64 [28]).
+    #[getter]
+    fn min<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.inner.min)
+    }
+    /// Maximum of each feature (np.float64 [28]).
+    #[getter]
+    fn max<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.inner.max)
+    }
+    /// Number of reactions counted.
+    #[getter]
+    fn count(&self) -> u64 {
+        self.inner.count
+    }
+    /// Number of threads visited.
+    #[getter]
+    fn threads(&self) -> u64 {
+        self.inner.threads
+    }
+    /// The feature names, in column order.
+    #[getter]
+    fn feature_names(&self) -> Vec<String> {
+        self.inner.feature_names.clone()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "socialctx.FeatureStats(threads={}, count={})",
+            self.inner.threads, self.inner.count
+        )
+    }
+}
