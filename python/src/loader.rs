@@ -350,6 +350,28 @@ impl PyLoader {
     }
 }
 
+/// What `Vocabulary.token_ids` (src/vocab.rs) reads of a Batch and a Loader.
+impl PyBatch {
+    /// The last fill's per-slot reactions `[batch_size * width]`, its
+    /// `batch_size` and `width`, and its threads' source ids (`size` of them).
+    pub(crate) fn filled_slots(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(&[u32], usize, usize, Vec<u64>)> {
+        let ids = self.source_ids.bind(py).try_readonly()?;
+        let ids = ids.as_slice()?[..self.size].to_vec();
+        let slots = &self.reactions[..self.batch_size * self.width];
+        Ok((slots, self.batch_size, self.width, ids))
+    }
+}
+
+impl PyLoader {
+    /// The cache this Loader reads.
+    pub(crate) fn cache(&self) -> &Py<PyCache> {
+        &self.cache
+    }
+}
+
 fn borrow_batch<'py>(batch: &Bound<'py, PyBatch>) -> PyResult<PyRefMut<'py, PyBatch>> {
     batch.try_borrow_mut().map_err(|_| {
         PyRuntimeError::new_err(
