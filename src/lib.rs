@@ -68,7 +68,8 @@ pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
 pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
-pub use train::vocab::Vocabulary;
+pub use train::token_ids::{BagOfWords, TokenIdsMut};
+pub use train::vocab::{PADDING_ID, UNKNOWN_ID, Vocabulary};
 
 /// Internals for this repository's benchmarks, fuzz targets, tests and the
 /// Python binding: the build's stages, the writer, the records a test

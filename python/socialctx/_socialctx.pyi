@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator, Sequence
 from os import PathLike
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -316,6 +316,42 @@ class Vocabulary:
         """2 and up for a known token, 1 (unknown) otherwise."""
     def save(self, directory: _Path, namespace: str = "tokens") -> None:
         """Writes AllenNLP's vocabulary directory (``Vocabulary.from_files`` loads it)."""
+    @property
+    def field(self) -> Literal["reply", "description"]:
+        """The text field counted on, which ``token_ids`` and ``bag_of_words`` read."""
+    @overload
+    def token_ids(
+        self,
+        source: Cache | Loader,
+        batch: Batch,
+        *,
+        max_tokens: int,
+        lengths: Literal[False] = False,
+    ) -> npt.NDArray[np.int32]:
+        """int32 ``[batch_size, width, max_tokens]``: each row slot's token ids
+        as ``batch``'s last fill left it (``source``: the Cache it was filled
+        from, or its Loader): the slot's reaction's tokens of ``field``
+        through ``index`` (1 for unknown), the first ``max_tokens``, padded
+        with 0 (AllenNLP's padding index). Padding slots, empty-thread rows,
+        retweets' replies and authors without a description are all 0. With
+        ``lengths=True`` also uint32 ``[batch_size, width]``, the tokens kept
+        per slot. Fresh arrays; ValueError for a Batch of another cache."""
+    @overload
+    def token_ids(
+        self, source: Cache | Loader, batch: Batch, *, max_tokens: int, lengths: Literal[True]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32]]: ...
+    def bag_of_words(
+        self, graph: GraphBatch, cache: Cache | Loader | None = None, *, unknown: bool = True
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Each node's bag of words of ``graph`` in CSR form, ``(indptr [N + 1],
+        indices [nnz], counts [nnz])``: node ``n``'s token ids are
+        ``indices[indptr[n]:indptr[n + 1]]``, ascending, each with its count
+        (float32: a sparse product's values as they are). The matrix is
+        ``[N, len(self) + 2]``. Unknown tokens count under 1 with
+        ``unknown=True`` and are left out otherwise (BiGCN's top-k words).
+        Root rows are empty: the cache stores the source's text, not its
+        tokens. ``cache``: the one the graph was filled from (default: the
+        one counted on)."""
     def __len__(self) -> int: ...
     def __contains__(self, token: str) -> bool: ...
 

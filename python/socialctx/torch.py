@@ -54,7 +54,7 @@ import numpy.typing as npt
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import Cache, FeatureStats, GraphBatch, Loader, open, open_store
+from . import Cache, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
 
 __all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
@@ -416,6 +416,15 @@ class GraphDataset(CacheDataset):
     and ``positions`` int64 ``[B]``. When ``torch_geometric`` is importable
     (and ``pyg`` is not False) the item is a ``torch_geometric.data.Batch``
     with these attributes instead; ``pyg=True`` requires it.
+
+    With ``bag_of_words=vocab`` (a :class:`socialctx.Vocabulary` counted on
+    this cache) each item also has ``bow``: every node's bag of words
+    (:meth:`socialctx.Vocabulary.bag_of_words`, BiGCN's input) as a float32
+    ``torch.sparse_csr_tensor`` of ``[N, len(vocab) + 2]`` (column 0,
+    padding, empty; column 1 counts unknown tokens, empty with
+    ``bow_unknown=False``, BiGCN's top-k words only; root rows empty: the
+    cache holds no source tokens); ``bow.to_dense()`` is BiGCN's
+    ``x``, ``torch.sparse.mm(bow, w)`` its first layer without densifying.
     """
 
     def __init__(
@@ -425,8 +434,12 @@ class GraphDataset(CacheDataset):
         batch_size: int,
         *,
         pyg: bool | None = None,
+        bag_of_words: Vocabulary | None = None,
+        bow_unknown: bool = True,
         **kwargs: Any,
     ) -> None:
+        self.bag_of_words = bag_of_words
+        self.bow_unknown = bow_unknown
         for opt in ("embeddings", "dense", "pin_memory"):
             if kwargs.get(opt):
                 raise ValueError(f"GraphDataset does not take {opt}")
@@ -467,6 +480,22 @@ class GraphDataset(CacheDataset):
             "source_ids": torch.from_numpy(graph.source_ids.view(np.int64)),
             "positions": torch.from_numpy(graph.positions),
         }
+        if self.bag_of_words is not None:
+            vocab = self.bag_of_words
+            indptr, indices, counts = vocab.bag_of_words(
+                graph, self._open_loader(), unknown=self.bow_unknown
+            )
+            with warnings.catch_warnings():
+                # torch calls its sparse CSR support beta, once per process.
+                warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+                item["bow"] = torch.sparse_csr_tensor(
+                    torch.from_numpy(indptr),
+                    torch.from_numpy(indices),
+                    torch.from_numpy(counts),
+                    size=(graph.num_nodes, len(vocab) + 2),
+                    # Valid by construction (ascending indices, monotone indptr).
+                    check_invariants=False,
+                )
         if self._batch_type is None:
             return item
         return self._batch_type(**item)

@@ -5,7 +5,7 @@
 //! `pad="longest"`) and the getters return views of that prefix, so nothing
 //! is allocated or copied per batch.
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -224,4 +224,19 @@ fn size_of(what: &str, dims: &[usize]) -> PyResult<usize> {
         .ok_or_else(|| {
             PyValueError::new_err(format!("a Batch's {what} of shape {dims:?} is too large"))
         })
+}
+
+/// What `Vocabulary.token_ids` (vocab.rs) reads of a Batch.
+impl PyBatch {
+    /// The last fill's per-slot reactions `[batch_size * width]`, its
+    /// `batch_size` and `width`, and its threads' source ids (`size` of them).
+    pub(crate) fn filled_slots(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(&[u32], usize, usize, Vec<u64>)> {
+        let ids = self.source_ids.bind(py).try_readonly()?;
+        let ids = ids.as_slice()?[..self.size].to_vec();
+        let slots = &self.reactions[..self.batch_size * self.width];
+        Ok((slots, self.batch_size, self.width, ids))
+    }
 }

@@ -156,7 +156,7 @@ impl PyCache {
                 max_size,
             )
         })?;
-        Ok(PyVocabulary::new(vocab))
+        Ok(PyVocabulary::new(vocab, self.reader.clone()))
     }
 
     /// The cache's content id (16 hex digits): equal for equal content.

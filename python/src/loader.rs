@@ -609,3 +609,10 @@ pub(crate) fn shuffled<'py>(
     py.detach(|| sc::shuffle(&mut v, seed));
     Ok(PyArray1::from_vec(py, v))
 }
+
+impl PyLoader {
+    /// The cache this Loader reads (for `Vocabulary.token_ids`).
+    pub(crate) fn reader(&self) -> &Arc<Reader> {
+        &self.reader
+    }
+}

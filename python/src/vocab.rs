@@ -1,15 +1,24 @@
 //! `Vocabulary`: token counts of a text field, counted in Rust from the
-//! stored tokens (GIL released), saved in AllenNLP's directory format.
+//! stored tokens (GIL released), saved in AllenNLP's directory format, and
+//! the indices of batches through it: token ids per row slot and bags of
+//! words per graph node.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use socialctx as sc;
 
-use crate::error::Result;
+use crate::batch::PyBatch;
+use crate::cache::PyCache;
+use crate::convert::Reader;
+use crate::error::{PyScError, Result};
+use crate::graph::PyGraphBatch;
+use crate::loader::PyLoader;
 
 /// Tokens of one text field and their counts, most frequent first (ties by
 /// the token). Made by `Cache.vocabulary`. Indices follow AllenNLP's padded
@@ -17,16 +26,48 @@ use crate::error::Result;
 #[pyclass(frozen, module = "socialctx", name = "Vocabulary")]
 pub(crate) struct PyVocabulary {
     inner: sc::Vocabulary,
+    /// The cache it was counted on: `bag_of_words`' default.
+    reader: Arc<Reader>,
 }
 
 impl PyVocabulary {
-    pub(crate) fn new(inner: sc::Vocabulary) -> Self {
-        PyVocabulary { inner }
+    pub(crate) fn new(inner: sc::Vocabulary, reader: Arc<Reader>) -> Self {
+        PyVocabulary { inner, reader }
     }
+}
+
+/// The cache of `source`: a Cache, or the one a Loader reads.
+fn reader_of(source: &Bound<'_, PyAny>) -> PyResult<Arc<Reader>> {
+    if let Ok(cache) = source.cast::<PyCache>() {
+        return Ok(cache.get().reader.clone());
+    }
+    if let Ok(loader) = source.cast::<PyLoader>() {
+        return Ok(loader.get().reader().clone());
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected a socialctx.Cache or socialctx.Loader, not {}",
+        source.get_type().name()?
+    )))
+}
+
+/// A zeroed vector of `n` values, or MemoryError.
+fn buffer<T: Clone + Default>(n: usize, what: &str) -> PyResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| PyMemoryError::new_err(format!("cannot allocate {what} of {n} values")))?;
+    v.resize(n, T::default());
+    Ok(v)
 }
 
 #[pymethods]
 impl PyVocabulary {
+    /// The text field counted on ("reply" or "description"), which
+    /// `token_ids` and `bag_of_words` read.
+    #[getter]
+    fn field(&self) -> &'static str {
+        self.inner.field().as_str()
+    }
+
     /// The tokens, most frequent first.
     #[getter]
     fn tokens(&self) -> Vec<String> {
@@ -56,6 +97,116 @@ impl PyVocabulary {
         }
         let inner = &self.inner;
         Ok(py.detach(|| inner.save(&directory, namespace))?)
+    }
+
+    /// int32 [batch_size, width, max_tokens]: the token ids of each row slot
+    /// of `batch` (as its last fill left it, by a Loader of `source`, a
+    /// Cache or that Loader): the slot's reaction's tokens of `field`
+    /// through `index` (1 for unknown ones), the first `max_tokens`, padded
+    /// with 0; padding slots, retweets' replies and authors without a
+    /// description are all 0. With `lengths=True`, also uint32
+    /// [batch_size, width]: the tokens kept per slot. Fresh arrays; the GIL
+    /// is released meanwhile.
+    #[pyo3(signature = (source, batch, *, max_tokens, lengths=false))]
+    fn token_ids<'py>(
+        &self,
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>,
+        batch: &Bound<'py, PyBatch>,
+        max_tokens: usize,
+        lengths: bool,
+    ) -> Result<Bound<'py, PyAny>> {
+        if max_tokens == 0 {
+            return Err(PyValueError::new_err("max_tokens must be at least 1").into());
+        }
+        let reader = reader_of(source)?;
+        let b = batch
+            .try_borrow()
+            .map_err(|_| PyRuntimeError::new_err("this Batch is being filled by another thread"))?;
+        let (reactions, batch_size, width, source_ids) = b.filled_slots(py)?;
+        let n = reactions
+            .len()
+            .checked_mul(max_tokens)
+            .filter(|&n| n <= isize::MAX as usize / 4)
+            .ok_or_else(|| PyValueError::new_err("token ids of this shape are too large"))?;
+        let mut ids: Vec<i32> = buffer(n, "token ids")?;
+        let mut lens: Vec<u32> = buffer(if lengths { reactions.len() } else { 0 }, "lengths")?;
+        let inner = &self.inner;
+        let c = &*reader;
+        py.detach(|| {
+            let positions = source_ids
+                .iter()
+                .map(|&id| {
+                    c.position(id)?
+                        .ok_or(sc::LoadError::NoSuchSource { source_id: id })
+                })
+                .collect::<std::result::Result<Vec<usize>, sc::LoadError>>()?;
+            let mut out = sc::TokenIdsMut::new(max_tokens, &mut ids)?;
+            if lengths {
+                out = out.with_lengths(&mut lens)?;
+            }
+            inner.token_ids(c, &positions, reactions, width, &mut out)
+        })
+        .map_err(|e| match e {
+            e @ (sc::LoadError::NoSuchSource { .. } | sc::LoadError::OtherCache { .. }) => {
+                PyScError::from(PyValueError::new_err(format!(
+                    "this Batch was filled from another cache than the one given ({e})"
+                )))
+            }
+            e => PyScError::from(e),
+        })?;
+        let ids = ids
+            .into_pyarray(py)
+            .reshape([batch_size, width, max_tokens])?
+            .into_any();
+        if !lengths {
+            return Ok(ids);
+        }
+        let lens = lens.into_pyarray(py).reshape([batch_size, width])?;
+        Ok(PyTuple::new(py, [ids, lens.into_any()])?.into_any())
+    }
+
+    /// Each node's bag of words of `graph` (a filled GraphBatch), in CSR
+    /// form: (indptr int64 [N + 1], indices int64 [nnz], counts float32
+    /// [nnz]); node n's token ids are indices[indptr[n]:indptr[n + 1]],
+    /// ascending, with their counts. `cache` (a Cache or Loader) is the one
+    /// the graph was filled from, by default the one counted on. Unknown
+    /// tokens count under 1 with `unknown=True`, and are left out
+    /// otherwise. Root rows are empty (the cache holds no source tokens).
+    #[pyo3(signature = (graph, cache=None, *, unknown=true))]
+    fn bag_of_words<'py>(
+        &self,
+        py: Python<'py>,
+        graph: &Bound<'py, PyGraphBatch>,
+        cache: Option<&Bound<'py, PyAny>>,
+        unknown: bool,
+    ) -> Result<Bound<'py, PyTuple>> {
+        let reader = match cache {
+            Some(c) if !c.is_none() => reader_of(c)?,
+            _ => self.reader.clone(),
+        };
+        let g = graph.try_borrow().map_err(|_| {
+            PyRuntimeError::new_err("this GraphBatch is being filled by another thread")
+        })?;
+        let graphs = &g.inner;
+        let inner = &self.inner;
+        let c = &*reader;
+        let mut bow = sc::BagOfWords::default();
+        py.detach(|| inner.bag_of_words(c, graphs, unknown, &mut bow))?;
+        let sc::BagOfWords {
+            indptr,
+            indices,
+            counts,
+            ..
+        } = bow;
+        Ok(PyTuple::new(
+            py,
+            [
+                indptr.into_pyarray(py).into_any(),
+                indices.into_pyarray(py).into_any(),
+                counts.into_pyarray(py).into_any(),
+            ],
+        )?)
     }
 
     fn __len__(&self) -> usize {

@@ -217,3 +217,36 @@ def test_graph_dataset_yields_the_loaders_graph_batches(built, monkeypatch):
         assert item["edge_index"].dtype == torch.int64 and item["y"].dtype == torch.int64
     with pytest.raises(ImportError):
         GraphDataset(built["sample"], positions, 8, pyg=True)
+
+
+def test_graph_dataset_bag_of_words(built):
+    """``bag_of_words=vocab`` adds each batch's bags of words as a sparse CSR
+    tensor: Vocabulary.bag_of_words's, in workers too."""
+    from socialctx.torch import GraphDataset
+
+    cache = socialctx.open(built["sample"])
+    vocab = cache.vocabulary(max_size=30)
+    positions = np.arange(len(cache))
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=20)
+    graph = socialctx.GraphBatch()
+    for unknown in (True, False):
+        ds = GraphDataset(
+            built["sample"], positions, 8, pyg=False, kinds="both", max_cxt=20,
+            bag_of_words=vocab, bow_unknown=unknown,
+        )  # fmt: skip
+        for workers in (0, 2):
+            items = list(DataLoader(ds, batch_size=None, num_workers=workers))
+            assert len(items) == len(ds)
+            unknowns = 0.0
+            for item in items:
+                loader.fill_graph(item["positions"].numpy(), graph)
+                indptr, indices, counts = vocab.bag_of_words(graph, unknown=unknown)
+                bow = item["bow"]
+                assert bow.layout == torch.sparse_csr and bow.shape == (graph.num_nodes, 32)
+                want = np.zeros((graph.num_nodes, 32), np.float32)
+                for n in range(graph.num_nodes):
+                    lo, hi = indptr[n], indptr[n + 1]
+                    want[n, indices[lo:hi]] = counts[lo:hi]
+                np.testing.assert_array_equal(bow.to_dense().numpy(), want)
+                unknowns += want[:, 1].sum()
+            assert (unknowns > 0) == unknown

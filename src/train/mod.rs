@@ -1,7 +1,8 @@
 //! The training side, written against [`ThreadSource`](crate::ThreadSource):
 //! batches ([`loader`]) of the reactions a [`selection`] picks, normalisation
 //! statistics and the normaliser ([`stats`]), split files ([`splits`]) and
-//! the distinct texts to embed ([`texts`]), threads as graphs ([`graph`]).
+//! the distinct texts to embed ([`texts`]), threads as graphs ([`graph`]),
+//! token vocabularies ([`vocab`]) and their indices per batch ([`token_ids`]).
 
 pub mod batches;
 pub mod graph;
@@ -10,4 +11,5 @@ pub mod selection;
 pub mod splits;
 pub mod stats;
 pub mod texts;
+pub mod token_ids;
 pub mod vocab;

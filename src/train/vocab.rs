@@ -7,8 +7,6 @@
 //! [`Vocabulary::save`] writes AllenNLP's vocabulary directory
 //! (`Vocabulary.from_files` loads it).
 
-use std::collections::HashMap;
-
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use std::io::Write;
@@ -23,6 +21,14 @@ use crate::read::ThreadSource;
 /// index 0 is its padding token, `@@PADDING@@`, which files never hold).
 const OOV_TOKEN: &str = "@@UNKNOWN@@";
 
+/// Index of AllenNLP's padding token, `@@PADDING@@`: what token-id
+/// buffers are padded with.
+pub const PADDING_ID: u32 = 0;
+
+/// Index of AllenNLP's unknown token, `@@UNKNOWN@@`: the index of every
+/// token the vocabulary does not hold.
+pub const UNKNOWN_ID: u32 = 1;
+
 /// Tokens of one text field with their counts, most frequent first (ties
 /// by the token's code points, so the order is the same everywhere).
 ///
@@ -30,9 +36,12 @@ const OOV_TOKEN: &str = "@@UNKNOWN@@";
 /// 1 is `@@UNKNOWN@@`, token `i` of [`tokens`](Self::tokens) is `i + 2`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Vocabulary {
+    field: TextField,
     tokens: Vec<String>,
     counts: Vec<u64>,
-    index: HashMap<String, u32>,
+    /// Token → index, built once: every lookup ([`index`](Self::index),
+    /// token ids, bags of words) borrows the token from the memory map.
+    index: FxHashMap<String, u32>,
 }
 
 impl Vocabulary {
@@ -102,10 +111,17 @@ impl Vocabulary {
             .map(|(i, t)| (t.clone(), i as u32 + 2))
             .collect();
         Ok(Vocabulary {
+            field,
             counts: sorted.iter().map(|&(_, c)| c).collect(),
             tokens,
             index,
         })
+    }
+
+    /// The text field the tokens were counted on (and that token ids and
+    /// bags of words read).
+    pub fn field(&self) -> TextField {
+        self.field
     }
 
     /// The tokens, most frequent first.
@@ -131,7 +147,7 @@ impl Vocabulary {
     /// AllenNLP's index of `token`: 2 and up for a known token, 1 (the
     /// unknown token) otherwise.
     pub fn index(&self, token: &str) -> u32 {
-        self.index.get(token).copied().unwrap_or(1)
+        self.index.get(token).copied().unwrap_or(UNKNOWN_ID)
     }
 
     /// Writes AllenNLP's vocabulary directory: `non_padded_namespaces.txt`
