@@ -7,7 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use socialctx::{BagOfWords, BatchMut, Cache, GraphBatch, Kinds, LoadError, Loader, NO_REACTION};
+use socialctx::{
+    BagOfWords, BatchMut, Cache, GraphBatch, Kinds, LoadError, Loader, NO_REACTION, ThreadSource,
+};
 use socialctx::{Pad, Selection, TextField, TokenIdsMut, UNKNOWN_ID, Vocabulary};
 
 fn sample() -> (tempfile::TempDir, Cache) {
