@@ -23,7 +23,7 @@ def test_readme_python_examples_run():
     the PyTorch one where torch is installed (CI requires it)."""
     text = (REPO / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 3, "the README has three Python examples"
+    assert len(blocks) == 4, "the README has four Python examples"
     cwd = os.getcwd()
     os.chdir(REPO)
     scope: dict[str, object] = {}
@@ -37,6 +37,13 @@ def test_readme_python_examples_run():
             exec(compile(blocks[2], "README.md", "exec"), scope)
             assert scope["state"]["batches_done"] == len(scope["ds"])  # type: ignore[index,arg-type]
             assert scope["rows"].shape[-1] == 4  # type: ignore[attr-defined]
+            exec(compile(blocks[3], "README.md", "exec"), scope)
+            graph, ids = scope["graph"], scope["ids"]
+            assert graph.num_nodes > 32 and len(graph.ptr) == 33  # type: ignore[attr-defined]
+            assert ids.shape[0] == 32 and ids.shape[2] == 30 and ids.max() > 1  # type: ignore[attr-defined]
+            assert len(scope["indptr"]) == graph.num_nodes + 1  # type: ignore[arg-type,attr-defined]
+            tested = sum(len(f.test) for f in scope["folds"])  # type: ignore[attr-defined]
+            assert tested == int((scope["cache"].labels >= 0).sum())  # type: ignore[attr-defined]
     finally:
         os.chdir(cwd)
     batch = scope["batch"]
