@@ -1,0 +1,144 @@
+"""Graph batches to a BiGCN-shaped model: how fast GraphDataset feeds it.
+
+    python python/bench/graph_feed.py [CACHE_DIR] [--steps 50] [--batch 64]
+        [--vocab 5000] [--workers 2] [--device cpu|cuda]
+
+CACHE_DIR defaults to the PHEME-sized cache of ``benches/measure.sh``. The
+model is BiGCN's shape: a top-down and a bottom-up two-layer GCN
+(``torch_geometric.nn.GCNConv``) over each node's bag of words (a
+``--vocab``-token reply vocabulary, BiGCN's input) concatenated with its 28
+features, mean-pooled per thread, one classifier. Measured in one run:
+(a) the model alone on one batch already on the device, (b) the data path
+alone (``GraphDataset(bag_of_words=...)`` through a DataLoader with
+``--workers`` workers, copies to the device included), (c) both, with the
+share of a step the host waits for its batch. Prints a Markdown table and
+a JSON line. Needs torch and torch_geometric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from torch_geometric.nn import GCNConv, global_mean_pool
+
+import socialctx
+from socialctx.torch import GraphDataset
+
+
+class BiGcnLike(nn.Module):  # type: ignore[misc]
+    def __init__(self, inputs: int, hidden: int) -> None:
+        super().__init__()
+        self.td1, self.td2 = GCNConv(inputs, hidden), GCNConv(hidden, hidden)
+        self.bu1, self.bu2 = GCNConv(inputs, hidden), GCNConv(hidden, hidden)
+        self.out = nn.Linear(2 * hidden, 2)
+
+    def forward(self, x: torch.Tensor, edges: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+        half = edges.shape[1] // 2
+        td, bu = edges[:, :half], edges[:, half:]
+        h_td = self.td2(torch.relu(self.td1(x, td)), td)
+        h_bu = self.bu2(torch.relu(self.bu1(x, bu)), bu)
+        return self.out(
+            torch.cat([global_mean_pool(h_td, batch), global_mean_pool(h_bu, batch)], 1)
+        )
+
+
+def on_device(ds: GraphDataset, workers: int, device: torch.device) -> Iterator[dict[str, Any]]:
+    pin = device.type == "cuda"
+    dl = DataLoader(
+        ds, batch_size=None, num_workers=workers, pin_memory=pin, persistent_workers=workers > 0
+    )
+    while True:
+        for item in dl:
+            bow = item["bow"].to(device, non_blocking=pin).to_dense()
+            x = torch.cat([item["x"].to(device, non_blocking=pin), bow], dim=1)
+            yield {
+                "x": x,
+                "edge_index": item["edge_index"].to(device, non_blocking=pin),
+                "batch": item["batch"].to(device, non_blocking=pin),
+                "y": item["y"].to(device, non_blocking=pin).clamp(min=0),
+            }
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("cache", nargs="?", default="/tmp/socialctx-bench/cache")
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--vocab", type=int, default=5000)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    cache = socialctx.open(args.cache)
+    vocab = cache.vocabulary("reply", max_size=args.vocab)
+    labels = np.asarray(cache.labels)
+    ds = GraphDataset(
+        args.cache, np.arange(len(cache)), args.batch, labels=labels, seed=0, pyg=False,
+        bag_of_words=vocab, kinds="replies", max_cxt=200,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = BiGcnLike(28 + len(vocab) + 2, args.hidden).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(item: dict[str, Any]) -> None:
+        loss = nn.functional.cross_entropy(
+            model(item["x"], item["edge_index"], item["batch"]), item["y"]
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    it = on_device(ds, args.workers, device)
+    first = next(it)
+    step(first)
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step(first)
+    sync(device)
+    model_s = (time.perf_counter() - t0) / args.steps
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        next(it)
+    sync(device)
+    data_s = (time.perf_counter() - t0) / args.steps
+    wait = 0.0
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        w0 = time.perf_counter()
+        item = next(it)
+        wait += time.perf_counter() - w0
+        step(item)
+    sync(device)
+    both_s = (time.perf_counter() - t0) / args.steps
+    figures = {
+        "nodes_per_batch": int(first["x"].shape[0]),
+        "model_steps_per_s": 1 / model_s,
+        "data_steps_per_s": 1 / data_s,
+        "both_steps_per_s": 1 / both_s,
+        "wait_share": wait / (both_s * args.steps),
+        "busy_share": model_s / both_s,
+    }
+    print(f"batch {args.batch}, vocab {len(vocab)}, {args.workers} workers, {args.device}\n")
+    print("| figure | value |\n|---|---|")
+    for k, v in figures.items():
+        print(f"| {k} | {v:.3g} |")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
