@@ -431,6 +431,10 @@ class Batch:
     def embeddings(self) -> dict[str, npt.NDArray[Any]]:
         """With ``dense=True``, per store: [batch_size, width, dim] rows (float32
         or float16), zeros where the index is -1."""
+    @property
+    def token_ids(self) -> npt.NDArray[np.int32] | None:
+        """With a Loader's ``token_ids=vocab, max_tokens=L``: [batch_size, width, L],
+        each row slot's token ids (1 unknown, 0 padding); else None."""
     size: int
     """Threads filled by the last fill (the rest is padding)."""
     width: int
@@ -498,7 +502,9 @@ class Loader:
     ``pad="max"`` makes every batch ``[B, max_cxt]``; ``pad="longest"`` as
     wide as its longest thread, rounded up to ``pad_multiple``. Stores in
     ``embeddings`` are indexed per row slot (``batch.embedding_index``) and,
-    with ``dense=True``, copied (``batch.embeddings``).
+    with ``dense=True``, copied (``batch.embeddings``). With ``token_ids``
+    (a Vocabulary) and ``max_tokens``, every fill also writes each row
+    slot's token ids (``batch.token_ids``, int32 ``[B, width, max_tokens]``).
     """
 
     def __init__(
@@ -514,7 +520,12 @@ class Loader:
         pad: Literal["max", "longest"] = "max",
         pad_multiple: int = 8,
         dense: bool = True,
+        token_ids: Vocabulary | None = None,
+        max_tokens: int | None = None,
     ) -> None: ...
+    @property
+    def cache(self) -> Cache:
+        """The Cache this Loader reads."""
     @property
     def max_cxt(self) -> int: ...
     @property

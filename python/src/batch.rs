@@ -19,6 +19,8 @@ pub(crate) struct Layout {
     /// (store name, dim, float16) per store.
     pub(crate) stores: Vec<(String, usize, bool)>,
     pub(crate) dense: bool,
+    /// Tokens per row slot of `token_ids` (0: the Loader has no vocabulary).
+    pub(crate) max_tokens: usize,
 }
 
 /// A NumPy array of `n` zeros of `dtype`, allocated by NumPy (so that a
@@ -60,6 +62,8 @@ pub(crate) struct PyBatch {
     /// uint16 for float16 stores, with a float16 view for the user).
     pub(crate) index_out: Vec<Py<PyArray1<i32>>>,
     pub(crate) dense_out: Vec<(Py<PyAny>, Py<PyAny>)>,
+    /// With a Loader's `token_ids=`: int32 `[batch_size * max_cxt * max_tokens]`.
+    pub(crate) token_ids_out: Option<Py<PyArray1<i32>>>,
     pub(crate) layout: Layout,
     /// Rows per store of the fill in progress (before they replace `index_out`).
     pub(crate) rows_scratch: Vec<i32>,
@@ -127,6 +131,22 @@ impl PyBatch {
         }
         Ok(d)
     }
+    /// With a Loader made with `token_ids=vocab, max_tokens=L`: int32
+    /// [batch_size, width, L], each row slot's reaction's tokens through the
+    /// vocabulary (1 unknown), the first L, 0 after them and for padding,
+    /// retweets' replies and authors without a description. None otherwise.
+    #[getter]
+    fn token_ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.token_ids_out
+            .as_ref()
+            .map(|out| {
+                prefix(
+                    out.bind(py).as_any(),
+                    &[self.batch_size, self.width, self.layout.max_tokens],
+                )
+            })
+            .transpose()
+    }
     /// Per embedding store, with `dense=True`: [batch_size, width, dim] rows
     /// (float32, or float16 for a float16 store), zeros where there is none.
     #[getter]
@@ -188,6 +208,17 @@ impl PyBatch {
                 }
             }
         }
+        let token_ids_out = match layout.max_tokens {
+            0 => None,
+            l => {
+                let n = size_of("token ids", &[batch_size, t, l])?;
+                Some(
+                    zeros(py, n, "int32")?
+                        .cast_into::<PyArray1<i32>>()?
+                        .unbind(),
+                )
+            }
+        };
         Ok(PyBatch {
             features: zeros(py, feats, "float32")?.cast_into()?.unbind(),
             mask: zeros(py, slots, "uint8")?.cast_into()?.unbind(),
@@ -197,6 +228,7 @@ impl PyBatch {
             reactions,
             index_out,
             dense_out,
+            token_ids_out,
             layout: layout.clone(),
             rows_scratch: Vec::new(),
             pristine: true,

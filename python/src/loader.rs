@@ -16,6 +16,7 @@ use crate::cache::PyCache;
 use crate::convert::{Keywords, Reader, kinds_of, labels_for, positions_of, window_of};
 use crate::error::{EmbeddingError, Result};
 use crate::stats::PyFeatureStats;
+use crate::vocab::PyVocabulary;
 
 /// One embedding store a Loader reads.
 struct Store {
@@ -47,6 +48,11 @@ struct Store {
 ///   `max_cxt`) or `"longest"` (the batch's longest selection rounded up
 ///   to `pad_multiple`).
 /// - `pad_multiple`: see `pad` (default 8).
+/// - `token_ids`: a `Vocabulary` (`cache.vocabulary(...)`): every fill
+///   also writes `batch.token_ids`, int32 `[B, T, max_tokens]`, each row
+///   slot's tokens of the vocabulary's field through it (1 unknown, 0
+///   padding, AllenNLP's indices).
+/// - `max_tokens`: tokens kept per reaction with `token_ids` (the first).
 #[pyclass(frozen, module = "socialctx", name = "Loader")]
 pub(crate) struct PyLoader {
     reader: Arc<Reader>,
@@ -60,6 +66,10 @@ pub(crate) struct PyLoader {
     offsets: Vec<u64>,
     /// The shape of the Batches it makes (checked at every fill).
     layout: Layout,
+    /// `token_ids=`: the vocabulary batches' token ids go through.
+    vocab: Option<Py<PyVocabulary>>,
+    /// The Cache object it reads (`Loader.cache`).
+    cache: Py<PyCache>,
 }
 
 impl PyLoader {
@@ -164,6 +174,17 @@ impl PyLoader {
         if self.dense && !self.stores.is_empty() {
             batch.pristine = false;
         }
+        if let (Some(vocab), Some(out)) = (&self.vocab, &batch.token_ids_out) {
+            let max_tokens = layout.max_tokens;
+            let mut ids = out.bind(py).try_readwrite().map_err(busy)?;
+            let ids = &mut ids.as_slice_mut()?[..slots * max_tokens];
+            let picked = &batch.reactions[..slots];
+            let vocab = vocab.get().inner();
+            py.detach(|| {
+                let mut out = sc::TokenIdsMut::new(max_tokens, ids)?;
+                vocab.token_ids(cache, positions, picked, width, &mut out)
+            })?;
+        }
         batch.size = positions.len();
         batch.width = width;
         Ok(())
@@ -185,6 +206,9 @@ struct LoaderOptions {
     embeddings: Vec<String>,
     /// Copy the stores' rows into the batch too.
     dense: bool,
+    /// Token ids per row slot through this vocabulary, at most
+    /// `max_tokens` each.
+    token_ids: Option<(Py<PyVocabulary>, usize)>,
 }
 
 impl LoaderOptions {
@@ -199,7 +223,26 @@ impl LoaderOptions {
         let pad: String = kw.get("pad", "max".to_owned())?;
         let pad_multiple: usize = kw.get("pad_multiple", 8)?;
         let dense: bool = kw.get("dense", true)?;
+        let vocab: Option<Bound<'_, PyVocabulary>> = kw.get("token_ids", None)?;
+        let max_tokens: Option<usize> = kw.get("max_tokens", None)?;
         kw.finish()?;
+        let token_ids = match (vocab, max_tokens) {
+            (None, None) => None,
+            (Some(v), Some(l)) if l >= 1 => Some((v.unbind(), l)),
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err("max_tokens must be at least 1"));
+            }
+            (Some(_), None) => {
+                return Err(PyValueError::new_err(
+                    "token_ids=vocabulary needs max_tokens= (tokens kept per reaction)",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "max_tokens= is for token ids: give token_ids=vocabulary too",
+                ));
+            }
+        };
         if max_cxt == 0 {
             return Err(PyValueError::new_err("max_cxt must be at least 1"));
         }
@@ -243,6 +286,7 @@ impl LoaderOptions {
             pad,
             embeddings,
             dense,
+            token_ids,
         })
     }
 }
@@ -282,7 +326,7 @@ impl PyLoader {
     #[new]
     #[pyo3(
         signature = (cache, **options),
-        text_signature = "(cache, *, kinds='replies', max_cxt=200, window_s=None, stats=None, empty='row', embeddings=None, pad='max', pad_multiple=8, dense=True)"
+        text_signature = "(cache, *, kinds='replies', max_cxt=200, window_s=None, stats=None, empty='row', embeddings=None, pad='max', pad_multiple=8, dense=True, token_ids=None, max_tokens=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -325,6 +369,7 @@ impl PyLoader {
                 .map(|s| (s.name.clone(), s.store.dim(), s.store.is_half()))
                 .collect(),
             dense: opts.dense,
+            max_tokens: opts.token_ids.as_ref().map_or(0, |(_, l)| *l),
         };
         Ok(PyLoader {
             reader,
@@ -336,7 +381,15 @@ impl PyLoader {
             dense: opts.dense,
             offsets,
             layout,
+            vocab: opts.token_ids.map(|(v, _)| v),
+            cache: cache.clone().unbind(),
         })
+    }
+
+    /// The Cache this Loader reads.
+    #[getter]
+    fn cache(&self, py: Python<'_>) -> Py<PyCache> {
+        self.cache.clone_ref(py)
     }
 
     /// Names of the embedding stores each batch indexes.
@@ -608,11 +661,4 @@ pub(crate) fn shuffled<'py>(
     v.extend(0..n as i64);
     py.detach(|| sc::shuffle(&mut v, seed));
     Ok(PyArray1::from_vec(py, v))
-}
-
-impl PyLoader {
-    /// The cache this Loader reads (for `Vocabulary.token_ids`).
-    pub(crate) fn reader(&self) -> &Arc<Reader> {
-        &self.reader
-    }
 }

@@ -18,7 +18,6 @@ use crate::cache::PyCache;
 use crate::convert::Reader;
 use crate::error::{PyScError, Result};
 use crate::graph::PyGraphBatch;
-use crate::loader::PyLoader;
 
 /// Tokens of one text field and their counts, most frequent first (ties by
 /// the token). Made by `Cache.vocabulary`. Indices follow AllenNLP's padded
@@ -34,6 +33,11 @@ impl PyVocabulary {
     pub(crate) fn new(inner: sc::Vocabulary, reader: Arc<Reader>) -> Self {
         PyVocabulary { inner, reader }
     }
+
+    /// The crate's vocabulary (a Loader's `token_ids=`).
+    pub(crate) fn inner(&self) -> &sc::Vocabulary {
+        &self.inner
+    }
 }
 
 /// The cache of `source`: a Cache, or the one a Loader reads.
@@ -41,8 +45,12 @@ fn reader_of(source: &Bound<'_, PyAny>) -> PyResult<Arc<Reader>> {
     if let Ok(cache) = source.cast::<PyCache>() {
         return Ok(cache.get().reader.clone());
     }
-    if let Ok(loader) = source.cast::<PyLoader>() {
-        return Ok(loader.get().reader().clone());
+    // A Loader (or anything else) by its `cache` attribute: vocab.rs does
+    // not import loader.rs, which imports it.
+    if let Ok(cache) = source.getattr("cache")
+        && let Ok(cache) = cache.cast::<PyCache>()
+    {
+        return Ok(cache.get().reader.clone());
     }
     Err(PyTypeError::new_err(format!(
         "expected a socialctx.Cache or socialctx.Loader, not {}",

@@ -157,3 +157,43 @@ def test_bags_of_words_equal_a_counter(built, name, sel):
             for got, exp in zip(again, (indptr, indices, counts)):
                 np.testing.assert_array_equal(got, exp)
     assert nonempty > 0
+
+
+@pytest.mark.parametrize("name", ["pheme-veracity", "sample"])
+@pytest.mark.parametrize("pad", ["max", "longest"])
+def test_a_loader_with_token_ids_fills_them_with_every_batch(built, name, pad):
+    """``Loader(token_ids=vocab, max_tokens=L)``: every fill writes
+    ``batch.token_ids``, equal to ``vocab.token_ids`` of the same batch (the
+    pure-Python construction above checks that one), refilled in place."""
+    cache = socialctx.open(built[name])
+    vocab = cache.vocabulary(max_size=50)
+    loader = socialctx.Loader(
+        cache, kinds="both", max_cxt=7, pad=pad, token_ids=vocab, max_tokens=5
+    )
+    plain = socialctx.Loader(cache, kinds="both", max_cxt=7, pad=pad)
+    assert plain.new_batch(4).token_ids is None
+    batch = loader.new_batch(4)
+    seen_unknown = seen_known = False
+    for start in range(0, len(cache), 4):
+        positions = list(range(start, min(start + 4, len(cache))))
+        loader.fill(positions, batch)
+        got = batch.token_ids
+        assert got.dtype == np.int32 and got.shape == (4, batch.width, 5)
+        np.testing.assert_array_equal(got, vocab.token_ids(loader, batch, max_tokens=5))
+        seen_unknown |= bool((got == 1).any())
+        seen_known |= bool((got > 1).any())
+    assert seen_unknown and seen_known
+    assert loader.cache is cache
+
+
+def test_loader_token_ids_arguments_are_checked(built):
+    cache = socialctx.open(built["sample"])
+    vocab = cache.vocabulary()
+    with pytest.raises(ValueError, match="max_tokens"):
+        socialctx.Loader(cache, token_ids=vocab)
+    with pytest.raises(ValueError, match="token_ids"):
+        socialctx.Loader(cache, max_tokens=4)
+    with pytest.raises(ValueError, match="at least 1"):
+        socialctx.Loader(cache, token_ids=vocab, max_tokens=0)
+    with pytest.raises(TypeError):
+        socialctx.Loader(cache, token_ids="not a vocabulary", max_tokens=4)
