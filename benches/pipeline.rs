@@ -17,8 +17,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use socialctx::FeatureStats;
 use socialctx::LazyCache;
 use socialctx::ThreadSource;
-use socialctx::{Batch, Loader, Selection, shuffled};
-use socialctx::{BuildOptions, Cache, NUM_FEATURES, NoProgress, build};
+use socialctx::{Batch, Loader, Selection, shuffle};
+use socialctx::{BuildOptions, Cache, Feature, NoProgress, build};
 
 const GEN_THREADS: u32 = 400;
 const GEN_SEED: u64 = 2015;
@@ -115,7 +115,9 @@ fn bench_open(c: &mut Criterion) {
 fn bench_loader(c: &mut Criterion) {
     let dir = built_cache();
     let cache = Cache::open(&dir).expect("open");
-    let positions: Vec<usize> = shuffled(cache.len(), 7).into_iter().take(BATCH).collect();
+    let mut positions: Vec<usize> = (0..cache.len()).collect();
+    shuffle(&mut positions, 7);
+    positions.truncate(BATCH);
     let all: Vec<usize> = (0..cache.len()).collect();
     let sel = Selection::default();
     let stats = FeatureStats::compute(
@@ -134,9 +136,9 @@ fn bench_loader(c: &mut Criterion) {
     let mut g = c.benchmark_group("loader_fill");
     // The bytes of the features tensor written per batch.
     g.throughput(Throughput::Bytes(
-        (BATCH * MAX_CXT * NUM_FEATURES * 4) as u64,
+        (BATCH * MAX_CXT * Feature::COUNT * 4) as u64,
     ));
-    let name = format!("{BATCH}x{MAX_CXT}x{NUM_FEATURES}");
+    let name = format!("{BATCH}x{MAX_CXT}x{}", Feature::COUNT);
     g.bench_function(format!("{name}/raw"), |b| {
         b.iter(|| {
             plain.fill(&positions, &mut batch).expect("fill");

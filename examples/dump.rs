@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use socialctx::Cache;
-use socialctx::dump::{DumpOptions, write_cache_with};
+use socialctx::dump::{DumpOptions, write_cache};
 
 /// Print a socialctx cache as JSON Lines, in the format of rpdnn_oracle.py:
 /// one line per thread in source-id order,
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         .extended(args.extended)
         .graph(args.graph)
         .tokens(args.tokens);
-    match write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
+    match write_cache(&mut out, &cache, &opts).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         // `dump | head` is fine.
         Err(e) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,

@@ -18,13 +18,7 @@ use crate::schema::{Annotated, REACTION_COLUMNS, ReactionKind, Veracity};
 
 /// Writes `x` so that parsing the text as f64 and rounding to f32 gives `x`
 /// back, in Python's style (`1.0`, `0.25`, `1e-07`).
-///
-/// ```
-/// let mut s = Vec::new();
-/// socialctx::dump::write_f32(&mut s, 34.6).unwrap();
-/// assert_eq!(s, b"34.6");
-/// ```
-pub fn write_f32<W: Write>(w: &mut W, x: f32) -> io::Result<()> {
+fn write_f32<W: Write>(w: &mut W, x: f32) -> io::Result<()> {
     if !x.is_finite() {
         // Python's json.dumps spelling (not strict JSON, as in the oracle).
         let s = if x.is_nan() {
@@ -49,7 +43,7 @@ fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     serde_json::to_writer(&mut *w, s).map_err(io::Error::other)
 }
 
-/// What [`write_thread`] prints.
+/// What [`write_cache`] prints.
 ///
 /// ```
 /// let opts = socialctx::dump::DumpOptions::default().retweets(true);
@@ -157,7 +151,7 @@ fn write_code<W: Write>(w: &mut W, name: Option<&str>) -> io::Result<()> {
 }
 
 /// Writes one thread as an oracle line.
-pub fn write_thread<W: Write>(
+fn write_thread<W: Write>(
     w: &mut W,
     cache: &Cache,
     t: &ThreadView<'_>,
@@ -240,15 +234,42 @@ pub fn write_thread<W: Write>(
     w.write_all(b"]}\n")
 }
 
-/// Writes every thread of `cache` as oracle lines; retweets only if `retweets`.
-pub fn write_cache<W: Write>(w: &mut W, cache: &Cache, retweets: bool) -> io::Result<()> {
-    write_cache_with(w, cache, DumpOptions::default().retweets(retweets))
-}
-
-/// Writes every thread of `cache` as oracle lines, with `opts`.
-pub fn write_cache_with<W: Write>(w: &mut W, cache: &Cache, opts: DumpOptions) -> io::Result<()> {
+/// Writes every thread of `cache` as oracle lines, in source-id order, as
+/// `opts` says (the defaults: the numerical oracle's lines, replies only).
+///
+/// ```no_run
+/// use socialctx::{Cache, dump::{DumpOptions, write_cache}};
+/// let cache = Cache::open("target/socialctx-cache")?;
+/// write_cache(&mut std::io::stdout().lock(), &cache, &DumpOptions::default().retweets(true))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_cache<W: Write>(w: &mut W, cache: &Cache, opts: &DumpOptions) -> io::Result<()> {
     for t in cache.iter() {
-        write_thread(w, cache, &t, opts)?;
+        write_thread(w, cache, &t, *opts)?;
     }
     w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_f32;
+
+    fn f32_text(x: f32) -> String {
+        let mut s = Vec::new();
+        write_f32(&mut s, x).unwrap();
+        String::from_utf8(s).unwrap()
+    }
+
+    #[test]
+    fn floats_print_as_python_reads_them_back() {
+        assert_eq!(f32_text(34.6), "34.6");
+        assert_eq!(f32_text(1.0), "1.0");
+        assert_eq!(f32_text(0.25), "0.25");
+        assert_eq!(f32_text(1e-7), "1e-7");
+        assert_eq!(f32_text(f32::NAN), "NaN");
+        assert_eq!(f32_text(f32::NEG_INFINITY), "-Infinity");
+        for x in [34.6f32, 1e-7, 0.1, f32::MAX, f32::MIN_POSITIVE, -2.5e-3] {
+            assert_eq!(f32_text(x).parse::<f64>().unwrap() as f32, x);
+        }
+    }
 }

@@ -16,7 +16,7 @@
 //! | normalisation statistics | [`FeatureStats`], [`Normalizer`] |
 //! | RPDNN's split files | [`Split`] |
 //! | the oracle's JSON Lines | [`dump`] |
-//! | what the features are | [`Feature`], [`FEATURE_NAMES`]; the contract is `FEATURES.md` |
+//! | what the features are | [`Feature`], [`Feature::NAMES`]; the contract is `FEATURES.md` |
 //!
 //! ```no_run
 //! use socialctx::{build, BuildOptions, Cache, Feature, NoProgress};
@@ -43,10 +43,10 @@ pub mod summary;
 mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
+pub use format::FORMAT_VERSION;
 pub use format::embeddings::StoreMeta;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
-pub use format::{FORMAT_VERSION, PARENT_SOURCE};
 pub use incremental::build_incremental;
 pub use ingest::plan::{Plan, build_partition};
 pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
@@ -55,21 +55,16 @@ pub use read::{
     Cache, EmbeddingStore, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView,
     TokenList,
 };
-pub use schema::{
-    Annotated, FEATURE_NAMES, Feature, FeatureVec, Label, NO_ROW, NUM_FEATURES, ParentHow,
-    REACTION_COLUMNS, ReactionKind, THREAD_COLUMNS, Veracity,
-};
-pub use train::batches::{Batching, plan_batches, rank_batches};
+pub use schema::{Annotated, Feature, Label, ParentHow, ReactionKind, Veracity};
+pub use train::batches::Batching;
 pub use train::graph::GraphBatch;
-pub use train::loader::{
-    Batch, BatchMut, EmptyThreads, Loader, NO_REACTION, Pad, shuffle, shuffled,
-};
+pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, Pad, shuffle};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
-pub use train::texts::{TextField, UniqueTexts, reaction_offsets};
+pub use train::texts::{TextField, UniqueTexts};
 pub use train::token_ids::{BagOfWords, TokenIdsMut};
-pub use train::vocab::{PADDING_ID, UNKNOWN_ID, Vocabulary};
+pub use train::vocab::Vocabulary;
 
 /// Internals for this repository's benchmarks, fuzz targets, tests and the
 /// Python binding: the build's stages, the writer, the records a test

@@ -85,9 +85,9 @@ impl ParentHow {
 /// Number of numerical features per reaction.
 pub const NUM_FEATURES: usize = 28;
 
-/// One reaction's features, in [`FEATURE_NAMES`] order; index it with a
-/// [`Feature`].
-pub type FeatureVec = [f32; NUM_FEATURES];
+/// One reaction's features, in [`FEATURE_NAMES`] order
+/// ([`Feature::NAMES`]); index it with a [`Feature`].
+pub(crate) type FeatureVec = [f32; NUM_FEATURES];
 
 /// The feature names, in storage order (the reference's order).
 pub const FEATURE_NAMES: [&str; NUM_FEATURES] = [
@@ -128,7 +128,7 @@ macro_rules! features {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         #[repr(usize)]
-        #[allow(missing_docs)] // each variant is its FEATURE_NAMES entry, defined in FEATURES.md
+        #[allow(missing_docs)] // each variant is its Feature::NAMES entry, defined in FEATURES.md
         pub enum Feature {
             $($name,)*
         }
@@ -136,17 +136,22 @@ macro_rules! features {
         impl Feature {
             /// Every feature, in storage order.
             pub const ALL: [Feature; NUM_FEATURES] = [$(Feature::$name,)*];
+            /// The feature names, in storage order (the reference's order).
+            pub const NAMES: [&'static str; NUM_FEATURES] = FEATURE_NAMES;
+            /// Number of numerical features per reaction (28).
+            pub const COUNT: usize = NUM_FEATURES;
         }
     };
 }
 
 features! {
-    /// One of the 28 features; its discriminant is its column in a [`FeatureVec`]
-    /// and its [`name`](Feature::name) is the [`FEATURE_NAMES`] entry there.
+    /// One of the 28 features; its discriminant is its column in a reaction's
+    /// `[f32; 28]` row and its [`name`](Feature::name) is the
+    /// [`NAMES`](Feature::NAMES) entry there.
     ///
     /// ```
-    /// use socialctx::{Feature, FeatureVec};
-    /// let mut row: FeatureVec = [0.0; 28];
+    /// use socialctx::Feature;
+    /// let mut row = [0.0f32; Feature::COUNT];
     /// row[Feature::TDiff] = 12.5;
     /// assert_eq!(row[25], 12.5);
     /// assert_eq!(Feature::TDiff.name(), "t_diff");
@@ -183,12 +188,12 @@ features! {
 }
 
 impl Feature {
-    /// Its column in a [`FeatureVec`].
+    /// Its column in a reaction's `[f32; 28]` row.
     pub const fn index(self) -> usize {
         self as usize
     }
 
-    /// Its name in [`FEATURE_NAMES`] (and in the oracle's output).
+    /// Its name in [`NAMES`](Feature::NAMES) (and in the oracle's output).
     pub const fn name(self) -> &'static str {
         FEATURE_NAMES[self as usize]
     }
@@ -241,6 +246,7 @@ pub(crate) fn reaction_column(name: &str) -> Option<usize> {
 /// "No row": the embedding-store index entry of a reaction with no input
 /// (a retweet, a reply whose tokens are `[]`, no description): it reads as
 /// zeros. Also
+/// [`EmbeddingStore::NO_ROW`](crate::EmbeddingStore::NO_ROW),
 /// [`UniqueTexts::NONE`](crate::UniqueTexts::NONE) and the Python binding's
 /// `UniqueTexts.NONE`.
 pub const NO_ROW: u32 = u32::MAX;

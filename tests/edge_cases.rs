@@ -14,14 +14,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use serde_json::Value;
-use socialctx::dump::write_cache;
-use socialctx::{BadInput, Cache, FEATURE_NAMES};
+use socialctx::dump::{DumpOptions, write_cache};
+use socialctx::{BadInput, Cache, Feature};
 
 const EDGE: &str = "tests/fixtures/edge";
 
 fn dump(cache: &Cache, retweets: bool) -> Vec<Value> {
     let mut out = Vec::new();
-    write_cache(&mut out, cache, retweets).unwrap();
+    write_cache(&mut out, cache, &DumpOptions::default().retweets(retweets)).unwrap();
     jsonl(&String::from_utf8(out).unwrap())
 }
 
@@ -129,7 +129,7 @@ fn check_hand_worked(corpus: &str) {
             let got = if k == "created_at" {
                 r["created_at"].as_f64().unwrap()
             } else {
-                let i = FEATURE_NAMES.iter().position(|n| n == k).unwrap();
+                let i = Feature::NAMES.iter().position(|n| n == k).unwrap();
                 r["features"][i].as_f64().unwrap()
             };
             checked += 1;

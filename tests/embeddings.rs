@@ -11,8 +11,8 @@ use common::*;
 use socialctx::ThreadSource;
 use socialctx::internals::{Dtype, npy_header};
 use socialctx::{
-    Batch, Cache, EmbeddingError, Kinds, Loader, NO_ROW, Pad, Selection, StoreMeta, TextField,
-    UniqueTexts,
+    Batch, Cache, EmbeddingError, EmbeddingStore, Kinds, Loader, Pad, Selection, StoreMeta,
+    TextField, UniqueTexts,
 };
 
 const DIM: usize = 3;
@@ -112,7 +112,7 @@ fn batches_index_the_rows_of_their_reactions() {
         assert_eq!(*k, unique_key(&cache, i));
     }
     let unique = UniqueTexts::collect(&cache, TextField::Reply, None).unwrap();
-    let offsets = socialctx::reaction_offsets(&cache).unwrap();
+    let offsets = cache.reaction_offsets().unwrap();
     for pad in [Pad::Max, Pad::Longest { multiple: 4 }] {
         let sel = Selection {
             kinds: Kinds::Both,
@@ -150,7 +150,7 @@ fn batches_index_the_rows_of_their_reactions() {
                 let slot = b * width + s;
                 let want = picked.get(s).and_then(|&i| {
                     let u = unique.index()[offsets[pos] as usize + i];
-                    (u != NO_ROW).then_some(u as usize)
+                    (u != EmbeddingStore::NO_ROW).then_some(u as usize)
                 });
                 assert_eq!(rows[slot], want.map_or(-1, |u| u as i32), "slot {slot}");
                 let got = &dense[slot * DIM..(slot + 1) * DIM];

@@ -11,7 +11,7 @@ use common::*;
 use serde_json::Value;
 use socialctx::Cache;
 use socialctx::ThreadSource;
-use socialctx::dump::{DumpOptions, write_cache_with};
+use socialctx::dump::{DumpOptions, write_cache};
 use socialctx::{Annotated, Veracity};
 use socialctx::{BuildOptions, NoProgress, build};
 
@@ -157,10 +157,10 @@ fn dump_extended_prints_the_columns() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = cache_of("tests/fixtures/real/pheme-journalism/corpus", tmp.path());
     let mut out = Vec::new();
-    write_cache_with(
+    write_cache(
         &mut out,
         &cache,
-        DumpOptions::default().retweets(true).extended(true),
+        &DumpOptions::default().retweets(true).extended(true),
     )
     .unwrap();
     let lines = jsonl(&String::from_utf8(out).unwrap());
@@ -191,10 +191,10 @@ fn dump_extended_prints_the_columns() {
     }
     // Without --extended the oracle's keys only.
     let mut plain = Vec::new();
-    write_cache_with(
+    write_cache(
         &mut plain,
         &cache,
-        DumpOptions::default().retweets(false).extended(false),
+        &DumpOptions::default().retweets(false).extended(false),
     )
     .unwrap();
     let first = jsonl(&String::from_utf8(plain).unwrap()).remove(0);

@@ -12,7 +12,7 @@ use serde_json::Value;
 use socialctx::FeatureStats;
 use socialctx::Split;
 use socialctx::ThreadSource;
-use socialctx::{Batch, BatchMut, EmptyThreads, Kinds, Loader, Selection, shuffled};
+use socialctx::{Batch, BatchMut, EmptyThreads, Kinds, Loader, Selection, shuffle};
 use socialctx::{Cache, LoadError};
 
 /// The oracle's reactions per source id: (kind, t_diff seconds, features as f32).
@@ -70,7 +70,7 @@ fn reference_stats(o: &Oracle, ids: &[u64], sel: &Selection) -> FeatureStats {
         .collect();
     let n = rows.len() as f64;
     let mut s = FeatureStats {
-        feature_names: socialctx::FEATURE_NAMES
+        feature_names: socialctx::Feature::NAMES
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -304,6 +304,13 @@ fn real_rpdnn_split_files_parse() {
     assert_eq!(train.ids.len(), 4674);
 }
 
+/// `0..n` shuffled with `seed`: an epoch's order.
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    shuffle(&mut v, seed);
+    v
+}
+
 #[test]
 fn shuffle_is_deterministic_and_a_permutation() {
     let a = shuffled(1000, 7);
@@ -317,6 +324,11 @@ fn shuffle_is_deterministic_and_a_permutation() {
     // (computed independently by a Python port of splitmix64 + Fisher-Yates)
     assert_eq!(shuffled(5, 1), vec![1, 0, 3, 4, 2]);
     assert_eq!(shuffled(10, 42), vec![8, 3, 6, 5, 4, 0, 9, 2, 1, 7]);
+    // Any element type moves the same way: the order depends on the length
+    // and the seed only.
+    let mut words = ["a", "b", "c", "d", "e"];
+    shuffle(&mut words, 1);
+    assert_eq!(words, ["b", "a", "d", "e", "c"]);
 }
 
 #[test]

@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 
 use common::*;
 use socialctx::Cache;
-use socialctx::dump::write_cache;
+use socialctx::dump::{DumpOptions, write_cache};
 
 fn dump(cache: &Cache, retweets: bool) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
-    write_cache(&mut out, cache, retweets).unwrap();
+    write_cache(&mut out, cache, &DumpOptions::default().retweets(retweets)).unwrap();
     jsonl(&String::from_utf8(out).unwrap())
 }
 

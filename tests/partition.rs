@@ -152,7 +152,7 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
     let deep = cache
         .iter()
         .flat_map(|t| t.reactions().map(|r| r.parent()).collect::<Vec<_>>())
-        .filter(|&p| p != socialctx::PARENT_SOURCE)
+        .filter(|&p| p != socialctx::ReactionNum::PARENT_SOURCE)
         .count();
     assert!(deep > 500, "{deep} replies to replies");
     drop(cache);
@@ -412,7 +412,7 @@ fn the_writer_refuses_out_of_order_source_ids() {
         reaction_texts: Vec::new(),
         features: Vec::new(),
         reaction_extra: Vec::new(),
-        thread_extra: [f32::NAN; socialctx::THREAD_COLUMNS.len()],
+        thread_extra: [f32::NAN; socialctx::Manifest::THREAD_COLUMNS.len()],
     };
     let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
     w.push(thread(20), "e/rumours/20").unwrap();

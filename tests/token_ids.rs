@@ -7,10 +7,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use socialctx::{
-    BagOfWords, BatchMut, Cache, GraphBatch, Kinds, LoadError, Loader, NO_REACTION, ThreadSource,
-};
-use socialctx::{Pad, Selection, TextField, TokenIdsMut, UNKNOWN_ID, Vocabulary};
+use socialctx::{BagOfWords, BatchMut, Cache, GraphBatch, Kinds, LoadError, Loader, ThreadSource};
+use socialctx::{Pad, Selection, TextField, TokenIdsMut, Vocabulary};
 
 fn sample() -> (tempfile::TempDir, Cache) {
     let tmp = tempfile::tempdir().unwrap();
@@ -82,7 +80,7 @@ fn token_ids_are_each_slots_tokens_indexed_cut_and_padded() {
                 let slots = b * width;
                 for s in 0..slots {
                     let want: Vec<i32> = match reactions[s] {
-                        NO_REACTION => Vec::new(),
+                        BatchMut::NO_REACTION => Vec::new(),
                         r => tokens(&cache, field, positions[s / width], r)
                             .iter()
                             .map(|tok| vocab.index(tok) as i32)
@@ -191,11 +189,11 @@ fn bags_of_words_count_each_nodes_tokens() {
                 let row = bow.indptr[node] as usize..bow.indptr[node + 1] as usize;
                 let r = graphs.reactions[node];
                 let mut want = BTreeMap::<i64, f32>::new();
-                if r != NO_REACTION {
+                if r != BatchMut::NO_REACTION {
                     let pos = graphs.positions[graphs.batch[node] as usize];
                     for tok in tokens(&cache, TextField::Reply, pos, r) {
                         let id = vocab.index(&tok);
-                        if unknown || id != UNKNOWN_ID {
+                        if unknown || id != Vocabulary::UNKNOWN_ID {
                             *want.entry(i64::from(id)).or_default() += 1.0;
                         }
                     }

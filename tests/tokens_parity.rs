@@ -8,13 +8,13 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use socialctx::dump::{DumpOptions, write_cache_with};
+use socialctx::dump::{DumpOptions, write_cache};
 use socialctx::{BuildOptions, Cache, NoProgress, build};
 
 fn dump_tokens(cache: &Cache, retweets: bool) -> String {
     let mut out = Vec::new();
     let opts = DumpOptions::default().tokens(true).retweets(retweets);
-    write_cache_with(&mut out, cache, opts).unwrap();
+    write_cache(&mut out, cache, &opts).unwrap();
     String::from_utf8(out).unwrap()
 }
 

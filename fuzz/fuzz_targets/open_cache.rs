@@ -15,8 +15,8 @@ use std::sync::OnceLock;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use socialctx::{Cache, LazyCache, Manifest, NumView};
 use socialctx::{BuildOptions, NoProgress, build};
+use socialctx::{Cache, LazyCache, Manifest, NumView, ThreadSource};
 use xxhash_rust::xxh3::xxh3_64;
 
 const FOOTER_LEN: usize = 32;
@@ -376,8 +376,10 @@ fn write_dir(dir: &Path, files: &Files) {
 /// Every accessor of an opened cache.
 fn read_all(cache: &Cache) {
     let mut out = Vec::new();
-    socialctx::dump::write_cache(&mut out, cache, true).unwrap();
-    socialctx::dump::write_cache(&mut out, cache, false).unwrap();
+    for retweets in [true, false] {
+        let opts = socialctx::dump::DumpOptions::default().retweets(retweets);
+        socialctx::dump::write_cache(&mut out, cache, &opts).unwrap();
+    }
     let _ = (
         cache.manifest(),
         cache.report(),

@@ -158,7 +158,7 @@ def read_split(csv_path: _Path, cache: Cache) -> Split:
     """Reads an RPDNN split CSV (``tweet_id``, ``label`` columns) and finds its threads in ``cache``."""
 
 def shuffled(n: int, seed: int) -> npt.NDArray[np.int64]:
-    """A deterministic permutation of ``range(n)`` (the same as the Rust crate's ``shuffled``)."""
+    """A deterministic permutation of ``range(n)`` (the same as the Rust crate's ``shuffle`` of ``0..n``)."""
 
 class Cache:
     """An open feature cache: a sequence of threads in source-id order."""

@@ -56,7 +56,7 @@ pub(crate) struct PyBatch {
     pub(crate) lengths: Py<PyArray1<u32>>,
     pub(crate) source_ids: Py<PyArray1<u64>>,
     pub(crate) labels: Py<PyArray1<i8>>,
-    /// Per slot, the reaction of its thread filling it (sc::NO_REACTION: none).
+    /// Per slot, the reaction of its thread filling it (sc::BatchMut::NO_REACTION: none).
     pub(crate) reactions: Vec<u32>,
     /// Per store: the index buffer (int32), and the dense rows (float32 or
     /// uint16 for float16 stores, with a float16 view for the user).
@@ -95,7 +95,7 @@ impl PyBatch {
     fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         prefix(
             self.features.bind(py).as_any(),
-            &[self.batch_size, self.width, sc::NUM_FEATURES],
+            &[self.batch_size, self.width, sc::Feature::COUNT],
         )
     }
     /// uint8 [batch_size, width]: 1 for a real row, 0 for padding.
@@ -180,14 +180,14 @@ impl PyBatch {
         }
         let t = layout.max_cxt;
         let slots = size_of("mask", &[batch_size, t])?;
-        let feats = size_of("features", &[batch_size, t, sc::NUM_FEATURES])?;
+        let feats = size_of("features", &[batch_size, t, sc::Feature::COUNT])?;
         let mut reactions = Vec::new();
         reactions.try_reserve_exact(slots).map_err(|_| {
             PyMemoryError::new_err(format!(
                 "cannot allocate a Batch of {batch_size} x {t} rows"
             ))
         })?;
-        reactions.resize(slots, sc::NO_REACTION);
+        reactions.resize(slots, sc::BatchMut::NO_REACTION);
         let mut index_out = Vec::new();
         let mut dense_out = Vec::new();
         for &(_, dim, half) in &layout.stores {

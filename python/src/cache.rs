@@ -176,7 +176,7 @@ impl PyCache {
     /// The 28 feature names, in column order.
     #[getter]
     fn feature_names(&self) -> Vec<&'static str> {
-        sc::FEATURE_NAMES.to_vec()
+        sc::Feature::NAMES.to_vec()
     }
 
     /// Names of the extended per-reaction columns (empty for a build without them).

@@ -305,7 +305,7 @@ fn _cli_dump(
         .tokens(tokens);
     py.detach(|| {
         let mut out = BufWriter::new(std::io::stdout().lock());
-        match sc::dump::write_cache_with(&mut out, &cache, opts).and_then(|()| out.flush()) {
+        match sc::dump::write_cache(&mut out, &cache, &opts).and_then(|()| out.flush()) {
             Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
             other => other,
         }

@@ -59,7 +59,7 @@ impl PyGraphBatch {
     #[getter]
     fn x<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let n = self.inner.num_nodes();
-        copy1(py, &self.inner.features).reshape([n, sc::NUM_FEATURES])
+        copy1(py, &self.inner.features).reshape([n, sc::Feature::COUNT])
     }
 
     /// np.int64 [2, E].

@@ -39,8 +39,8 @@ use socialctx as sc;
 #[pymodule]
 fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     error::register(m)?;
-    m.add("FEATURE_NAMES", sc::FEATURE_NAMES.to_vec())?;
-    m.add("NUM_FEATURES", sc::NUM_FEATURES)?;
+    m.add("FEATURE_NAMES", sc::Feature::NAMES.to_vec())?;
+    m.add("NUM_FEATURES", sc::Feature::COUNT)?;
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
     m.add_function(wrap_pyfunction!(cache::open, m)?)?;
     m.add_function(wrap_pyfunction!(build::build, m)?)?;

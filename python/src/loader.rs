@@ -360,7 +360,7 @@ impl PyLoader {
         let offsets = if stores.is_empty() {
             Vec::new()
         } else {
-            py.detach(|| sc::reaction_offsets(&*reader))?
+            py.detach(|| reader.reaction_offsets())?
         };
         let layout = Layout {
             max_cxt: opts.selection.max_cxt,
@@ -514,7 +514,7 @@ impl PyLoader {
         }
         let list = PyList::empty(py);
         let picked: Vec<&[usize]> = match rank {
-            Some(r) => sc::rank_batches(&plan, r, world_size).collect(),
+            Some(r) => how.rank_batches(&plan, r).collect(),
             None => plan.iter().map(Vec::as_slice).collect(),
         };
         for b in picked {
@@ -578,7 +578,7 @@ impl PyLoader {
     /// The epoch's batches over threads contributing `lengths` rows (the
     /// lengths matter only when bucketing, `noise` given).
     fn plan_of(&self, lengths: &[usize], how: sc::Batching) -> Result<Vec<Vec<usize>>> {
-        Ok(sc::plan_batches(lengths, &how)?)
+        Ok(how.plan(lengths)?)
     }
 
     fn loader_width(&self, lengths: impl IntoIterator<Item = usize>) -> usize {
@@ -648,7 +648,7 @@ impl Epoch {
 }
 
 /// A deterministic permutation of range(n) from `seed` (the same as the
-/// Rust crate's `shuffled`, on every machine).
+/// Rust crate's `shuffle` of `0..n`, on every machine).
 #[pyfunction]
 pub(crate) fn shuffled<'py>(
     py: Python<'py>,

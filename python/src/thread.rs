@@ -111,7 +111,7 @@ impl PyThread {
         Ok(view2(
             self.owner(py),
             t.features().as_flattened(),
-            sc::NUM_FEATURES,
+            sc::Feature::COUNT,
         )?)
     }
 
@@ -150,7 +150,7 @@ impl PyThread {
         let v: Vec<i64> = t
             .reaction_records()
             .map(|r| match r.parent {
-                sc::PARENT_SOURCE => -1,
+                sc::ReactionNum::PARENT_SOURCE => -1,
                 p => i64::from(p),
             })
             .collect();

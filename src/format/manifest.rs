@@ -77,6 +77,14 @@ pub struct PartitionInfo {
 }
 
 impl Manifest {
+    /// The [`reaction_columns`](Self::reaction_columns) of an extended
+    /// cache: the extra per-reaction columns, in storage order.
+    pub const REACTION_COLUMNS: [&'static str; 6] = crate::schema::REACTION_COLUMNS;
+
+    /// The [`thread_columns`](Self::thread_columns) of an extended cache:
+    /// the extra per-thread columns, in storage order.
+    pub const THREAD_COLUMNS: [&'static str; 2] = crate::schema::THREAD_COLUMNS;
+
     /// The manifest's bytes as every writer writes them (pretty JSON, one
     /// final newline): readers accept these bytes and no others.
     pub fn to_bytes(&self) -> serde_json::Result<Vec<u8>> {

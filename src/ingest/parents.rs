@@ -86,13 +86,15 @@ pub struct Node {
     pub in_reply_to: Option<u64>,
 }
 
-/// Each reaction's parent (a position in `nodes`, or [`PARENT_SOURCE`]) and
+/// Each reaction's parent (a position in `nodes`, or
+/// [`ReactionNum::PARENT_SOURCE`](crate::ReactionNum::PARENT_SOURCE)) and
 /// how it was found, for the reactions of one thread in the thread's
 /// `(created_at, id)` order.
 ///
 /// ```
 /// use socialctx::internals::parents::{Node, assign};
-/// use socialctx::{ParentHow, ReactionKind, PARENT_SOURCE};
+/// use socialctx::{ParentHow, ReactionKind, ReactionNum};
+/// const PARENT_SOURCE: u32 = ReactionNum::PARENT_SOURCE;
 /// let reply = |id, to| Node { id, kind: ReactionKind::Reply, in_reply_to: to };
 /// let got = assign(1, &[reply(2, Some(1)), reply(3, Some(2)), reply(4, Some(9))], None);
 /// assert_eq!(got, [(PARENT_SOURCE, ParentHow::InReplyTo), (0, ParentHow::InReplyTo),

@@ -725,10 +725,10 @@ pub struct ThreadData {
     /// Their features, same order.
     pub features: Vec<FeatureVec>,
     /// Extended per-reaction values, same order, in
-    /// [`REACTION_COLUMNS`](crate::schema::REACTION_COLUMNS) order (NaN =
+    /// [`REACTION_COLUMNS`](crate::Manifest::REACTION_COLUMNS) order (NaN =
     /// unknown); empty when the build has no extended features.
     pub reaction_extra: Vec<[f32; REACTION_EXTRA]>,
-    /// Extended per-thread values in [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS) order.
+    /// Extended per-thread values in [`THREAD_COLUMNS`](crate::Manifest::THREAD_COLUMNS) order.
     pub thread_extra: [f32; THREAD_EXTRA],
 }
 

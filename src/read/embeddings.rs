@@ -13,7 +13,7 @@ use crate::format::embeddings::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, NO_ROW, STORE_FORMAT, STORE_VERSION, STORES_DIR,
     StoreMeta, VECTORS_FILE, parse_npy,
 };
-use crate::train::loader::NO_REACTION;
+use crate::train::loader::BatchMut;
 
 type Result<T, E = EmbeddingError> = std::result::Result<T, E>;
 
@@ -149,6 +149,11 @@ fn check_npy(
 }
 
 impl EmbeddingStore {
+    /// "No row": the [`index`](Self::index) entry of a reaction with no
+    /// input (a retweet, a reply whose tokens are `[]`, no description),
+    /// which reads as zeros; also [`UniqueTexts::NONE`](crate::UniqueTexts::NONE).
+    pub const NO_ROW: u32 = crate::schema::NO_ROW;
+
     /// Opens store `name` under `derived/` verified in full, of whatever
     /// cache content it was computed for (`for_content` checks it: the
     /// content id and the reaction count), e.g. to reuse its rows.
@@ -302,7 +307,7 @@ impl EmbeddingStore {
         self.dtype == Dtype::F16
     }
 
-    /// Each reaction's row (cache order), [`NO_ROW`](crate::NO_ROW) for none.
+    /// Each reaction's row (cache order), [`NO_ROW`](Self::NO_ROW) for none.
     pub fn index(&self) -> &[u32] {
         <[u32]>::ref_from_bytes(&self.index[self.index_at..]).unwrap_or(&[])
     }
@@ -336,7 +341,7 @@ impl EmbeddingStore {
     /// each, `reactions` as [`BatchMut::with_reactions`](crate::BatchMut::with_reactions)
     /// recorded them), each slot's row in this store, or -1 for none.
     /// `offsets[p]` is thread `p`'s first reaction in cache order
-    /// ([`reaction_offsets`](crate::reaction_offsets)). Slots of threads
+    /// ([`reaction_offsets`](crate::ThreadSource::reaction_offsets)). Slots of threads
     /// past `positions` get -1.
     pub fn rows_of_slots(
         &self,
@@ -348,7 +353,7 @@ impl EmbeddingStore {
     ) {
         let index = self.index();
         for (slot, (o, &r)) in out.iter_mut().zip(reactions).enumerate() {
-            let row = if width == 0 || r == NO_REACTION {
+            let row = if width == 0 || r == BatchMut::NO_REACTION {
                 None
             } else {
                 positions

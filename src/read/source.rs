@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::EmbeddingStore;
 use super::cache::Core;
 use super::view::{NumView, ThreadView};
-use crate::error::{EmbeddingError, OpenError};
+use crate::error::{EmbeddingError, LoadError, OpenError};
 use crate::format::manifest::Manifest;
 use crate::format::report::BadInput;
 
@@ -118,6 +118,23 @@ pub trait ThreadSource: Sealed {
     /// rebuilt cache is embedded again.
     fn embeddings_of_any_content(&self, name: &str) -> Result<EmbeddingStore, EmbeddingError> {
         self.core().embeddings(name, false)
+    }
+
+    /// Per thread position, its first reaction's index in cache order
+    /// (threads by position, reactions by time), plus the total at the end:
+    /// what an [`EmbeddingStore`]'s per-reaction index is addressed by.
+    fn reaction_offsets(&self) -> Result<Vec<u64>, LoadError> {
+        let mut offsets = Vec::with_capacity(self.len() + 1);
+        let mut next = 0u64;
+        for i in 0..self.len() {
+            offsets.push(next);
+            let t = self
+                .numbers(i)?
+                .ok_or(LoadError::NoSuchThread { position: i })?;
+            next += t.reaction_count() as u64;
+        }
+        offsets.push(next);
+        Ok(offsets)
     }
 }
 

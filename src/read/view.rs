@@ -116,10 +116,16 @@ pub struct ReactionNum {
     /// Reply or retweet.
     pub kind: ReactionKind,
     /// Its parent: the position of an earlier reply of the thread, or
-    /// [`PARENT_SOURCE`](crate::PARENT_SOURCE) (`FEATURES.md`, "Propagation tree").
+    /// [`PARENT_SOURCE`](ReactionNum::PARENT_SOURCE) (`FEATURES.md`, "Propagation tree").
     pub parent: u32,
     /// How `parent` was found.
     pub parent_how: ParentHow,
+}
+
+impl ReactionNum {
+    /// The [`parent`](Self::parent) of a reaction whose parent is the source
+    /// tweet (also what [`ReactionView::parent`] returns for it).
+    pub const PARENT_SOURCE: u32 = crate::format::PARENT_SOURCE;
 }
 
 /// A zero-copy view of one thread: its numbers and texts.
@@ -181,7 +187,7 @@ impl<'a> ThreadView<'a> {
         self.num.reaction_count()
     }
     /// The features of all reactions, in reaction order: one contiguous slice.
-    pub fn features(&self) -> &'a [FeatureVec] {
+    pub fn features(&self) -> &'a [[f32; Feature::COUNT]] {
         self.num.features()
     }
     /// Values of extra per-reaction column `c`, as [`NumView::column`].
@@ -314,7 +320,7 @@ impl<'a> ReactionView<'a> {
     pub fn created_at(&self) -> i64 {
         self.rec.created_at.to_native()
     }
-    /// Its parent: the position of an earlier reply, or [`PARENT_SOURCE`](crate::PARENT_SOURCE).
+    /// Its parent: the position of an earlier reply, or [`PARENT_SOURCE`](ReactionNum::PARENT_SOURCE).
     pub fn parent(&self) -> u32 {
         self.rec.parent.to_native()
     }
@@ -364,7 +370,7 @@ impl<'a> ReactionView<'a> {
         self.kind() == ReactionKind::Retweet || !self.spans[REPLY_TOKENS].is_none()
     }
     /// The 28 features.
-    pub fn features(&self) -> &'a FeatureVec {
+    pub fn features(&self) -> &'a [f32; Feature::COUNT] {
         self.features
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::error::LoadError;
 
-/// How to cut `n` items into batches (see [`plan_batches`]).
+/// How to cut `n` items into batches (see [`plan`](Batching::plan)).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Batching {
     /// Items per batch (at most).
@@ -28,7 +28,7 @@ pub struct Batching {
     /// it, so that every rank gets the same number.
     pub world_size: usize,
     /// With several ranks, drop the items that would not fill a batch for
-    /// every rank instead of spreading them (see [`plan_batches`]).
+    /// every rank instead of spreading them (see [`plan`](Batching::plan)).
     pub drop_last: bool,
 }
 
@@ -44,93 +44,97 @@ impl Default for Batching {
     }
 }
 
-/// The batches of one epoch over items `0..lengths.len()` (indices into
-/// the caller's positions), in the order they are to be fed.
-///
-/// - One rank (`world_size` 1): full batches of `batch_size`, the last one
-///   smaller, as a plain loop over chunks gives.
-/// - Several ranks: the batch count is rounded up to a multiple of
-///   `world_size` and the items are spread over the batches as evenly as
-///   possible (sizes differ by at most one, none exceeds `batch_size`), so
-///   every item is in exactly one batch and every rank gets the same number
-///   of batches: rank `r` takes batches `r, r + world_size, ...`
-///   ([`rank_batches`]). With `drop_last`, only `world_size * k` full
-///   batches are kept and the rest of the items wait for another epoch, as
-///   `DistributedSampler(drop_last=True)` does.
-///
-/// `lengths` matter only when bucketing. Fails when there are fewer items
-/// than ranks (some rank would get an empty batch) or `batch_size` or
-/// `world_size` is 0.
-pub fn plan_batches(lengths: &[usize], how: &Batching) -> Result<Vec<Vec<usize>>, LoadError> {
-    let n = lengths.len();
-    let (bs, world) = (how.batch_size, how.world_size);
-    if bs == 0 || world == 0 {
-        return Err(LoadError::BadBatching {
-            reason: "batch_size and world_size must be at least 1".into(),
-        });
-    }
-    let mut order: Vec<usize> = (0..n).collect();
-    match (how.bucket_noise, how.seed) {
-        (Some(noise), seed) => {
-            if !(0.0..1.0).contains(&noise) {
-                return Err(LoadError::BadBatching {
-                    reason: format!("bucket noise must be in [0, 1), not {noise}"),
-                });
-            }
-            let mut rng = SplitMix(seed.unwrap_or(0) ^ 0x5EED_B0C4_E7ED_0001);
-            let keys: Vec<f64> = lengths
-                .iter()
-                .map(|&l| {
-                    let u = if seed.is_some() { rng.uniform() } else { 0.0 };
-                    l as f64 * (1.0 + u * noise)
-                })
-                .collect();
-            order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]).then(a.cmp(&b)));
-        }
-        (None, Some(seed)) => super::loader::shuffle(&mut order, seed),
-        (None, None) => {}
-    }
-    let mut batches = if world == 1 {
-        order.chunks(bs).map(<[usize]>::to_vec).collect::<Vec<_>>()
-    } else if how.drop_last {
-        let k = n / bs / world * world;
-        order[..k * bs].chunks(bs).map(<[usize]>::to_vec).collect()
-    } else {
-        if n < world {
+impl Batching {
+    /// The batches of one epoch over items `0..lengths.len()` (indices into
+    /// the caller's positions), in the order they are to be fed.
+    ///
+    /// - One rank (`world_size` 1): full batches of `batch_size`, the last one
+    ///   smaller, as a plain loop over chunks gives.
+    /// - Several ranks: the batch count is rounded up to a multiple of
+    ///   `world_size` and the items are spread over the batches as evenly as
+    ///   possible (sizes differ by at most one, none exceeds `batch_size`), so
+    ///   every item is in exactly one batch and every rank gets the same number
+    ///   of batches: rank `r` takes batches `r, r + world_size, ...`
+    ///   ([`rank_batches`](Self::rank_batches)). With `drop_last`, only `world_size * k` full
+    ///   batches are kept and the rest of the items wait for another epoch, as
+    ///   `DistributedSampler(drop_last=True)` does.
+    ///
+    /// `lengths` matter only when bucketing. Fails when there are fewer items
+    /// than ranks (some rank would get an empty batch) or `batch_size` or
+    /// `world_size` is 0.
+    pub fn plan(&self, lengths: &[usize]) -> Result<Vec<Vec<usize>>, LoadError> {
+        let how = self;
+        let n = lengths.len();
+        let (bs, world) = (how.batch_size, how.world_size);
+        if bs == 0 || world == 0 {
             return Err(LoadError::BadBatching {
-                reason: format!("{n} threads cannot be shared out among {world} ranks"),
+                reason: "batch_size and world_size must be at least 1".into(),
             });
         }
-        let count = n.div_ceil(bs).next_multiple_of(world);
-        let (base, extra) = (n / count, n % count);
-        let mut start = 0;
-        (0..count)
-            .map(|i| {
-                let len = base + usize::from(i < extra);
-                let batch = order[start..start + len].to_vec();
-                start += len;
-                batch
-            })
-            .collect()
-    };
-    if how.bucket_noise.is_some()
-        && let Some(seed) = how.seed
-    {
-        super::loader::shuffle(&mut batches, seed ^ 0xBA7C_4E50_0DE2_0002);
+        let mut order: Vec<usize> = (0..n).collect();
+        match (how.bucket_noise, how.seed) {
+            (Some(noise), seed) => {
+                if !(0.0..1.0).contains(&noise) {
+                    return Err(LoadError::BadBatching {
+                        reason: format!("bucket noise must be in [0, 1), not {noise}"),
+                    });
+                }
+                let mut rng = SplitMix(seed.unwrap_or(0) ^ 0x5EED_B0C4_E7ED_0001);
+                let keys: Vec<f64> = lengths
+                    .iter()
+                    .map(|&l| {
+                        let u = if seed.is_some() { rng.uniform() } else { 0.0 };
+                        l as f64 * (1.0 + u * noise)
+                    })
+                    .collect();
+                order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]).then(a.cmp(&b)));
+            }
+            (None, Some(seed)) => super::loader::shuffle(&mut order, seed),
+            (None, None) => {}
+        }
+        let mut batches = if world == 1 {
+            order.chunks(bs).map(<[usize]>::to_vec).collect::<Vec<_>>()
+        } else if how.drop_last {
+            let k = n / bs / world * world;
+            order[..k * bs].chunks(bs).map(<[usize]>::to_vec).collect()
+        } else {
+            if n < world {
+                return Err(LoadError::BadBatching {
+                    reason: format!("{n} threads cannot be shared out among {world} ranks"),
+                });
+            }
+            let count = n.div_ceil(bs).next_multiple_of(world);
+            let (base, extra) = (n / count, n % count);
+            let mut start = 0;
+            (0..count)
+                .map(|i| {
+                    let len = base + usize::from(i < extra);
+                    let batch = order[start..start + len].to_vec();
+                    start += len;
+                    batch
+                })
+                .collect()
+        };
+        if how.bucket_noise.is_some()
+            && let Some(seed) = how.seed
+        {
+            super::loader::shuffle(&mut batches, seed ^ 0xBA7C_4E50_0DE2_0002);
+        }
+        Ok(batches)
     }
-    Ok(batches)
-}
 
-/// The batches of `plan` that rank `rank` of `world_size` feeds, in order.
-pub fn rank_batches(
-    plan: &[Vec<usize>],
-    rank: usize,
-    world_size: usize,
-) -> impl Iterator<Item = &[usize]> {
-    plan.iter()
-        .skip(rank)
-        .step_by(world_size.max(1))
-        .map(Vec::as_slice)
+    /// The batches of `plan` (from [`plan`](Self::plan)) that rank `rank` of
+    /// [`world_size`](Self::world_size) feeds, in order.
+    pub fn rank_batches<'p>(
+        &self,
+        plan: &'p [Vec<usize>],
+        rank: usize,
+    ) -> impl Iterator<Item = &'p [usize]> + use<'p> {
+        plan.iter()
+            .skip(rank)
+            .step_by(self.world_size.max(1))
+            .map(Vec::as_slice)
+    }
 }
 
 /// splitmix64, as [`shuffle`](crate::shuffle) draws it.
@@ -168,7 +172,7 @@ mod tests {
             batch_size: 4,
             ..Batching::default()
         };
-        let plan = plan_batches(&lengths, &how).unwrap();
+        let plan = how.plan(&lengths).unwrap();
         assert_eq!(plan, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8, 9]]);
     }
 
@@ -188,12 +192,12 @@ mod tests {
                         world_size: world,
                         drop_last: false,
                     };
-                    let plan = plan_batches(&lengths, &how).unwrap();
+                    let plan = how.plan(&lengths).unwrap();
                     check_cover(&plan, n);
                     assert_eq!(plan.len() % world, 0);
                     assert!(plan.iter().all(|b| !b.is_empty() && b.len() <= 8));
                     let counts: Vec<usize> = (0..world)
-                        .map(|r| rank_batches(&plan, r, world).count())
+                        .map(|r| how.rank_batches(&plan, r).count())
                         .collect();
                     assert!(counts.iter().all(|&c| c == counts[0]));
                 }
@@ -210,16 +214,14 @@ mod tests {
             bucket_noise: Some(0.1),
             ..Batching::default()
         };
-        let plan = plan_batches(&lengths, &how).unwrap();
+        let plan = how.plan(&lengths).unwrap();
         check_cover(&plan, 1000);
-        assert_eq!(plan, plan_batches(&lengths, &how).unwrap());
-        let other = plan_batches(
-            &lengths,
-            &Batching {
-                seed: Some(2),
-                ..how
-            },
-        )
+        assert_eq!(plan, how.plan(&lengths).unwrap());
+        let other = (Batching {
+            seed: Some(2),
+            ..how
+        })
+        .plan(&lengths)
         .unwrap();
         assert_ne!(plan, other);
         let padded: usize = plan
@@ -242,48 +244,40 @@ mod tests {
             drop_last: true,
             ..Batching::default()
         };
-        let plan = plan_batches(&lengths, &how).unwrap();
+        let plan = how.plan(&lengths).unwrap();
         assert_eq!(plan.len(), 2);
         assert!(plan.iter().all(|b| b.len() == 3));
         assert!(
-            plan_batches(
-                &[1],
-                &Batching {
-                    world_size: 2,
-                    ..how
-                }
-            )
+            (Batching {
+                world_size: 2,
+                ..how
+            })
+            .plan(&[1])
             .is_ok()
         );
         assert!(
-            plan_batches(
-                &[1],
-                &Batching {
-                    world_size: 2,
-                    drop_last: false,
-                    ..how
-                }
-            )
+            (Batching {
+                world_size: 2,
+                drop_last: false,
+                ..how
+            })
+            .plan(&[1])
             .is_err()
         );
         assert!(
-            plan_batches(
-                &lengths,
-                &Batching {
-                    batch_size: 0,
-                    ..how
-                }
-            )
+            (Batching {
+                batch_size: 0,
+                ..how
+            })
+            .plan(&lengths)
             .is_err()
         );
         assert!(
-            plan_batches(
-                &lengths,
-                &Batching {
-                    bucket_noise: Some(1.5),
-                    ..how
-                }
-            )
+            (Batching {
+                bucket_noise: Some(1.5),
+                ..how
+            })
+            .plan(&lengths)
             .is_err()
         );
     }

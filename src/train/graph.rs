@@ -27,9 +27,9 @@
 //! # Ok::<(), socialctx::Error>(())
 //! ```
 
-use super::loader::{Loader, NO_REACTION};
-use crate::PARENT_SOURCE;
+use super::loader::{BatchMut, Loader};
 use crate::error::LoadError;
+use crate::format::PARENT_SOURCE;
 use crate::read::ThreadSource;
 use crate::schema::NUM_FEATURES;
 
@@ -56,7 +56,7 @@ pub struct GraphBatch {
     /// `[num_nodes]`: each node's parent node, -1 for roots.
     pub parent: Vec<i64>,
     /// `[num_nodes]`: each node's reaction (its index in the thread's
-    /// order, as the loader's reaction slots), [`NO_REACTION`] for roots.
+    /// order, as the loader's reaction slots), [`BatchMut::NO_REACTION`] for roots.
     pub reactions: Vec<u32>,
     /// `[num_graphs]`: each thread's position in the cache.
     pub positions: Vec<usize>,
@@ -131,7 +131,7 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
             out.labels.push(labels.map_or(t.label_code(), |l| l[b]));
             out.batch.push(b as i64);
             out.parent.push(-1);
-            out.reactions.push(NO_REACTION);
+            out.reactions.push(BatchMut::NO_REACTION);
             out.features.extend_from_slice(&[0.0; NUM_FEATURES]);
             let rows = t.features();
             let mut picked = sel.indices(&t).peekable();

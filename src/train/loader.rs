@@ -142,6 +142,10 @@ pub struct BatchMut<'a> {
 }
 
 impl<'a> BatchMut<'a> {
+    /// [`with_reactions`](Self::with_reactions)' value for a row slot no
+    /// reaction fills (padding, an empty thread's row; a graph's root).
+    pub const NO_REACTION: u32 = u32::MAX;
+
     /// Buffers for `lengths.len()` threads of `max_cxt` rows:
     /// `features` `[batch][max_cxt][28]`, `mask` `[batch][max_cxt]`, and
     /// `lengths`, `source_ids`, `labels` `[batch]`, all row-major. Fails with
@@ -186,7 +190,7 @@ impl<'a> BatchMut<'a> {
 
     /// Also records, per row slot `b * width + t`, which reaction of its
     /// thread fills it (its index in the thread's time order), and
-    /// [`NO_REACTION`] for padding and empty-thread rows: what an
+    /// [`NO_REACTION`](Self::NO_REACTION) for padding and empty-thread rows: what an
     /// [`EmbeddingStore`](crate::EmbeddingStore)'s rows are looked up by.
     /// `reactions` holds `batch_size * max_cxt` values.
     pub fn with_reactions(mut self, reactions: &'a mut [u32]) -> Result<Self> {
@@ -217,9 +221,6 @@ impl<'a> BatchMut<'a> {
         self.width
     }
 }
-
-/// [`BatchMut::with_reactions`]' value for a row slot no reaction fills.
-pub const NO_REACTION: u32 = u32::MAX;
 
 /// How many rows per thread a batch has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -393,7 +394,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
                 n += 1;
             }
             if let Some(p) = picked {
-                p[n..].fill(NO_REACTION);
+                p[n..].fill(BatchMut::NO_REACTION);
             }
             let mut len = n;
             if n == 0 && self.empty == EmptyThreads::ZeroRow && width > 0 {
@@ -411,7 +412,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         out.features[used * stride..cap * stride].fill(0.0);
         out.mask[used * width..cap * width].fill(0);
         if let Some(r) = out.reactions.as_deref_mut() {
-            r[used * width..cap * width].fill(NO_REACTION);
+            r[used * width..cap * width].fill(BatchMut::NO_REACTION);
         }
         out.lengths[used..].fill(0);
         out.source_ids[used..].fill(0);
@@ -444,7 +445,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
 
     /// The rows each thread at `positions` contributes to a batch (at most
     /// the selection's `max_cxt`; an empty thread's zero row counts): what
-    /// length-bucketed batches ([`plan_batches`](crate::plan_batches)) are
+    /// length-bucketed batches ([`Batching::plan`](crate::Batching::plan)) are
     /// sorted by, and what a batch's padding is measured against.
     pub fn lengths(&self, positions: &[usize]) -> Result<Vec<usize>> {
         positions
@@ -481,23 +482,18 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
     }
 }
 
-/// A deterministic permutation of `0..n` from `seed` (Fisher-Yates driven by
-/// splitmix64): the same order on every machine and for any thread count.
+/// Shuffles `items` in place, deterministically from `seed` (Fisher-Yates
+/// driven by splitmix64): the same order on every machine and for any
+/// thread count. Shuffling `0..n` gives an epoch's order.
 ///
 /// ```
-/// let a = socialctx::shuffled(10, 42);
-/// assert_eq!(a, socialctx::shuffled(10, 42));
-/// let mut sorted = a.clone();
-/// sorted.sort();
-/// assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+/// let mut order: Vec<usize> = (0..10).collect();
+/// socialctx::shuffle(&mut order, 42);
+/// let mut again: Vec<usize> = (0..10).collect();
+/// socialctx::shuffle(&mut again, 42);
+/// assert_eq!(order, again);
+/// assert_eq!(order, [8, 3, 6, 5, 4, 0, 9, 2, 1, 7]);
 /// ```
-pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..n).collect();
-    shuffle(&mut v, seed);
-    v
-}
-
-/// Shuffles `items` in place, deterministically from `seed`.
 pub fn shuffle<T>(items: &mut [T], seed: u64) {
     let mut state = seed;
     let mut next = || {

@@ -107,7 +107,7 @@ pub struct UniqueTexts {
 
 impl UniqueTexts {
     /// `index` value of a reaction with no input (its row embeds to zeros):
-    /// the embedding store's [`NO_ROW`](crate::NO_ROW).
+    /// the embedding store's [`NO_ROW`](crate::EmbeddingStore::NO_ROW).
     pub const NONE: u32 = crate::schema::NO_ROW;
 
     /// Finds the distinct inputs of `field` over the threads at `positions`
@@ -317,21 +317,3 @@ impl Hasher for KeyHasher {
 }
 
 type KeyHash = BuildHasherDefault<KeyHasher>;
-
-/// Per thread position, its first reaction's index in cache order (threads
-/// by position, reactions by time), plus the total at the end: what an
-/// [`EmbeddingStore`](crate::EmbeddingStore)'s per-reaction index is
-/// addressed by.
-pub fn reaction_offsets<C: ThreadSource + ?Sized>(cache: &C) -> Result<Vec<u64>, LoadError> {
-    let mut offsets = Vec::with_capacity(cache.len() + 1);
-    let mut next = 0u64;
-    for i in 0..cache.len() {
-        offsets.push(next);
-        let t = cache
-            .numbers(i)?
-            .ok_or(LoadError::NoSuchThread { position: i })?;
-        next += t.reaction_count() as u64;
-    }
-    offsets.push(next);
-    Ok(offsets)
-}

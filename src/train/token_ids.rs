@@ -6,11 +6,11 @@
 //! ([`Vocabulary::field`]) straight from the memory map; each token is
 //! looked up in the vocabulary's table (built once, when it was counted)
 //! by a borrowed `&str`, so filling allocates nothing per token. Indices are
-//! AllenNLP's: [`PADDING_ID`] (0) pads, [`UNKNOWN_ID`] (1) stands for every
+//! AllenNLP's: [`Vocabulary::PADDING_ID`] (0) pads, [`Vocabulary::UNKNOWN_ID`] (1) stands for every
 //! token the vocabulary does not hold, known tokens are 2 and up.
 //!
 //! ```no_run
-//! use socialctx::{BagOfWords, BatchMut, Cache, GraphBatch, Kinds, Loader, NO_REACTION};
+//! use socialctx::{BagOfWords, BatchMut, Cache, GraphBatch, Kinds, Loader};
 //! use socialctx::{Selection, TextField, TokenIdsMut, Vocabulary};
 //! let cache = Cache::open("target/socialctx-cache")?;
 //! let vocab = Vocabulary::count(&cache, TextField::Reply, Kinds::Replies, None, 1, Some(5000))?;
@@ -18,7 +18,7 @@
 //! let (b, t, l) = (32, 200, 40);
 //! let (mut f, mut m) = (vec![0f32; b * t * 28], vec![0u8; b * t]);
 //! let (mut len, mut ids, mut y) = (vec![0u32; b], vec![0u64; b], vec![0i8; b]);
-//! let mut reactions = vec![NO_REACTION; b * t];
+//! let mut reactions = vec![BatchMut::NO_REACTION; b * t];
 //! let positions: Vec<usize> = (0..b).collect();
 //! let mut out =
 //!     BatchMut::new(t, &mut f, &mut m, &mut len, &mut ids, &mut y)?.with_reactions(&mut reactions)?;
@@ -37,8 +37,8 @@
 //! ```
 
 use super::graph::GraphBatch;
-use super::loader::NO_REACTION;
-use super::vocab::{PADDING_ID, UNKNOWN_ID, Vocabulary};
+use super::loader::BatchMut;
+use super::vocab::Vocabulary;
 use crate::error::LoadError;
 use crate::read::{ThreadSource, ThreadView};
 
@@ -146,13 +146,13 @@ impl Vocabulary {
     /// [`BatchMut::with_reactions`](crate::BatchMut::with_reactions):
     /// `reactions` is that buffer's used prefix, `[B * width]` (slot
     /// `b * width + t`, the batch's [`width`](crate::BatchMut::width),
-    /// [`NO_REACTION`] for padding), and `positions` the threads the batch
+    /// [`BatchMut::NO_REACTION`] for padding), and `positions` the threads the batch
     /// was filled with (at most `B`).
     ///
     /// Slot `s` gets the tokens of [`field`](Self::field) of the reaction
-    /// filling it, as indices ([`index`](Self::index): [`UNKNOWN_ID`] for
+    /// filling it, as indices ([`index`](Self::index): [`Vocabulary::UNKNOWN_ID`] for
     /// a token not held), the first `max_tokens` of them, then
-    /// [`PADDING_ID`] to `max_tokens`: `ids[s * max_tokens + k]`. Padding
+    /// [`Vocabulary::PADDING_ID`] to `max_tokens`: `ids[s * max_tokens + k]`. Padding
     /// slots, empty-thread rows, retweets' replies and descriptions of
     /// authors without one are all padding (length 0). The first
     /// `reactions.len()` slots of `out` are written, the rest not touched.
@@ -208,7 +208,7 @@ impl Vocabulary {
             let mut thread: Option<ThreadView<'_>> = None;
             for (k, (&r, row)) in slots.iter().zip(ids.chunks_exact_mut(l)).enumerate() {
                 let mut n = 0;
-                if r != NO_REACTION {
+                if r != BatchMut::NO_REACTION {
                     let &pos = positions.get(b).ok_or(LoadError::BufferSize {
                         buffer: "positions",
                         expected: b + 1,
@@ -228,7 +228,7 @@ impl Vocabulary {
                         }
                     }
                 }
-                row[n..].fill(PADDING_ID as i32);
+                row[n..].fill(Vocabulary::PADDING_ID as i32);
                 if let Some(lengths) = out.lengths.as_deref_mut() {
                     lengths[b * width + k] = n as u32;
                 }
@@ -241,7 +241,7 @@ impl Vocabulary {
     /// vocabulary was counted on (see [`BagOfWords`]): a reaction node's
     /// tokens mapped through [`index`](Self::index) and counted, all of
     /// them (no cut at a length). Tokens the vocabulary does not hold count
-    /// under [`UNKNOWN_ID`] with `unknown`, and are left out without it
+    /// under [`Vocabulary::UNKNOWN_ID`] with `unknown`, and are left out without it
     /// (BiGCN counts only its top-5,000 words).
     ///
     /// **Root rows are empty:** the cache stores the source tweet's text
@@ -269,7 +269,7 @@ impl Vocabulary {
             let nodes = graphs.ptr[b] as usize..graphs.ptr[b + 1] as usize;
             for &r in &graphs.reactions[nodes] {
                 ids.clear();
-                if r != NO_REACTION {
+                if r != BatchMut::NO_REACTION {
                     let reaction = t
                         .reaction(r as usize)
                         .ok_or(LoadError::OtherCache { position: pos })?;
@@ -278,7 +278,7 @@ impl Vocabulary {
                             tokens
                                 .iter()
                                 .map(|tok| self.index(tok))
-                                .filter(|&id| unknown || id != UNKNOWN_ID),
+                                .filter(|&id| unknown || id != Vocabulary::UNKNOWN_ID),
                         );
                     }
                 }

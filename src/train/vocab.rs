@@ -21,14 +21,6 @@ use crate::read::ThreadSource;
 /// index 0 is its padding token, `@@PADDING@@`, which files never hold).
 const OOV_TOKEN: &str = "@@UNKNOWN@@";
 
-/// Index of AllenNLP's padding token, `@@PADDING@@`: what token-id
-/// buffers are padded with.
-pub const PADDING_ID: u32 = 0;
-
-/// Index of AllenNLP's unknown token, `@@UNKNOWN@@`: the index of every
-/// token the vocabulary does not hold.
-pub const UNKNOWN_ID: u32 = 1;
-
 /// Tokens of one text field with their counts, most frequent first (ties
 /// by the token's code points, so the order is the same everywhere).
 ///
@@ -45,6 +37,14 @@ pub struct Vocabulary {
 }
 
 impl Vocabulary {
+    /// Index of AllenNLP's padding token, `@@PADDING@@`: what token-id
+    /// buffers are padded with.
+    pub const PADDING_ID: u32 = 0;
+
+    /// Index of AllenNLP's unknown token, `@@UNKNOWN@@`: the index of every
+    /// token the vocabulary does not hold.
+    pub const UNKNOWN_ID: u32 = 1;
+
     /// Counts the tokens of `field` over the reactions of `kinds` of the
     /// threads at `positions` (all when `None`), keeps those seen at least
     /// `min_count` times and, with `max_size`, the `max_size` most frequent
@@ -147,7 +147,7 @@ impl Vocabulary {
     /// AllenNLP's index of `token`: 2 and up for a known token, 1 (the
     /// unknown token) otherwise.
     pub fn index(&self, token: &str) -> u32 {
-        self.index.get(token).copied().unwrap_or(UNKNOWN_ID)
+        self.index.get(token).copied().unwrap_or(Self::UNKNOWN_ID)
     }
 
     /// Writes AllenNLP's vocabulary directory: `non_padded_namespaces.txt`

@@ -77,7 +77,7 @@ pub fn assert_same_features(ours: &[Value], expected: &[Value], what: &str) {
                     want.to_bits(),
                     "{what}: feature {} ({}) of reaction {id} in thread {sid}: ours {ours:?}, oracle {want:?}",
                     i,
-                    socialctx::FEATURE_NAMES[i]
+                    socialctx::Feature::NAMES[i]
                 );
                 checked += 1;
             }
