@@ -39,7 +39,7 @@ use crate::format::report::BadInput;
 use crate::ingest::discover::{THREAD_FILES, ThreadDir};
 use crate::ingest::extended::{rumour_index, rumour_index_with};
 use crate::ingest::features::reliability::RumourIndex;
-use crate::ingest::job::{Reuse, Started, Supply};
+use crate::ingest::job::{Reuse, Started, Supplies, Supply};
 use crate::ingest::parse::user_key;
 use crate::ingest::thread::Outcome;
 use crate::ingest::writer::remove_superseded_fingerprints;
@@ -430,14 +430,25 @@ pub fn build_incremental(
     BuildJob::new(corpus, cache)
         .options(opts.clone())
         .progress(progress)
-        .incremental()
+        .supplied_by(&FromOldCache)
         .run()
+}
+
+/// The incremental supplier: a walk, and every unchanged thread taken from
+/// the cache being replaced.
+#[derive(Debug)]
+struct FromOldCache;
+
+impl Supplies for FromOldCache {
+    fn supply(&self, corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
+        run(corpus, cache, started)
+    }
 }
 
 /// The incremental supplier of a [`BuildJob`]: walks the corpus,
 /// fingerprints its threads, and runs the pass with the unchanged ones taken
 /// from the old cache at `cache` (or keeps that cache when nothing changed).
-pub(crate) fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
+fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
     let opts = started.opts.clone();
     let workers = started.workers;
     // The rumour index comes later: from the old cache where it can.

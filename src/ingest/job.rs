@@ -51,14 +51,23 @@ impl std::fmt::Debug for BuildJob<'_> {
     }
 }
 
+/// A thread supplier that runs the started job itself (one
+/// [`Started::execute`] with its own [`Supply`]).
+pub(crate) trait Supplies: std::fmt::Debug {
+    fn supply(&self, corpus: &Path, output: &Path, started: Started<'_>) -> Result<BuildSummary>;
+}
+
 /// Where a build's threads come from.
 #[derive(Debug)]
 enum Supplier<'a> {
     /// A walk of the corpus; every thread read.
     Fresh,
-    /// A walk of the corpus; unchanged threads taken from the cache at the
-    /// output (see [`build_incremental`](crate::build_incremental)).
-    Incremental,
+    /// A supplier that walks and reuses on its own terms, given the started
+    /// job: incremental builds take unchanged threads from the cache at the
+    /// output (see [`build_incremental`](crate::build_incremental)). A
+    /// trait object, so that this module does not import the one that
+    /// implements it (which imports this one).
+    Custom(&'a dyn Supplies),
     /// Partition `index` of `count` of a plan: its threads, no walk.
     Partition {
         plan: &'a Plan,
@@ -95,8 +104,8 @@ impl<'a> BuildJob<'a> {
 
     /// Re-reads only the threads that changed since the cache at the output
     /// was built, as [`build_incremental`](crate::build_incremental).
-    pub(crate) fn incremental(mut self) -> Self {
-        self.supplier = Supplier::Incremental;
+    pub(crate) fn supplied_by(mut self, supplier: &'a dyn Supplies) -> Self {
+        self.supplier = Supplier::Custom(supplier);
         self
     }
 
@@ -127,10 +136,10 @@ impl<'a> BuildJob<'a> {
                     before_publish: None,
                 })
             }
-            Supplier::Incremental => {
+            Supplier::Custom(supplier) => {
                 let mut started = Started::new(&self.corpus, &self.output, self.options)?;
                 started.progress = self.progress;
-                crate::incremental::run(&self.corpus, &self.output, started)
+                supplier.supply(&self.corpus, &self.output, started)
             }
             Supplier::Partition { plan, index, count } => {
                 if count == 0 || index >= count {
