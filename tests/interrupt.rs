@@ -525,18 +525,18 @@ impl Drop for Tmpfs {
     }
 }
 
-#[test]
-fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
-    let tmp = tempfile::tempdir().unwrap();
-    // 2 MiB: room for the old cache (160 KiB) but not for the new one (7 MiB).
-    let fs_dir = tmp.path().join("small-fs");
-    let _mounted = match Tmpfs::mount(&fs_dir, 2 << 20) {
+/// A 2 MiB file system holding the sample corpus's cache (160 KiB): room
+/// for that cache, not for a big one. None (and a note) where no tmpfs can
+/// be mounted.
+fn small_fs_with_a_cache(tmp: &Path) -> Option<(Tmpfs, PathBuf, PathBuf, Files)> {
+    let fs_dir = tmp.join("small-fs");
+    let mounted = match Tmpfs::mount(&fs_dir, 2 << 20) {
         Ok(m) => m,
         Err(e) => {
             eprintln!(
                 "skipped: cannot mount a small tmpfs here ({e}); RLIMIT_FSIZE covers write errors"
             );
-            return;
+            return None;
         }
     };
     let target = fs_dir.join("cache");
@@ -548,6 +548,16 @@ fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
             .success()
     );
     let old = files(&target);
+    Some((mounted, fs_dir, target, old))
+}
+
+#[test]
+fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The new cache (7 MiB) does not fit.
+    let Some((_mounted, fs_dir, target, old)) = small_fs_with_a_cache(tmp.path()) else {
+        return;
+    };
     let o = precache(big_corpus(), &target, KILLED_ARGS)
         .output()
         .unwrap();
@@ -560,23 +570,9 @@ fn a_full_file_system_fails_the_build_clearly_and_keeps_the_old_cache() {
 #[test]
 fn a_full_disk_inside_a_big_shard_says_no_space_left_writing_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let fs_dir = tmp.path().join("small-fs");
-    let _mounted = match Tmpfs::mount(&fs_dir, 2 << 20) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("skipped: cannot mount a small tmpfs here ({e})");
-            return;
-        }
+    let Some((_mounted, fs_dir, target, old)) = small_fs_with_a_cache(tmp.path()) else {
+        return;
     };
-    let target = fs_dir.join("cache");
-    assert!(
-        precache(&repo("data-samples/corpus"), &target, &[])
-            .output()
-            .unwrap()
-            .status
-            .success()
-    );
-    let old = files(&target);
     // Default 16 MiB shards: the first shard's archive passes 1 MiB, so the
     // disk fills inside its serialization.
     let o = precache(big_corpus(), &target, &["--threads", "1"])

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from feed_timing import time_feed
 from torch import nn
 from torch.utils.data import DataLoader
 
@@ -137,7 +138,7 @@ def run_path(
     table: EmbeddingTable | None,
     args: argparse.Namespace,
     device: torch.device,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     torch.manual_seed(0)
     model = RpdnnLike(args.dim, args.hidden).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -152,44 +153,22 @@ def run_path(
 
     it = batches(ds, 0 if ds.pin_memory else args.workers, device)
     first, _ = next(it)
-    step(first)  # warm-up
-    sync(device)
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step(first)
-    sync(device)
-    model_s = (time.perf_counter() - t0) / args.steps
-
-    t0 = time.perf_counter()
     moved = []
-    for _ in range(args.steps):
+
+    def next_item() -> dict[str, Any]:
         item, nbytes = next(it)
+        moved.append(nbytes)
+        return item
+
+    def gather(item: dict[str, Any]) -> None:
         if table:
             table(item["embedding_index"][store])
-        moved.append(nbytes)
-    sync(device)
-    data_s = (time.perf_counter() - t0) / args.steps
 
-    # The wait is the time the host is blocked on the next batch (copies
-    # enqueued included). No device sync inside it: a sync there would count
-    # the previous step's GPU work, still running, as waiting for data.
-    wait = 0.0
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        w0 = time.perf_counter()
-        item, _ = next(it)
-        wait += time.perf_counter() - w0
-        step(item)
-    sync(device)
-    both_s = (time.perf_counter() - t0) / args.steps
+    times = time_feed(step, first, next_item, args.steps, lambda: sync(device), gather)
     return {
         "path": name,
-        "model_steps_per_s": 1 / model_s,
-        "data_steps_per_s": 1 / data_s,
-        "both_steps_per_s": 1 / both_s,
-        "wait_share": wait / (both_s * args.steps),
+        **times.figures(args.steps),
         "h2d_bytes_per_step": statistics.mean(moved),
-        "busy_share": model_s / both_s,
     }
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
+from feed_timing import time_feed
 from torch import nn
 from torch.utils.data import DataLoader
 from torch_geometric.nn import GCNConv, global_mean_pool
@@ -104,35 +104,8 @@ def main() -> None:
 
     it = on_device(ds, args.workers, device)
     first = next(it)
-    step(first)
-    sync(device)
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step(first)
-    sync(device)
-    model_s = (time.perf_counter() - t0) / args.steps
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        next(it)
-    sync(device)
-    data_s = (time.perf_counter() - t0) / args.steps
-    wait = 0.0
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        w0 = time.perf_counter()
-        item = next(it)
-        wait += time.perf_counter() - w0
-        step(item)
-    sync(device)
-    both_s = (time.perf_counter() - t0) / args.steps
-    figures = {
-        "nodes_per_batch": int(first["x"].shape[0]),
-        "model_steps_per_s": 1 / model_s,
-        "data_steps_per_s": 1 / data_s,
-        "both_steps_per_s": 1 / both_s,
-        "wait_share": wait / (both_s * args.steps),
-        "busy_share": model_s / both_s,
-    }
+    times = time_feed(step, first, lambda: next(it), args.steps, lambda: sync(device))
+    figures = {"nodes_per_batch": int(first["x"].shape[0]), **times.figures(args.steps)}
     print(f"batch {args.batch}, vocab {len(vocab)}, {args.workers} workers, {args.device}\n")
     print("| figure | value |\n|---|---|")
     for k, v in figures.items():

@@ -136,16 +136,9 @@ def _write_json(path: Path, value: dict[str, Any], *, durable: bool = True) -> N
     os.replace(tmp, path)
 
 
-def _fsync_file(path: Path) -> None:
+def _fsync(path: Path) -> None:
+    """Syncs a file or a directory (O_RDONLY works for both on Linux)."""
     fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
@@ -357,7 +350,7 @@ def _embed_locked(
         # trusting rows that are not there.
         for fname, arr in (("index.npy", unique.index), ("keys.npy", keys)):
             np.save(partial / fname, arr)
-            _fsync_file(partial / fname)
+            _fsync(partial / fname)
         state = dict(plan, done=0, dim=None)
         if source is not None:
             _copy_reused(vectors_path, dtype, total, source, reuse_from)
@@ -433,7 +426,7 @@ def _embed_locked(
         np.save(vectors_path, np.zeros((0, 0), dtype=_DTYPES[dtype]))
         unsynced = True
     if unsynced:
-        _fsync_file(vectors_path)
+        _fsync(vectors_path)
     files = {}
     for fname in ("vectors.npy", "index.npy", "keys.npy"):
         path = partial / fname
@@ -446,10 +439,10 @@ def _embed_locked(
     meta["calls"] = -(-total // batch_size)
     _write_json(partial / "meta.json", meta)
     (partial / "progress.json").unlink(missing_ok=True)
-    _fsync_dir(partial)
+    _fsync(partial)
     if _socialctx._publish_dir(str(partial), str(final)):
         shutil.rmtree(partial)  # the old store, exchanged out
-    _fsync_dir(final.parent)
+    _fsync(final.parent)
     reused = int((reuse_from >= 0).sum())
     return EmbedSummary(
         calls=calls,
