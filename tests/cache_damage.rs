@@ -327,6 +327,13 @@ fn crafted_shards_that_break_reader_invariants_are_refused() {
             Box::new(move |s| s.features[first + 1][25] = f32::INFINITY),
             "not finite",
         ),
+        (
+            "inputs",
+            Box::new(move |s| {
+                s.inputs.pop();
+            }),
+            "input keys for",
+        ),
     ];
     for (name, edit, expected) in cases {
         let out = tmp.path().join(name);
@@ -348,6 +355,46 @@ fn crafted_shards_that_break_reader_invariants_are_refused() {
                 other => panic!("{name}: expected Corrupt, got {other:?}"),
             }
         }
+    }
+}
+
+/// Two different texts under one content key (a crafted shard: xxh3-128
+/// collisions do not happen by chance) are a `KeyCollision`, never one
+/// input embedded for the other.
+#[test]
+fn a_key_shared_by_two_texts_is_an_error() {
+    use socialctx::{LoadError, TextField, UniqueTexts};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cache");
+    build_cache(&golden(), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    // Two reactions of shard 0 with different reply texts.
+    let shard0 = cache.manifest().shards[0].reactions as usize;
+    let mut texts = Vec::new();
+    for t in cache.iter() {
+        for r in t.reactions() {
+            texts.push(r.reply_tokens().map(|k| k.joined().to_owned()));
+        }
+    }
+    let a = (0..shard0)
+        .find(|&i| texts[i].as_deref().is_some_and(|t| !t.is_empty()))
+        .unwrap();
+    let b = (a + 1..shard0)
+        .find(|&i| {
+            texts[i]
+                .as_deref()
+                .is_some_and(|t| !t.is_empty() && Some(t) != texts[a].as_deref())
+        })
+        .unwrap();
+    let before = UniqueTexts::collect(&cache, TextField::Reply, None).unwrap();
+    drop(cache);
+    rewrite_numbers(&out, |s| s.inputs[b].reply = s.inputs[a].reply);
+    let cache = Cache::open(&out).expect("every checksum agrees");
+    match UniqueTexts::collect(&cache, TextField::Reply, None) {
+        Err(LoadError::KeyCollision { key }) => {
+            assert!((0..before.len()).any(|i| before.key(i) == key))
+        }
+        other => panic!("expected KeyCollision, got {other:?}"),
     }
 }
 

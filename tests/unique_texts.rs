@@ -78,6 +78,34 @@ fn check(cache: &Cache, field: TextField, positions: &[usize]) -> UniqueTexts {
     unique
 }
 
+/// The keys stored by the build (what `collect` reads instead of the
+/// texts) agree with the texts on every corpus of the fixtures, the
+/// adversarial ones included: each check above recomputes the inputs and
+/// their keys from the texts.
+#[test]
+fn stored_keys_agree_with_the_texts_on_every_fixture() {
+    for corpus in [
+        "tests/fixtures/golden/corpus",
+        "tests/fixtures/adversarial-text/corpus",
+        "tests/fixtures/edge/corpus",
+        "tests/fixtures/edge/disputed",
+        "tests/fixtures/edge/quirks",
+        "tests/fixtures/real/pheme-rnr/corpus",
+        "tests/fixtures/real/pheme-journalism/corpus",
+        "tests/fixtures/real/pheme-veracity/corpus",
+        "tests/fixtures/real/rumoureval2017/corpus",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("cache");
+        build_cache(&repo(corpus), &out, 2);
+        let cache = Cache::open(&out).unwrap();
+        let all: Vec<usize> = (0..cache.len()).collect();
+        for field in fields() {
+            check(&cache, field, &all);
+        }
+    }
+}
+
 #[test]
 fn positions_in_finds_each_key_or_none() {
     let (_tmp, cache) = golden();

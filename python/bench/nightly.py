@@ -3,13 +3,21 @@ changed, then an embed that reuses the previous store's rows, against a
 from-scratch embed of the same cache, in one run.
 
     python python/bench/nightly.py [CORPUS_DIR] [--changed 0.01] [--call-us 100]
+                                   [--batch 256] [--repeat 5]
 
 CORPUS_DIR defaults to the PHEME-sized corpus of ``benches/measure.sh``
 (``/tmp/socialctx-bench/pheme``); it is hard-linked into a temporary
 directory and never modified (edited files are replaced, not written in
 place). The toy model costs ``--call-us`` per call (busy-waited) and is
-deterministic, so the two stores must be byte-identical. Prints a Markdown
-table and a JSON line.
+deterministic, so the two stores must be byte-identical.
+
+Both embeds start from the same page-cache state, measured twice: "warm"
+(every file of the cache and of the previous store read first) and "cold"
+(their pages dropped with ``posix_fadvise(DONTNEED)``: what a nightly job
+meets after a build, whose shards are written with ``O_DIRECT``). Each is
+repeated ``--repeat`` times (the nightly embed from the same previous
+store each time); medians are reported. Prints a Markdown table and a
+JSON line.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -47,12 +56,29 @@ def files(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
+def settle(dirs: list[Path], state: str) -> None:
+    """Puts every file under ``dirs`` into the page-cache ``state``:
+    "warm" (read in full) or "cold" (dropped; written back first)."""
+    os.sync()
+    for d in dirs:
+        for p in d.rglob("*"):
+            if not p.is_file():
+                continue
+            with open(p, "rb") as f:
+                if state == "cold":
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                else:
+                    while f.read(1 << 20):
+                        pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("corpus", nargs="?", default="/tmp/socialctx-bench/pheme")
     ap.add_argument("--changed", type=float, default=0.01, help="share of threads edited")
     ap.add_argument("--call-us", type=float, default=100.0)
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     model = make_model(args.call_us * 1e-6)
     with tempfile.TemporaryDirectory(prefix="socialctx-nightly-") as tmp:
@@ -82,21 +108,31 @@ def main() -> None:
         t0 = time.perf_counter()
         socialctx.build(corpus, cache_dir, progress=False, incremental=True)
         build_s = time.perf_counter() - t0
-        cache = socialctx.open(cache_dir)
-        t0 = time.perf_counter()
-        night = socialctx.embed(cache, model, **kw)
-        night_s = time.perf_counter() - t0
-
+        store = cache_dir / "derived/embeddings/r"
+        previous = work / "previous-store"
+        shutil.copytree(store, previous)
         scratch_dir = work / "scratch"
         shutil.copytree(cache_dir, scratch_dir, ignore=shutil.ignore_patterns("derived"))
-        scratch = socialctx.open(scratch_dir)
-        t0 = time.perf_counter()
-        full = socialctx.embed(scratch, model, **kw)
-        scratch_s = time.perf_counter() - t0
-        same = files(Path(cache.derived_dir) / "embeddings/r") == files(
-            Path(scratch.derived_dir) / "embeddings/r"
-        )
-    figures = {
+        times: dict[str, dict[str, list[float]]] = {}
+        for state in ("warm", "cold"):
+            times[state] = {"nightly": [], "scratch": []}
+            for _ in range(args.repeat):
+                shutil.rmtree(store)
+                shutil.copytree(previous, store)
+                settle([cache_dir], state)
+                cache = socialctx.open(cache_dir)
+                t0 = time.perf_counter()
+                night = socialctx.embed(cache, model, **kw)
+                times[state]["nightly"].append(time.perf_counter() - t0)
+
+                shutil.rmtree(scratch_dir / "derived", ignore_errors=True)
+                settle([scratch_dir], state)
+                scratch = socialctx.open(scratch_dir)
+                t0 = time.perf_counter()
+                full = socialctx.embed(scratch, model, **kw)
+                times[state]["scratch"].append(time.perf_counter() - t0)
+        same = files(store) == files(Path(scratch.derived_dir) / "embeddings/r")
+    figures: dict[str, object] = {
         "threads": len(threads),
         "threads_edited": edited,
         "incremental_build_s": build_s,
@@ -105,11 +141,18 @@ def main() -> None:
         "new_share": night.new / night.unique,
         "model_calls_nightly": night.calls,
         "model_calls_scratch": full.calls,
-        "embed_nightly_s": night_s,
-        "embed_scratch_s": scratch_s,
-        "nightly_over_scratch": night_s / scratch_s,
-        "byte_identical": same,
+        "batch_size": args.batch,
     }
+    for state, runs in times.items():
+        nightly_s, scratch_s = (
+            statistics.median(runs["nightly"]),
+            statistics.median(runs["scratch"]),
+        )
+        figures[f"embed_nightly_s_{state}"] = nightly_s
+        figures[f"embed_scratch_s_{state}"] = scratch_s
+        figures[f"nightly_over_scratch_{state}"] = nightly_s / scratch_s
+    figures["repeats"] = args.repeat
+    figures["byte_identical"] = same
     print("| figure | value |\n|---|---|")
     for k, v in figures.items():
         print(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")

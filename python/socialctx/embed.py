@@ -54,6 +54,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -259,17 +260,34 @@ class _Source:
         self.keys = keys
 
 
-def _reusable(
-    cache: _socialctx.Cache, final: Path, field: str, dtype: str, model_id: str | None
-) -> _Source | None:
-    """The published store at ``final`` if its rows may be reused: same
-    field, dtype and (given) model_id, verified in full."""
+def _verified_meta(
+    cache: _socialctx.Cache, final: Path, model_id: str | None
+) -> dict[str, Any] | EmbeddingError | None:
+    """The metadata of the published store at ``final``, verified in full
+    (in Rust, without the GIL: this runs while the inputs are collected),
+    or why it failed; None where nothing could be reused anyway."""
     if model_id is None or not (final / "meta.json").exists():
         return None
     try:
-        meta = json.loads(_socialctx._verify_store(cache, final.name, False))
+        meta: dict[str, Any] = json.loads(_socialctx._verify_store(cache, final.name, False))
     except EmbeddingError as e:
-        warnings.warn(f"not reusing {final}: {e}", stacklevel=4)
+        return e
+    return meta
+
+
+def _reusable(
+    final: Path,
+    meta: dict[str, Any] | EmbeddingError | None,
+    field: str,
+    dtype: str,
+    model_id: str | None,
+) -> _Source | None:
+    """The published store at ``final`` (verified: ``meta``) if its rows
+    may be reused: same field, dtype and model_id."""
+    if meta is None:
+        return None
+    if isinstance(meta, EmbeddingError):
+        warnings.warn(f"not reusing {final}: {meta}", stacklevel=5)
         return None
     if (
         meta.get("model_id") != model_id
@@ -311,13 +329,33 @@ def _embed_locked(
     model_id: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> EmbedSummary:
+    # One helper thread for work that releases the GIL, so that it runs
+    # while this thread does the rest: verifying the previous store while
+    # the inputs are collected, then copying and syncing its reused rows
+    # while the model embeds the new inputs. Leaving the block waits for it.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="socialctx-embed") as helper:
+        return _embed_with(helper, cache, fn, field, name, batch_size, dtype, model_id, progress)
+
+
+def _embed_with(
+    helper: ThreadPoolExecutor,
+    cache: _socialctx.Cache,
+    fn: EmbedFn,
+    field: Field,
+    name: str,
+    batch_size: int,
+    dtype: str,
+    model_id: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> EmbedSummary:
     root = _store_root(cache)
     final = root / name
     partial = root / f".{name}.partial"
+    verified = helper.submit(_verified_meta, cache, final, model_id)
     unique = cache.unique_texts(field)
     total = len(unique)
     keys = np.ascontiguousarray(unique.keys)
-    source = _reusable(cache, final, field, dtype, model_id)
+    source = _reusable(final, verified.result(), field, dtype, model_id)
     reuse_from = _match(unique, source)
     todo = np.flatnonzero(reuse_from < 0)
     n_batches = -(-len(todo) // batch_size)
@@ -338,6 +376,9 @@ def _embed_locked(
     item = np.dtype(_DTYPES[dtype]).itemsize
     vectors_path = partial / "vectors.npy"
     state = _resume_state(partial, plan)
+    # Syncs (and the copy of the reused rows) running on the helper thread,
+    # all done before the first progress.json.
+    pending: list[Future[None]] = []
     if state is None:
         if partial.exists():
             shutil.rmtree(partial)
@@ -348,18 +389,20 @@ def _embed_locked(
         # claims until then) before the one that counts them. So it needs
         # no sync of its own: one lost in a crash means redoing work, never
         # trusting rows that are not there.
-        for fname, arr in (("index.npy", unique.index), ("keys.npy", keys)):
-            np.save(partial / fname, arr)
-            _fsync(partial / fname)
         state = dict(plan, done=0, dim=None)
         if source is not None:
-            _copy_reused(vectors_path, dtype, total, source, reuse_from)
-            state["dim"] = int(source.meta["dim"])
+            dim = int(source.meta["dim"])
+            os.close(_create_vectors(vectors_path, dtype, (total, dim))[0])
+            pending.append(
+                helper.submit(_copy_reused, vectors_path, dtype, total, source, reuse_from)
+            )
+            state["dim"] = dim
+        for fname, arr in (("index.npy", unique.index), ("keys.npy", keys)):
+            np.save(partial / fname, arr)
+            pending.append(helper.submit(_fsync, partial / fname))
     done = int(state["done"])
     resumed = done
     dim = state["dim"]
-    # Rows written (or copied) since the last sync of the rows file.
-    unsynced = source is not None and resumed == 0
     data_at = 0
     fd = -1
     if dim is not None:
@@ -391,10 +434,11 @@ def _embed_locked(
                 warnings.warn(
                     f"{partial}: fn returns rows of dimension {rows.shape[1]}, the store "
                     f"being completed has {dim}; starting over from scratch",
-                    stacklevel=3,
+                    stacklevel=4,
                 )
                 os.close(fd)
                 fd = -1
+                _settle(pending)
                 shutil.rmtree(partial)
                 if source is not None:
                     # Reuse is what mismatched: embed everything anew.
@@ -412,7 +456,7 @@ def _embed_locked(
                 at = data_at + int(picked[a]) * dim * item
                 _pwrite_all(fd, cast[a:z].tobytes(), at, vectors_path)
             os.fsync(fd)
-            unsynced = False
+            _wait(pending)  # the reused rows, index and keys are synced too
             state.update(done=b + 1, dim=dim)
             _write_json(partial / "progress.json", state, durable=False)
             if progress is not None:
@@ -420,12 +464,12 @@ def _embed_locked(
     finally:
         if fd >= 0:
             os.close(fd)
+        _settle(pending)
+    _wait(pending)  # where nothing was new
     if dim is None:
         # No input at all: a store of zero rows (every reaction reads zeros).
         dim = 0
         np.save(vectors_path, np.zeros((0, 0), dtype=_DTYPES[dtype]))
-        unsynced = True
-    if unsynced:
         _fsync(vectors_path)
     files = {}
     for fname in ("vectors.npy", "index.npy", "keys.npy"):
@@ -463,16 +507,19 @@ def _copy_reused(
     source: _Source,
     reuse_from: npt.NDArray[np.int64],
 ) -> None:
-    """Creates the rows file and writes the reused rows into it (the others
-    are written as the model computes them), in bounded memory.
+    """Writes the reused rows into the rows file at ``path`` (created in
+    full; the model's rows are written meanwhile, to the other rows) and
+    syncs it, in bounded memory. Runs on the helper thread: it never
+    writes a row that is not reused.
 
     A rebuilt cache mostly keeps its inputs' order, so the reused rows come
     in long runs of consecutive source rows: each run is copied inside the
     kernel (``copy_file_range``), without paging the rows through Python.
     Scattered rows, or a file system that cannot, go through NumPy."""
     dim = int(source.meta["dim"])
-    fd, data_at = _create_vectors(path, dtype, (total, dim))
+    data_at = len(_npy_header(dtype, (total, dim)))
     row = np.dtype(_DTYPES[dtype]).itemsize * dim
+    fd = os.open(path, os.O_WRONLY)
     try:
         have = reuse_from >= 0
         cont = np.zeros(total, dtype=bool)
@@ -480,20 +527,34 @@ def _copy_reused(
         starts = np.flatnonzero(have & ~cont)
         fast = len(starts) * 64 <= total
         if not (fast and _copy_runs(fd, data_at, source, reuse_from, have, cont, starts, row)):
+            # Runs of reused destination rows, gathered in chunks.
             chunk = max(1, (8 << 20) // max(row, 1))
-            for start in range(0, total, chunk):
-                stop = min(total, start + chunk)
-                src = reuse_from[start:stop]
-                picked = src >= 0
-                if not picked.any():
-                    continue
-                rows = np.zeros((stop - start, dim), dtype=_DTYPES[dtype])
-                rows[picked] = source.vectors[src[picked]]
-                _pwrite_all(fd, rows.tobytes(), data_at + start * row, path)
-        # Not synced here: the first batch's sync (or the final one when
-        # nothing is new) covers these rows, one sync instead of two.
+            edges = np.flatnonzero(np.diff(np.concatenate(([False], have, [False]))))
+            for a, z in zip(edges[0::2].tolist(), edges[1::2].tolist()):
+                for at in range(a, z, chunk):
+                    stop = min(z, at + chunk)
+                    rows = np.ascontiguousarray(source.vectors[reuse_from[at:stop]])
+                    _pwrite_all(fd, rows.tobytes(), data_at + at * row, path)
+        os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _wait(jobs: list[Future[None]]) -> None:
+    """Waits for the helper's jobs, raising the first one's error; empties
+    the list."""
+    try:
+        for job in jobs:
+            job.result()
+    finally:
+        jobs.clear()
+
+
+def _settle(jobs: list[Future[None]]) -> None:
+    """Waits for helper jobs whose outcome no longer matters (an error is
+    being raised, or their output is being discarded)."""
+    for job in jobs:
+        job.exception()
 
 
 def _copy_runs(
@@ -507,7 +568,7 @@ def _copy_runs(
     row: int,
 ) -> bool:
     """Copies each run of reused rows with ``copy_file_range``; False (and
-    nothing to undo: the caller rewrites every row) where the kernel or the
+    nothing to undo: the caller rewrites every reused row) where the kernel or the
     file system cannot."""
     copy = getattr(os, "copy_file_range", None)
     src_path = getattr(source.vectors, "filename", None)
@@ -601,7 +662,7 @@ def _resume_state(partial: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
         warnings.warn(
             f"{partial}: the interrupted embed was of model {state.get('model_id')!r}, "
             f"not {plan['model_id']!r}; starting over",
-            stacklevel=4,
+            stacklevel=5,
         )
         return None
     if any(state.get(k) != v for k, v in plan.items()):

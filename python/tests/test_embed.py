@@ -4,6 +4,7 @@ kill, atomic replacement) and Loader(embeddings=...)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -330,10 +331,11 @@ def _interrupted(golden, model_id, scale, stop_after):
 def test_resuming_with_another_model_starts_over_instead_of_mixing(golden):
     _interrupted(golden, "model-a", 1.0, stop_after=3)
     b = lambda batch: np.stack([toy(t) * 2 for t in batch])  # noqa: E731
-    with pytest.warns(UserWarning, match="model-a"):
+    with pytest.warns(UserWarning, match="model-a") as warned:
         result = socialctx.embed(
             golden, b, field="reply", name="m", batch_size=16, model_id="model-b"
         )
+    assert warned[0].filename == __file__  # points at the caller's line
     assert result.resumed == 0
     store = socialctx.open_store(golden, "m")
     assert store.meta["model_id"] == "model-b"
@@ -345,8 +347,9 @@ def test_resuming_with_another_model_starts_over_instead_of_mixing(golden):
 def test_resuming_with_rows_of_another_dimension_starts_over(golden):
     _interrupted(golden, None, 1.0, stop_after=2)
     wide = lambda batch: np.stack([np.concatenate([toy(t), [7.0]]) for t in batch])  # noqa: E731
-    with pytest.warns(UserWarning, match="dimension 5"):
+    with pytest.warns(UserWarning, match="dimension 5") as warned:
         result = socialctx.embed(golden, wide, field="reply", name="m", batch_size=16)
+    assert warned[0].filename == __file__
     assert result.dim == 5
     assert socialctx.open_store(golden, "m").vectors.shape[1] == 5
 
@@ -488,6 +491,78 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
         cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-2"
     )
     assert other.reused == 0 and other.new == other.unique
+
+
+def _a_changed_night(tmp_path: Path, edits: int) -> tuple[Path, socialctx.Cache]:
+    """data-samples built and embedded as store "r" (model "toy-1", batch
+    size 16), then ``edits`` replies rewritten and the cache rebuilt
+    incrementally: (the corpus, the rebuilt cache)."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    socialctx.embed(
+        socialctx.open(out), Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:edits]):
+        tweet = json.loads(reply.read_text())
+        tweet["text"] = tweet["full_text"] = f"rewritten reply number {n} for the night"
+        reply.write_text(json.dumps(tweet))
+    socialctx.build(corpus, out, progress=False, incremental=True)
+    return corpus, socialctx.open(out)
+
+
+def _scratch_bytes(tmp_path: Path, cache: socialctx.Cache) -> dict[str, bytes]:
+    fresh = tmp_path / "fresh"
+    shutil.copytree(cache.path, fresh, ignore=shutil.ignore_patterns("derived"))
+    scratch = socialctx.open(fresh)
+    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    return _store_bytes(scratch, "r")
+
+
+@pytest.mark.parametrize("path", ["copy_file_range", "numpy"])
+def test_reused_rows_are_copied_exactly_by_either_path(tmp_path, monkeypatch, path):
+    """The reused rows are copied on a helper thread while the model embeds
+    the new ones: in the kernel (runs of consecutive rows) or, where it
+    cannot, through NumPy, writing only the reused rows. Either way the
+    store is a from-scratch embed's, byte for byte."""
+    _, cache = _a_changed_night(tmp_path, edits=1)
+    kernel_copies = []
+    real = os.copy_file_range
+
+    def counted(*args):
+        kernel_copies.append(args[2])
+        if path == "numpy":
+            raise OSError(errno.EXDEV, "refused for the test")
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", counted)
+    model = Model()
+    night = socialctx.embed(cache, model, field="reply", name="r", batch_size=16, model_id="toy-1")
+    assert night.new == 1 and model.calls == 1 and night.reused == night.unique - 1, night
+    assert kernel_copies, "one long run of reused rows takes the kernel path first"
+    if path == "copy_file_range":
+        row = 4 * night.dim
+        assert sum(kernel_copies) == night.reused * row
+    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
+
+
+def test_a_damaged_previous_store_is_not_reused(tmp_path):
+    """A previous store that fails verification is not a source of rows:
+    the embed says so (a warning at the caller's line) and embeds
+    everything, to the bytes of a from-scratch embed."""
+    _, cache = _a_changed_night(tmp_path, edits=1)
+    vectors = Path(cache.derived_dir) / "embeddings/r/vectors.npy"
+    raw = bytearray(vectors.read_bytes())
+    raw[-1] ^= 0x40
+    vectors.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match="not reusing") as warned:
+        night = socialctx.embed(
+            cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+        )
+    assert warned[0].filename == __file__
+    assert night.reused == 0 and night.new == night.unique
+    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
 
 
 NIGHT_CHILD = textwrap.dedent(

@@ -32,7 +32,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::schema::FeatureVec;
 
 /// Version of the cache format this library writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The `format` string of a manifest.
 pub const FORMAT_NAME: &str = "socialctx-feature-cache";
@@ -56,12 +56,90 @@ pub struct Shard {
     /// `features[i]` belongs to `reactions[i]`, so one thread's features are
     /// one contiguous slice.
     pub features: Vec<FeatureVec>,
+    /// Per reaction (aligned with `reactions`): the content keys of its
+    /// embedding inputs, so that finding a cache's distinct inputs (what an
+    /// embedding store is keyed by) reads these numbers, not the texts.
+    pub inputs: Vec<InputKeys>,
     /// Extra per-reaction columns (each aligned with `reactions`), named in
     /// the manifest's `reaction_columns`: the extended features, or none.
     pub reaction_columns: Vec<Vec<f32>>,
     /// Extra per-thread columns (each aligned with `threads`), named in the
     /// manifest's `thread_columns`: the extended labels, or none.
     pub thread_columns: Vec<Vec<f32>>,
+}
+
+/// A reaction's embedding inputs, identified by content: for each text
+/// field, xxh3-128 of its tokens as stored (joined by the field's
+/// separator: what the text shard holds) and the number of tokens, or
+/// zeros where the reaction has no input of that field.
+///
+/// The writer computes them from the very texts it stores ([`InputKeys::of`]),
+/// so every build path (fresh, incremental, partitioned, merged) writes
+/// the same keys for the same texts.
+#[derive(Archive, Serialize, Deserialize, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct InputKeys {
+    /// The reply tokens' key, low then high half.
+    pub reply: [u64; 2],
+    /// The description's key, low then high half.
+    pub description: [u64; 2],
+    /// Reply tokens; 0: no reply input (a retweet, a `[]` reply).
+    pub reply_tokens: u32,
+    /// Description tokens (`split(' ')`); 0: no description input.
+    pub description_tokens: u32,
+}
+
+impl InputKeys {
+    /// The keys of a reaction's inputs: `reply` is its reply-token string
+    /// (`None` for [`Span::NONE`]), `description` its description when it
+    /// is embedded (`has_description` = 1), else `None`.
+    pub fn of(reply: Option<&str>, description: Option<&str>) -> InputKeys {
+        let mut k = InputKeys::default();
+        // An empty reply list is no input; a description always splits
+        // into at least one token (Python's `''.split(' ')` is `['']`).
+        if let Some(r) = reply.filter(|r| !r.is_empty()) {
+            k.reply = split_key(content_key(r));
+            k.reply_tokens = token_count(r, TOKEN_SEPARATOR);
+        }
+        if let Some(d) = description {
+            k.description = split_key(content_key(d));
+            k.description_tokens = token_count(d, ' ');
+        }
+        k
+    }
+}
+
+impl ArchivedInputKeys {
+    /// The reply input's key and token count, if the reaction has one.
+    pub fn reply(&self) -> Option<(u128, u32)> {
+        let tokens = self.reply_tokens.to_native();
+        (tokens > 0).then(|| (join_key(&self.reply), tokens))
+    }
+    /// The description input's key and token count, if the reaction has one.
+    pub fn description(&self) -> Option<(u128, u32)> {
+        let tokens = self.description_tokens.to_native();
+        (tokens > 0).then(|| (join_key(&self.description), tokens))
+    }
+}
+
+/// The content key of an input: xxh3-128 of its tokens as stored.
+pub fn content_key(joined: &str) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(joined.as_bytes())
+}
+
+/// Tokens in a string of tokens joined by the ASCII `sep` (at least one).
+pub fn token_count(joined: &str, sep: char) -> u32 {
+    // A byte count, which the compiler vectorises: 4x faster than
+    // `str::matches(char)` on replies.
+    let sep = sep as u8;
+    joined.bytes().filter(|&b| b == sep).count() as u32 + 1
+}
+
+fn split_key(k: u128) -> [u64; 2] {
+    [k as u64, (k >> 64) as u64]
+}
+
+fn join_key(k: &[rend::u64_le; 2]) -> u128 {
+    u128::from(k[0].to_native()) | (u128::from(k[1].to_native()) << 64)
 }
 
 /// One shard's texts, aligned with its [`Shard`]: kept in a separate file so

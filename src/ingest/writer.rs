@@ -35,12 +35,12 @@ use crate::format::layout::{
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
-    DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, ReactionRecord,
-    ReactionSpans, Shard, Span, TextShard, ThreadRecord, ThreadSpans,
+    DEFAULT_SHARD_BYTES, DESCRIPTION, FORMAT_NAME, FORMAT_VERSION, InputKeys, MAX_SHARD_BYTES,
+    REPLY_TOKENS, ReactionRecord, ReactionSpans, Shard, Span, TextShard, ThreadRecord, ThreadSpans,
 };
 use crate::schema::{
-    FEATURE_NAMES, FeatureVec, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind, THREAD_COLUMNS,
-    THREAD_EXTRA,
+    FEATURE_NAMES, Feature, FeatureVec, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind,
+    THREAD_COLUMNS, THREAD_EXTRA,
 };
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
@@ -133,6 +133,13 @@ impl CacheWriter {
                 bytes: bytes as u64,
             });
         }
+        let n = t.reactions.len();
+        if t.features.len() != n || t.reaction_texts.len() != n {
+            return Err(BuildError::Internal {
+                path: rel_path.into(),
+                message: "features or texts do not match the reactions".into(),
+            });
+        }
         if let Some(last) = self
             .current
             .threads
@@ -190,6 +197,7 @@ impl CacheWriter {
         }
         self.current.threads.push(t.record);
         self.current.reactions.append(&mut t.reactions);
+        self.current.inputs.extend(input_keys(&t));
         self.current.features.append(&mut t.features);
         let text = &mut self.current_text;
         let arena = &mut text.arena;
@@ -295,6 +303,7 @@ impl CacheWriter {
         shard.threads.clear();
         shard.reactions.clear();
         shard.features.clear();
+        shard.inputs.clear();
         shard.reaction_columns.iter_mut().for_each(Vec::clear);
         shard.thread_columns.iter_mut().for_each(Vec::clear);
         text_shard.arena.clear();
@@ -708,6 +717,26 @@ pub struct ThreadText {
     pub source_text: String,
 }
 
+/// Per reaction of `t`, the keys of its embedding inputs, from the texts
+/// stored for it (what [`TextField::tokens_of`](crate::TextField::tokens_of)
+/// reads back).
+fn input_keys(t: &ThreadData) -> impl Iterator<Item = InputKeys> + '_ {
+    let text = |s: Span| {
+        (s != Span::NONE).then(|| &t.text_arena[s.start as usize..(s.start + s.len) as usize])
+    };
+    t.reaction_texts
+        .iter()
+        .zip(&t.features)
+        .map(move |(spans, f)| {
+            let description = if f[Feature::HasDescription] == 1.0 {
+                text(spans[DESCRIPTION])
+            } else {
+                None
+            };
+            InputKeys::of(text(spans[REPLY_TOKENS]), description)
+        })
+}
+
 /// One thread as the pipeline hands it to the writer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadData {
@@ -742,7 +771,8 @@ impl ThreadData {
             + self.reaction_texts.len() * std::mem::size_of::<ReactionSpans>();
         thread
             + texts
-            + self.reactions.len() * (24 + std::mem::size_of::<FeatureVec>())
+            + self.reactions.len()
+                * (24 + std::mem::size_of::<FeatureVec>() + std::mem::size_of::<InputKeys>())
             + self.reaction_extra.len() * REACTION_EXTRA * 4
     }
 }

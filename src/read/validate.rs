@@ -424,6 +424,12 @@ fn check_shard(shard: &ArchivedShard) -> Result<(), String> {
     let Some(rows) = feature_rows(shard) else {
         return Err("feature block is misaligned".into());
     };
+    if shard.inputs.len() != reactions {
+        return Err(format!(
+            "{} input keys for {reactions} reactions",
+            shard.inputs.len()
+        ));
+    }
     if shard.reaction_columns.iter().any(|c| c.len() != reactions)
         || shard.thread_columns.iter().any(|c| c.len() != threads)
     {
