@@ -89,6 +89,20 @@ fn map(path: &Path) -> Result<Mmap> {
     unsafe { Mmap::map(&file) }.map_err(|e| damaged(path, e.to_string()))
 }
 
+/// The position of the first element of `xs` that is `bad`, checked in
+/// branch-free blocks: a store is checked in full at every open, and a
+/// short-circuiting scan does not vectorise (opening a 25 MB float32 store
+/// took 12 ms with one, 5 ms with blocks of 4,096).
+fn first_where<T: Copy>(xs: &[T], bad: impl Fn(T) -> bool) -> Option<usize> {
+    const BLOCK: usize = 4096;
+    xs.chunks(BLOCK)
+        .position(|c| c.iter().fold(false, |any, &x| any | bad(x)))
+        .and_then(|b| {
+            let at = b * BLOCK;
+            xs[at..].iter().position(|&x| bad(x)).map(|i| at + i)
+        })
+}
+
 /// Checks a mapped `.npy` file against its metadata entry and its expected
 /// dtype and shape; returns where the data starts.
 fn check_npy(
@@ -262,21 +276,22 @@ impl EmbeddingStore {
             keys_at,
         };
         let unique = store.meta.unique;
-        if let Some(at) = store
-            .index()
-            .iter()
-            .position(|&r| r != NO_ROW && r as usize >= unique)
-        {
+        if let Some(at) = first_where(store.index(), |r| r != NO_ROW && r as usize >= unique) {
             return Err(damaged(
                 &ipath,
                 format!("entry {at} points past the {unique} rows"),
             ));
         }
-        let finite = match store.dtype {
-            Dtype::F16 => store.rows_f16().iter().all(|&h| h & 0x7C00 != 0x7C00),
-            _ => store.rows_f32().iter().all(|x| x.is_finite()),
+        // An all-ones exponent is an infinity or a NaN.
+        const F32_EXPONENT: u32 = 0x7f80_0000;
+        const F16_EXPONENT: u16 = 0x7c00;
+        let non_finite = match store.dtype {
+            Dtype::F16 => first_where(store.rows_f16(), |h| h & F16_EXPONENT == F16_EXPONENT),
+            _ => first_where(store.rows_f32(), |x| {
+                x.to_bits() & F32_EXPONENT == F32_EXPONENT
+            }),
         };
-        if !finite {
+        if non_finite.is_some() {
             return Err(damaged(&vpath, "non-finite values (damaged store)"));
         }
         Ok(store)
@@ -402,5 +417,24 @@ impl EmbeddingStore {
                 None => dst.fill(T::default()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_where;
+
+    #[test]
+    fn first_where_finds_the_first_bad_element_in_any_block() {
+        let n = 3 * 4096 + 17;
+        assert_eq!(first_where(&vec![1.0f32; n], |x| !x.is_finite()), None);
+        for at in [0, 1, 4095, 4096, 8191, 2 * 4096 + 5, n - 1] {
+            let mut xs = vec![1.0f32; n];
+            xs[at] = f32::INFINITY;
+            // A later one never hides the first.
+            xs[n - 1] = f32::NAN;
+            assert_eq!(first_where(&xs, |x| !x.is_finite()), Some(at), "{at}");
+        }
+        assert_eq!(first_where::<u32>(&[], |_| true), None);
     }
 }
