@@ -9,6 +9,7 @@ use std::sync::Arc;
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
 
 use socialctx as sc;
 
@@ -42,9 +43,11 @@ impl PyUniqueTexts {
         })
     }
 
-    fn tokens_at(&self, i: usize) -> Result<Vec<String>> {
+    /// The tokens of input `i` as a Python list of str, made straight from
+    /// the memory map (no Rust `String` per token on the way).
+    fn tokens_at<'py>(&self, py: Python<'py>, i: usize) -> Result<Bound<'py, PyList>> {
         let t = self.inner.tokens(&*self.reader, i)?;
-        Ok(t.iter().map(str::to_owned).collect())
+        Ok(PyList::new(py, t.iter().map(|s| PyString::new(py, s)))?)
     }
 
     fn check(&self, i: isize) -> PyResult<usize> {
@@ -61,8 +64,8 @@ impl PyUniqueTexts {
     }
 
     /// The tokens of input `i`.
-    fn __getitem__(&self, i: isize) -> Result<Vec<String>> {
-        self.tokens_at(self.check(i)?)
+    fn __getitem__<'py>(&self, py: Python<'py>, i: isize) -> Result<Bound<'py, PyList>> {
+        self.tokens_at(py, self.check(i)?)
     }
 
     fn __repr__(&self) -> String {
@@ -81,9 +84,12 @@ impl PyUniqueTexts {
     }
 
     /// The token lists of inputs `start..stop`, in order.
-    fn batch(&self, start: usize, stop: usize) -> Result<Vec<Vec<String>>> {
+    fn batch<'py>(&self, py: Python<'py>, start: usize, stop: usize) -> Result<Bound<'py, PyList>> {
         let stop = stop.min(self.inner.len());
-        (start.min(stop)..stop).map(|i| self.tokens_at(i)).collect()
+        let lists = (start.min(stop)..stop)
+            .map(|i| self.tokens_at(py, i))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PyList::new(py, lists)?)
     }
 
     /// np.uint32 [unique]: reactions per input.
