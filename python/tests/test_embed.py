@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -545,6 +546,38 @@ def test_reused_rows_are_copied_exactly_by_either_path(tmp_path, monkeypatch, pa
         row = 4 * night.dim
         assert sum(kernel_copies) == night.reused * row
     assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
+
+
+@pytest.mark.parametrize("calls_before", [0, 1])
+def test_ctrl_c_during_a_nightly_embed_leaves_no_helper_running(tmp_path, calls_before):
+    """Ctrl-C in the model (while the helper thread copies the reused rows,
+    or after the first batch) propagates as KeyboardInterrupt once the
+    helper has stopped; the store's lock is free and the next embed ends
+    with a from-scratch embed's bytes."""
+    _, cache = _a_changed_night(tmp_path, edits=2)
+    threads_before = threading.active_count()
+    calls = 0
+
+    def interrupted(batch):
+        nonlocal calls
+        calls += 1
+        if calls > calls_before:
+            raise KeyboardInterrupt
+        return np.stack([toy(t) for t in batch])
+
+    with pytest.raises(KeyboardInterrupt):
+        socialctx.embed(cache, interrupted, field="reply", name="r", batch_size=1, model_id="toy-1")
+    assert threading.active_count() == threads_before
+    assert not any(t.name.startswith("socialctx-embed") for t in threading.enumerate())
+    model = Model()
+    night = socialctx.embed(cache, model, field="reply", name="r", batch_size=1, model_id="toy-1")
+    assert night.new == 2 and night.resumed == calls_before and model.calls == 2 - calls_before
+    # The same store as embedding from scratch in batches of 1.
+    fresh = tmp_path / "fresh"
+    shutil.copytree(cache.path, fresh, ignore=shutil.ignore_patterns("derived"))
+    scratch = socialctx.open(fresh)
+    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=1, model_id="toy-1")
+    assert _store_bytes(cache, "r") == _store_bytes(scratch, "r")
 
 
 def test_a_damaged_previous_store_is_not_reused(tmp_path):
