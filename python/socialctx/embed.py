@@ -213,7 +213,15 @@ def embed(
         except BlockingIOError:
             raise EmbeddingError(f"{root / name}: another embed of this store is running") from None
         try:
-            return _embed_locked(cache, fn, field, name, batch_size, dtype, model_id, progress)
+            # One helper thread for work that releases the GIL, so that it
+            # runs while this thread does the rest: verifying the previous
+            # store while the inputs are collected, then copying and syncing
+            # its reused rows while the model embeds the new inputs. Leaving
+            # the block waits for it.
+            with ThreadPoolExecutor(1, thread_name_prefix="socialctx-embed") as helper:
+                return _embed_locked(
+                    helper, cache, fn, field, name, batch_size, dtype, model_id, progress
+                )
         except OSError as e:
             raise EmbeddingError(
                 f"{e.filename or root / name}: {e.strerror or e} while writing store {name!r}"
@@ -287,7 +295,7 @@ def _reusable(
     if meta is None:
         return None
     if isinstance(meta, EmbeddingError):
-        warnings.warn(f"not reusing {final}: {meta}", stacklevel=5)
+        warnings.warn(f"not reusing {final}: {meta}", stacklevel=4)
         return None
     if (
         meta.get("model_id") != model_id
@@ -320,24 +328,6 @@ def _runs(idx: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
 
 
 def _embed_locked(
-    cache: _socialctx.Cache,
-    fn: EmbedFn,
-    field: Field,
-    name: str,
-    batch_size: int,
-    dtype: str,
-    model_id: str | None,
-    progress: Callable[[int, int], None] | None,
-) -> EmbedSummary:
-    # One helper thread for work that releases the GIL, so that it runs
-    # while this thread does the rest: verifying the previous store while
-    # the inputs are collected, then copying and syncing its reused rows
-    # while the model embeds the new inputs. Leaving the block waits for it.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="socialctx-embed") as helper:
-        return _embed_with(helper, cache, fn, field, name, batch_size, dtype, model_id, progress)
-
-
-def _embed_with(
     helper: ThreadPoolExecutor,
     cache: _socialctx.Cache,
     fn: EmbedFn,
@@ -434,7 +424,7 @@ def _embed_with(
                 warnings.warn(
                     f"{partial}: fn returns rows of dimension {rows.shape[1]}, the store "
                     f"being completed has {dim}; starting over from scratch",
-                    stacklevel=4,
+                    stacklevel=3,
                 )
                 os.close(fd)
                 fd = -1
@@ -442,8 +432,12 @@ def _embed_with(
                 shutil.rmtree(partial)
                 if source is not None:
                     # Reuse is what mismatched: embed everything anew.
-                    return _embed_locked(cache, fn, field, name, batch_size, dtype, None, progress)
-                return _embed_locked(cache, fn, field, name, batch_size, dtype, model_id, progress)
+                    return _embed_locked(
+                        helper, cache, fn, field, name, batch_size, dtype, None, progress
+                    )
+                return _embed_locked(
+                    helper, cache, fn, field, name, batch_size, dtype, model_id, progress
+                )
             elif rows.shape[1] != dim:
                 raise ValueError(f"fn returned rows of dimension {rows.shape[1]} after {dim}")
             with np.errstate(over="ignore", invalid="ignore"):
@@ -662,7 +656,7 @@ def _resume_state(partial: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
         warnings.warn(
             f"{partial}: the interrupted embed was of model {state.get('model_id')!r}, "
             f"not {plan['model_id']!r}; starting over",
-            stacklevel=5,
+            stacklevel=4,
         )
         return None
     if any(state.get(k) != v for k, v in plan.items()):

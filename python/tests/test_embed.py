@@ -234,6 +234,9 @@ def test_re_embedding_replaces_the_store_atomically(golden):
     assert names == [".e.lock", "e"]
 
 
+# Embeds with a model that kills its process after some calls. Arguments:
+# cache, calls before the kill, this directory, field, store name, batch
+# size, model id ("" for none).
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
@@ -248,9 +251,21 @@ CHILD = textwrap.dedent(
         if calls > int(sys.argv[2]):
             os.kill(os.getpid(), signal.SIGKILL)
         return np.stack([toy(t) for t in batch])
-    socialctx.embed(cache, fn, field=sys.argv[4], name="k", batch_size=32)
+    socialctx.embed(cache, fn, field=sys.argv[4], name=sys.argv[5],
+                    batch_size=int(sys.argv[6]), model_id=sys.argv[7] or None)
     """
 )
+
+
+def _killed_embed(
+    cache: socialctx.Cache, calls: int, field: str, name: str, batch_size: int, model_id: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Runs CHILD: an embed killed (SIGKILL) after ``calls`` model calls."""
+    here = str(Path(__file__).parent)
+    args = [cache.path, str(calls), here, field, name, str(batch_size), model_id]
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_embed_resumes_after_a_kill(golden):
@@ -258,12 +273,7 @@ def test_embed_resumes_after_a_kill(golden):
     unique = golden.unique_texts(field)
     total = math.ceil(len(unique) / 32)
     assert total > 8
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, golden.path, "5", str(Path(__file__).parent), field],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    child = _killed_embed(golden, 5, field, "k", 32)
     assert child.returncode == -signal.SIGKILL, child.stderr
     with pytest.raises(socialctx.EmbeddingError):
         socialctx.open_store(golden, "k")  # nothing published
@@ -275,11 +285,7 @@ def test_embed_resumes_after_a_kill(golden):
     assert np.array_equal(np.asarray(store.vectors), want)
     assert not any("partial" in n for n in os.listdir(Path(golden.derived_dir) / "embeddings"))
     # A different plan does not reuse the partial work of another.
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, golden.path, "3", str(Path(__file__).parent), field],
-        capture_output=True,
-        timeout=120,
-    )
+    _killed_embed(golden, 3, field, "k", 32)
     model = Model()
     result = socialctx.embed(golden, model, field=field, name="k", batch_size=64)
     assert result.resumed == 0 and model.calls == math.ceil(len(unique) / 64)
@@ -494,16 +500,23 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     assert other.reused == 0 and other.new == other.unique
 
 
-def _a_changed_night(tmp_path: Path, edits: int) -> tuple[Path, socialctx.Cache]:
-    """data-samples built and embedded as store "r" (model "toy-1", batch
-    size 16), then ``edits`` replies rewritten and the cache rebuilt
-    incrementally: (the corpus, the rebuilt cache)."""
+def _a_changed_night(
+    tmp_path: Path, edits: int, batch_size: int = 16
+) -> tuple[Path, socialctx.Cache]:
+    """data-samples built and embedded as store "r" (model "toy-1"), then
+    ``edits`` replies rewritten and the cache rebuilt incrementally: (the
+    corpus, the rebuilt cache)."""
     corpus = tmp_path / "corpus"
     shutil.copytree(REPO / "data-samples/corpus", corpus)
     out = tmp_path / "cache"
     socialctx.build(corpus, out, progress=False)
     socialctx.embed(
-        socialctx.open(out), Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+        socialctx.open(out),
+        Model(),
+        field="reply",
+        name="r",
+        batch_size=batch_size,
+        model_id="toy-1",
     )
     for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:edits]):
         tweet = json.loads(reply.read_text())
@@ -513,11 +526,16 @@ def _a_changed_night(tmp_path: Path, edits: int) -> tuple[Path, socialctx.Cache]
     return corpus, socialctx.open(out)
 
 
-def _scratch_bytes(tmp_path: Path, cache: socialctx.Cache) -> dict[str, bytes]:
+def _scratch_bytes(
+    tmp_path: Path, cache: socialctx.Cache, batch_size: int = 16
+) -> dict[str, bytes]:
+    """Store "r" as a from-scratch embed of a copy of ``cache`` writes it."""
     fresh = tmp_path / "fresh"
     shutil.copytree(cache.path, fresh, ignore=shutil.ignore_patterns("derived"))
     scratch = socialctx.open(fresh)
-    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    socialctx.embed(
+        scratch, Model(), field="reply", name="r", batch_size=batch_size, model_id="toy-1"
+    )
     return _store_bytes(scratch, "r")
 
 
@@ -554,7 +572,7 @@ def test_ctrl_c_during_a_nightly_embed_leaves_no_helper_running(tmp_path, calls_
     or after the first batch) propagates as KeyboardInterrupt once the
     helper has stopped; the store's lock is free and the next embed ends
     with a from-scratch embed's bytes."""
-    _, cache = _a_changed_night(tmp_path, edits=2)
+    _, cache = _a_changed_night(tmp_path, edits=2, batch_size=1)
     threads_before = threading.active_count()
     calls = 0
 
@@ -572,12 +590,7 @@ def test_ctrl_c_during_a_nightly_embed_leaves_no_helper_running(tmp_path, calls_
     model = Model()
     night = socialctx.embed(cache, model, field="reply", name="r", batch_size=1, model_id="toy-1")
     assert night.new == 2 and night.resumed == calls_before and model.calls == 2 - calls_before
-    # The same store as embedding from scratch in batches of 1.
-    fresh = tmp_path / "fresh"
-    shutil.copytree(cache.path, fresh, ignore=shutil.ignore_patterns("derived"))
-    scratch = socialctx.open(fresh)
-    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=1, model_id="toy-1")
-    assert _store_bytes(cache, "r") == _store_bytes(scratch, "r")
+    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache, batch_size=1)
 
 
 def test_a_damaged_previous_store_is_not_reused(tmp_path):
@@ -598,63 +611,18 @@ def test_a_damaged_previous_store_is_not_reused(tmp_path):
     assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
 
 
-NIGHT_CHILD = textwrap.dedent(
-    """
-    import os, signal, sys
-    import numpy as np, socialctx
-    sys.path.insert(0, sys.argv[3])
-    from test_embed import toy
-    cache = socialctx.open(sys.argv[1])
-    calls = 0
-    def fn(batch):
-        global calls
-        calls += 1
-        if calls > int(sys.argv[2]):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return np.stack([toy(t) for t in batch])
-    socialctx.embed(cache, fn, field="reply", name="r", batch_size=1, model_id="toy-1")
-    """
-)
-
-
 @pytest.mark.parametrize("batches_before_kill", [0, 1])
 def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_before_kill):
     """A nightly embed copies the reused rows, then embeds the new ones; it
     is killed before its first batch (the copied rows never synced, no
     progress recorded) or after it. Either way the next embed ends with
     exactly the bytes of a from-scratch embed."""
-    corpus = tmp_path / "corpus"
-    shutil.copytree(REPO / "data-samples/corpus", corpus)
-    out = tmp_path / "cache"
-    socialctx.build(corpus, out, progress=False)
-    kw = dict(field="reply", name="r", batch_size=1, model_id="toy-1")
-    socialctx.embed(socialctx.open(out), Model(), **kw)
-    for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:3]):
-        tweet = json.loads(reply.read_text())
-        tweet["text"] = tweet["full_text"] = f"rewritten reply number {n} for the night"
-        reply.write_text(json.dumps(tweet))
-    socialctx.build(corpus, out, progress=False, incremental=True)
-    child = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            NIGHT_CHILD,
-            str(out),
-            str(batches_before_kill),
-            str(Path(__file__).parent),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    _, cache = _a_changed_night(tmp_path, edits=3, batch_size=1)
+    child = _killed_embed(cache, batches_before_kill, "reply", "r", 1, "toy-1")
     assert child.returncode == -signal.SIGKILL, child.stderr
-    cache = socialctx.open(out)
+    cache = socialctx.open(cache.path)
     model = Model()
-    night = socialctx.embed(cache, model, **kw)
+    night = socialctx.embed(cache, model, field="reply", name="r", batch_size=1, model_id="toy-1")
     assert night.new == 3 and night.resumed == batches_before_kill, night
     assert model.calls == 3 - batches_before_kill
-    fresh = tmp_path / "fresh"
-    shutil.copytree(out, fresh, ignore=shutil.ignore_patterns("derived"))
-    scratch = socialctx.open(fresh)
-    socialctx.embed(scratch, Model(), **kw)
-    assert _store_bytes(cache, "r") == _store_bytes(scratch, "r")
+    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache, batch_size=1)
