@@ -28,6 +28,7 @@ from ._socialctx import (
     FEATURE_NAMES,
     FORMAT_VERSION,
     NUM_FEATURES,
+    ArrowData,
     BadInput,
     BadInputError,
     Batch,
@@ -54,6 +55,7 @@ from ._socialctx import (
     shuffled,
 )
 from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
+from .describe import Description, describe
 from .folds import Fold, folds
 
 __version__ = "0.1.0"
@@ -62,6 +64,7 @@ __all__ = [
     "FEATURE_NAMES",
     "FORMAT_VERSION",
     "NUM_FEATURES",
+    "ArrowData",
     "BadInput",
     "BadInputError",
     "Batch",
@@ -81,6 +84,8 @@ __all__ = [
     "Vocabulary",
     "Fold",
     "folds",
+    "Description",
+    "describe",
     "EmbeddingError",
     "Embeddings",
     "EmbedSummary",

@@ -216,6 +216,51 @@ class Cache:
     @property
     def manifest(self) -> dict[str, Any]:
         """The cache's manifest.json."""
+    def to_arrow(
+        self,
+        level: Literal["reactions", "threads"] = "reactions",
+        columns: Sequence[str] | None = None,
+        positions: _Positions | None = None,
+    ) -> ArrowData:
+        """The cache as Arrow data for pyarrow, polars, DuckDB, pandas and
+        ``datasets`` (the Arrow PyCapsule interface).
+
+        ``"reactions"``: one row per reaction (replies and retweets) of the
+        threads at ``positions`` (all when None, in that order): thread_id,
+        position, event, label, label_code, veracity, annotated_rumour,
+        kind ("reply"/"retweet"), reaction_id, parent_id (the source's id
+        for the root's children), parent_how, created_at (timestamp[s,
+        UTC]), the 28 features (float32) and the extended columns (float32,
+        null where unknown). ``"threads"``: one row per thread: thread_id,
+        position, event, label, label_code, veracity, annotated_rumour,
+        source_user_id, source_created_at, reactions, replies, retweets,
+        depth (of the replies' propagation tree), first_reply_s,
+        median_reply_s, last_reply_s (seconds after the source; null
+        without replies) and retweets_before_first_reply.
+
+        The extended columns' values are the memory map's (no copy; the
+        data keeps the cache's map alive); the other columns are built:
+        they are not stored column by column (the features are stored row
+        by row, ids and times as records). ``columns`` picks and orders
+        columns (``KeyError`` for an unknown name)."""
+
+class ArrowData:
+    """Arrow data from ``Cache.to_arrow``: ``pyarrow.table(x)``,
+    ``polars.DataFrame(x)``, ``duckdb.sql("select ... from x")``; readable
+    any number of times."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        """A PyCapsule holding an ArrowArrayStream of the record batches."""
+    def __arrow_c_schema__(self) -> object:
+        """A PyCapsule holding the ArrowSchema."""
+    def __len__(self) -> int:
+        """Number of rows."""
+    @property
+    def column_names(self) -> list[str]: ...
+    @property
+    def level(self) -> Literal["reactions", "threads"]: ...
+    @property
+    def num_batches(self) -> int: ...
 
 class Thread:
     """One thread: a source tweet and its reactions in (created_at, id) order."""

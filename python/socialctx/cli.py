@@ -11,6 +11,8 @@
     socialctx merge CACHE PART [PART ...]
     socialctx info CACHE [--json]
     socialctx embed CACHE --model MODULE:CALLABLE --name NAME [--field F] [--model-id ID]
+    socialctx describe CACHE [--markdown | --latex | --json] [--html FILE]
+    socialctx export CACHE OUT.parquet [--level reactions|threads] [--columns A,B,...]
 
 The same Rust code runs as in the examples: ``build`` writes the same bytes
 as ``precache`` and prints the same summary. Exit status: 0 on success, 1 on
@@ -358,6 +360,7 @@ def _parser() -> argparse.ArgumentParser:
         "-q", "--quiet", action="store_true", help="do not show a progress bar on a terminal"
     )
     p.set_defaults(run=_embed)
+    _add_describe_commands(command)
     return parser
 
 
@@ -602,6 +605,74 @@ def _out(text: str) -> None:
         # Python would complain again when it flushes at exit: point stdout
         # at /dev/null (the Python docs' recipe for SIGPIPE).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _add_describe_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
+    p = command(
+        "describe",
+        "the dataset table (per event and in total) and, with --html, the figures",
+        "Print the dataset table of CACHE that PHEME papers show, per event and in total: "
+        "threads, rumours and non-rumours, veracity where annotated, replies, retweets, "
+        "distinct source authors, thread size, propagation depth, time to the first and to the "
+        "median reply (socialctx.describe; needs pandas and pyarrow, and matplotlib for --html: "
+        "pip install 'socialctx[describe]').",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--markdown", action="store_true", help="as a Markdown table")
+    form.add_argument("--latex", action="store_true", help="as a LaTeX tabular (booktabs)")
+    form.add_argument("--json", action="store_true", help="as JSON (times in seconds)")
+    p.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write one self-contained HTML page (table, figures, folds and leakage audit)",
+    )
+    p.set_defaults(run=_describe)
+
+    p = command(
+        "export",
+        "write a cache's reactions or threads as a Parquet file",
+        "Write CACHE as Parquet (Cache.to_arrow: one row per reaction, or per thread with "
+        "--level threads) to OUT, whole or not at all (needs pyarrow).",
+    )
+    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
+    p.add_argument("out", type=Path, metavar="OUT", help="the Parquet file to write")
+    p.add_argument(
+        "--level", choices=("reactions", "threads"), default="reactions", help="[reactions]"
+    )
+    p.add_argument(
+        "--columns",
+        type=lambda s: [c.strip() for c in s.split(",") if c.strip()],
+        metavar="A,B,...",
+        help="only these columns, in this order [default: all]",
+    )
+    p.set_defaults(run=_export)
+
+
+def _describe(a: argparse.Namespace) -> int:
+    from .describe import describe
+
+    try:
+        d = describe(_ext.open(a.cache))
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    if a.html is not None:
+        d.write_html(a.html)
+        print(f"wrote {a.html}", file=sys.stderr)
+    _out(d.markdown() if a.markdown else d.latex() if a.latex else d.json() if a.json else d.text())
+    return EXIT_OK
+
+
+def _export(a: argparse.Namespace) -> int:
+    from .describe import write_parquet
+
+    try:
+        rows = write_parquet(_ext.open(a.cache), a.out, level=a.level, columns=a.columns)
+    except (KeyError, ImportError) as e:
+        raise ValueError(e.args[0] if e.args else str(e)) from None
+    print(f"wrote {a.out}: {rows:,} rows", file=sys.stderr)
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

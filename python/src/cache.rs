@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 
 use socialctx as sc;
 
+use crate::arrow::PyArrowData;
 use crate::convert::{Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of};
 use crate::error::{Error, Result};
 use crate::texts::PyUniqueTexts;
@@ -103,6 +104,21 @@ impl PyCache {
     /// Position of the thread with this source id, or None.
     fn position(&self, source_id: u64) -> Result<Option<usize>> {
         Ok(self.reader.position(source_id)?)
+    }
+
+    /// The cache as Arrow data (`__arrow_c_stream__`) for pyarrow, polars,
+    /// DuckDB, pandas and `datasets`: one row per reaction (`level=
+    /// "reactions"`) or per thread (`"threads"`), the `columns` named (all
+    /// when None), of the threads at `positions` (all when None).
+    #[pyo3(signature = (level="reactions", columns=None, positions=None))]
+    fn to_arrow(
+        &self,
+        py: Python<'_>,
+        level: &str,
+        columns: Option<Vec<String>>,
+        positions: Option<&Bound<'_, PyAny>>,
+    ) -> Result<PyArrowData> {
+        crate::arrow::to_arrow(py, &self.reader, level, columns, positions)
     }
 
     /// The cache directory.

@@ -13,10 +13,11 @@
 //!
 //! Modules depend downwards only (no two import each other): `error`, then
 //! `convert` (argument and array conversions, the `Reader` type); `thread`,
-//! `texts`, `vocab` on those; `cache` on them; `stats`, `split`, `store` on
+//! `texts`, `vocab` on those; `arrow` on those; `cache` on them and `arrow`; `stats`, `split`, `store` on
 //! `cache`; `batch` and `graph` on `error` at most; `loader` on `batch`,
 //! `graph`, `cache` and `stats`; `build` on `convert` and `error`; `cli` on `build`.
 
+mod arrow;
 mod batch;
 mod build;
 mod cache;
@@ -53,6 +54,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(texts::_xxh3_file, m)?)?;
     m.add_function(wrap_pyfunction!(texts::_publish_dir, m)?)?;
     m.add_class::<cache::PyCache>()?;
+    m.add_class::<arrow::PyArrowData>()?;
     m.add_class::<cache::CacheIter>()?;
     m.add_class::<cache::PyBadInput>()?;
     m.add_class::<thread::PyThread>()?;

@@ -1,0 +1,425 @@
+"""The dataset table and figures every PHEME paper shows, from a cache.
+
+::
+
+    import socialctx
+
+    d = socialctx.describe(socialctx.open("target/socialctx-cache"))
+    d.events            # pandas DataFrame, one row per event
+    d.total             # pandas Series, the same over every thread
+    d.table()           # both as one pyarrow Table
+    d.markdown(), d.latex(), d.text(), d.json()
+    d.figures()         # {name: matplotlib Figure}
+    d.write_html("corpus.html")   # one self-contained page: table, figures, folds
+
+The numbers come from ``cache.to_arrow(level="threads")`` (one row per
+thread, computed in Rust) aggregated with pandas. Definitions (also in
+:data:`COLUMNS`):
+
+- *size*: the tweets of a conversation, the source and its replies
+  (retweets are counted apart);
+- *depth*: the longest path from the source down the propagation tree of
+  the replies (``FEATURES.md``, "Propagation tree"); 0 without replies;
+- *first reply*, *median reply*: per thread with at least one reply, the
+  seconds from the source to its first reply and to the median of its
+  replies' times; the table gives the median over those threads;
+- *source authors*: distinct authors of source tweets. The cache does not
+  keep reactions' authors (format 4), so distinct users over all tweets
+  cannot be counted from it, and the table does not pretend to.
+
+Needs pandas and pyarrow; the figures and the page need matplotlib
+(``pip install socialctx[describe]``).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json as _json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._socialctx import FEATURE_NAMES, Cache
+from .folds import Fold, folds
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
+    from matplotlib.figure import Figure
+
+__all__ = ["COLUMNS", "Description", "describe"]
+
+#: The table's columns: (key, heading, definition).
+COLUMNS: list[tuple[str, str, str]] = [
+    ("threads", "Threads", "threads (source tweets)"),
+    ("rumours", "Rumours", "threads labelled rumour"),
+    ("non_rumours", "Non-rumours", "threads labelled non-rumour"),
+    ("unlabelled", "Unlabelled", "threads with neither label"),
+    ("true", "True", "rumours annotated true (empty: no veracity annotation)"),
+    ("false", "False", "rumours annotated false"),
+    ("unverified", "Unverified", "rumours annotated unverified"),
+    ("replies", "Replies", "replies stored"),
+    ("retweets", "Retweets", "retweets stored"),
+    ("source_authors", "Src. authors", "distinct authors of source tweets"),
+    ("size_median", "Size med.", "thread size (source + replies), median"),
+    ("size_p90", "Size p90", "thread size, 90th percentile (linear interpolation)"),
+    ("size_max", "Size max", "thread size, maximum"),
+    ("depth_median", "Depth med.", "propagation depth of the replies, median"),
+    ("depth_max", "Depth max", "propagation depth, maximum"),
+    ("first_reply_s", "1st reply", "time from the source to its first reply, median over threads with replies (JSON: seconds)"),
+    (
+        "median_reply_s",
+        "Med. reply",
+        "time from the source to the median of its replies, median over threads with replies",
+    ),
+]
+
+_TIMES = ("first_reply_s", "median_reply_s")
+_FLOATS = ("size_median", "size_p90", "depth_median")
+
+
+def _require(what: str) -> None:
+    raise ImportError(
+        f"socialctx.describe needs {what}: pip install 'socialctx[describe]' "
+        "(pandas, pyarrow and matplotlib)"
+    )
+
+
+def _pd() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        _require("pandas")
+    return pandas
+
+
+def _pa() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        _require("pyarrow")
+    return pyarrow
+
+
+def summarize(threads: pd.DataFrame) -> dict[str, Any]:
+    """The table's row for the threads in ``threads`` (rows of
+    ``cache.to_arrow(level="threads")``): plain Python numbers, None where a
+    value does not exist (no thread, no reply, no veracity annotation)."""
+    n = len(threads)
+    replies = threads["replies"].astype("int64")
+    size = replies + 1
+    depth = threads["depth"].astype("int64")
+    replied = threads[replies > 0]
+    veracity = threads["veracity"]
+    annotated = bool(veracity.notna().any())
+
+    def count(mask: Any) -> int:
+        return int(mask.sum())
+
+    def median(values: Any) -> float | None:
+        return float(values.median()) if len(values) else None
+
+    return {
+        "threads": n,
+        "rumours": count(threads["label_code"] == 1),
+        "non_rumours": count(threads["label_code"] == 0),
+        "unlabelled": count(~threads["label_code"].isin([0, 1])),
+        "true": count(veracity == "true") if annotated else None,
+        "false": count(veracity == "false") if annotated else None,
+        "unverified": count(veracity == "unverified") if annotated else None,
+        "replies": int(replies.sum()),
+        "retweets": int(threads["retweets"].astype("int64").sum()),
+        "source_authors": int(threads["source_user_id"].nunique()),
+        "size_median": median(size),
+        "size_p90": float(size.quantile(0.9)) if n else None,
+        "size_max": int(size.max()) if n else None,
+        "depth_median": median(depth),
+        "depth_max": int(depth.max()) if n else None,
+        "first_reply_s": median(replied["first_reply_s"].astype("float64")),
+        "median_reply_s": median(replied["median_reply_s"].astype("float64")),
+    }
+
+
+def _cell(key: str, value: Any, *, minutes: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if key in _TIMES and minutes:
+        m = value / 60
+        return f"{m:.1f} min" if m < 120 else f"{m / 60:.1f} h"
+    if key in _FLOATS:
+        return f"{value:g}" if float(value).is_integer() else f"{value:.1f}"
+    return f"{int(value):,}" if isinstance(value, int) else str(value)
+
+
+def _latex_escape(s: str) -> str:
+    out = []
+    for c in s:
+        if c in "&%$#_{}":
+            out.append("\\" + c)
+        elif c == "~":
+            out.append(r"\textasciitilde{}")
+        elif c == "^":
+            out.append(r"\textasciicircum{}")
+        elif c == "\\":
+            out.append(r"\textbackslash{}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Description:
+    """What :func:`describe` computes: the table per event and in total, the
+    per-thread rows it comes from, and the leave-one-event-out folds."""
+
+    #: One row per event (index: event name, in name order), columns :data:`COLUMNS`.
+    events: pd.DataFrame
+    #: The same over every thread of the cache.
+    total: pd.Series
+    #: ``cache.to_arrow(level="threads")`` as a pyarrow Table.
+    threads: pa.Table
+    #: ``socialctx.folds(cache)``: sizes and leakage audit per held-out event.
+    folds: list[Fold]
+    cache: Cache
+
+    def rows(self) -> list[tuple[str, dict[str, Any]]]:
+        """(event, row) per event, then ("Total", row)."""
+        out = [(str(e), self._row(r)) for e, r in self.events.iterrows()]
+        out.append(("Total", self._row(self.total)))
+        return out
+
+    @staticmethod
+    def _row(r: Any) -> dict[str, Any]:
+        row = {}
+        for key, _, _ in COLUMNS:
+            v = r[key]
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                row[key] = None
+            elif key in _FLOATS or key in _TIMES:
+                row[key] = float(v)
+            else:
+                row[key] = int(v)
+        return row
+
+    def table(self) -> pa.Table:
+        """The table as a pyarrow Table: an ``event`` column (``"Total"`` on
+        the last row) and :data:`COLUMNS`."""
+        pa = _pa()
+        rows = self.rows()
+        data: dict[str, list[Any]] = {"event": [e for e, _ in rows]}
+        for key, _, _ in COLUMNS:
+            data[key] = [r[key] for _, r in rows]
+        return pa.table(data)
+
+    def _grid(self, *, minutes: bool) -> tuple[list[str], list[list[str]]]:
+        head = ["Event"] + [h for _, h, _ in COLUMNS]
+        body = [
+            [event] + [_cell(k, row[k], minutes=minutes) for k, _, _ in COLUMNS]
+            for event, row in self.rows()
+        ]
+        return head, body
+
+    def text(self) -> str:
+        """The table for a terminal (times in minutes or hours)."""
+        head, body = self._grid(minutes=True)
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+
+        def line(cells: list[str]) -> str:
+            first = cells[0].ljust(widths[0])
+            rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]
+            return "  ".join([first, *rest]).rstrip()
+
+        rule = "-" * len(line(head))
+        lines = [line(head), rule, *(line(r) for r in body[:-1]), rule, line(body[-1])]
+        notes = [f"  {h}: {d}" for _, h, d in COLUMNS]
+        return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
+
+    def markdown(self) -> str:
+        """The table as GitHub-flavoured Markdown (times in minutes or hours)."""
+        head, body = self._grid(minutes=True)
+
+        def esc(s: str) -> str:
+            return s.replace("|", "\\|")
+
+        lines = ["| " + " | ".join(esc(h) for h in head) + " |"]
+        lines.append("|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|")
+        for r in body[:-1]:
+            lines.append("| " + " | ".join(esc(c) for c in r) + " |")
+        lines.append("| " + " | ".join(f"**{esc(c)}**" for c in body[-1]) + " |")
+        return "\n".join(lines) + "\n"
+
+    def latex(self) -> str:
+        """The table as a LaTeX ``tabular`` with booktabs rules, as a paper
+        pastes it (times in minutes or hours)."""
+        head, body = self._grid(minutes=True)
+        cols = "l" + "r" * (len(head) - 1)
+
+        def line(cells: list[str]) -> str:
+            return " & ".join(_latex_escape(c).replace("–", "--") for c in cells) + r" \\"
+
+        lines = [
+            r"% \usepackage{booktabs}",
+            rf"\begin{{tabular}}{{{cols}}}",
+            r"\toprule",
+            line(head),
+            r"\midrule",
+            *(line(r) for r in body[:-1]),
+            r"\midrule",
+            line(body[-1]),
+            r"\bottomrule",
+            r"\end{tabular}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def json(self) -> str:
+        """The table as JSON: ``{"columns": {key: definition}, "events":
+        {event: row}, "total": row}``; times in seconds, null where a value
+        does not exist."""
+        rows = self.rows()
+        doc = {
+            "columns": {k: d for k, _, d in COLUMNS},
+            "events": dict(rows[:-1]),
+            "total": rows[-1][1],
+            "folds": self._folds_doc(),
+        }
+        return _json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+    def _folds_doc(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "event": f.event,
+                "train": len(f.train),
+                "test": len(f.test),
+                "shared_source_authors": len(f.leakage.get("shared_source_authors", [])),
+                "shared_source_texts": len(f.leakage.get("shared_source_texts", [])),
+            }
+            for f in self.folds
+        ]
+
+    def figures(self) -> dict[str, Figure]:
+        """The figures, as matplotlib Figures: ``thread_sizes``,
+        ``reply_arrival``, ``depths``, ``features``, ``folds``."""
+        from ._describe_figures import make_figures
+
+        return make_figures(self)
+
+    def html(self) -> str:
+        """One self-contained HTML page: the table, the figures (inline SVG)
+        and the folds with their leakage audit. Nothing is fetched to view it."""
+        from ._describe_figures import page
+
+        return page(self)
+
+    def write_html(self, path: str | os.PathLike[str]) -> Path:
+        """Writes :meth:`html` to ``path`` (whole or not at all) and returns it."""
+        return _write_atomic(Path(path), self.html().encode("utf-8"))
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A temporary file beside ``path`` with the mode a new file gets
+    (mkstemp's is 0600)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+    return fd, tmp
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
+    """Writes ``data`` to ``path`` through a temporary file beside it, so
+    that a failure leaves no partial file."""
+    fd, tmp = _temp_beside(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def describe(cache: Cache) -> Description:
+    """The dataset table of ``cache`` per event and in total, with the folds
+    (see the module's documentation)."""
+    pd = _pd()
+    threads = _pa().table(cache.to_arrow(level="threads"))
+    frame = threads.to_pandas()
+    keys = [k for k, _, _ in COLUMNS]
+    rows = {e: summarize(g) for e, g in frame.groupby("event", sort=True)} if len(frame) else {}
+    events = pd.DataFrame.from_dict(rows, orient="index", columns=keys) if rows else None
+    if events is None:
+        events = pd.DataFrame(columns=keys)
+    events.index.name = "event"
+    total = pd.Series(summarize(frame), name="Total", dtype=object)
+    return Description(events, total, threads, folds(cache), cache)
+
+
+def write_parquet(
+    cache: Cache,
+    path: str | os.PathLike[str],
+    *,
+    level: str = "reactions",
+    columns: list[str] | None = None,
+) -> int:
+    """Writes ``cache.to_arrow(level, columns)`` to the Parquet file
+    ``path``, whole or not at all (through a temporary file beside it);
+    returns the number of rows."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        _require("pyarrow")
+    data = cache.to_arrow(level=level, columns=columns)
+    table = _pa().table(data)
+    path = Path(path)
+    fd, tmp = _temp_beside(path)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return int(table.num_rows)
+
+
+def reply_delays(cache: Cache) -> pd.DataFrame:
+    """Every reply's delay after its source (``delay_s``, seconds) with its
+    thread's ``position``, ``event`` and ``label_code``: the data of the
+    arrival curves."""
+    pa = _pa()
+    import numpy as np
+    import pyarrow.compute as pc
+
+    threads = pa.table(cache.to_arrow(level="threads", columns=["source_created_at"]))
+    source = threads.column("source_created_at").cast(pa.int64()).to_numpy()
+    r = pa.table(cache.to_arrow(columns=["position", "event", "label_code", "kind", "created_at"]))
+    r = r.filter(pc.equal(r.column("kind"), "reply"))
+    position = r.column("position").to_numpy().astype(np.int64)
+    created = r.column("created_at").cast(pa.int64()).to_numpy()
+    out = r.select(["position", "event", "label_code"]).to_pandas()
+    out["delay_s"] = created - source[position]
+    return out
+
+
+def features_by_label(cache: Cache) -> pd.DataFrame:
+    """The 28 features of every reaction with its thread's ``label_code``."""
+    cols = ["label_code", *FEATURE_NAMES]
+    return _pa().table(cache.to_arrow(columns=cols)).to_pandas()
+
+
+def _escape(s: object) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    # Inline SVG: drop the XML prolog and DOCTYPE (which points at w3.org).
+    start = text.find("<svg")
+    return text[start:] if start >= 0 else text

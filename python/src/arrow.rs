@@ -1,0 +1,585 @@
+//! `Cache.to_arrow`: the cache as an Arrow C stream (the Arrow PyCapsule
+//! interface, `__arrow_c_stream__`), which pyarrow, polars, DuckDB, pandas
+//! (through pyarrow) and `datasets` read without parsing anything.
+//!
+//! The arrays are arrow-rs's, exported through its C data interface. One
+//! record batch per run of threads whose reactions lie back to back in one
+//! shard (all of a shard's threads when `positions` is None), so that an
+//! extended column of a batch is one slice of the memory map: its values
+//! are handed over without a copy (the buffer's owner is the cache's
+//! reader, which keeps the map alive), and only its validity bitmap (NaN
+//! means unknown, which Arrow spells null) is computed. Everything else is
+//! built: ids, times, kinds and parents are fields of an array of structs
+//! on disk, the 28 features are stored row by row (`[f32; 28]` per
+//! reaction) and an Arrow column is one feature of every row (a transpose),
+//! and the strings repeat each thread's value per reaction.
+
+use std::ffi::CStr;
+use std::panic::AssertUnwindSafe;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow_array::builder::{StringBuilder, UInt64Builder};
+use arrow_array::ffi::FFI_ArrowSchema;
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{
+    ArrayRef, Float32Array, Float64Array, Int8Array, Int64Array, RecordBatch, RecordBatchIterator,
+    StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use socialctx as sc;
+
+use crate::convert::{Reader, some_positions_of};
+use crate::error::{Error, Result};
+use crate::thread::view_at;
+
+/// The columns of the two levels, in their default order.
+const REACTION_BASE: [&str; 12] = [
+    "thread_id",
+    "position",
+    "event",
+    "label",
+    "label_code",
+    "veracity",
+    "annotated_rumour",
+    "kind",
+    "reaction_id",
+    "parent_id",
+    "parent_how",
+    "created_at",
+];
+
+const THREAD_BASE: [&str; 17] = [
+    "thread_id",
+    "position",
+    "event",
+    "label",
+    "label_code",
+    "veracity",
+    "annotated_rumour",
+    "source_user_id",
+    "source_created_at",
+    "reactions",
+    "replies",
+    "retweets",
+    "depth",
+    "first_reply_s",
+    "median_reply_s",
+    "last_reply_s",
+    "retweets_before_first_reply",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Level {
+    Reactions,
+    Threads,
+}
+
+fn level_columns(level: Level) -> Vec<&'static str> {
+    match level {
+        Level::Reactions => REACTION_BASE
+            .iter()
+            .chain(sc::Feature::NAMES.iter())
+            .chain(sc::Manifest::REACTION_COLUMNS.iter())
+            .copied()
+            .collect(),
+        Level::Threads => THREAD_BASE.to_vec(),
+    }
+}
+
+fn data_type(level: Level, name: &str) -> DataType {
+    let utc = || DataType::Timestamp(TimeUnit::Second, Some("UTC".into()));
+    if level == Level::Reactions
+        && (sc::Manifest::REACTION_COLUMNS.contains(&name)
+            || sc::Feature::from_name(name).is_some())
+    {
+        return DataType::Float32;
+    }
+    match name {
+        "thread_id" | "reaction_id" | "parent_id" | "position" => DataType::UInt64,
+        "event" | "label" | "veracity" | "annotated_rumour" | "kind" | "parent_how"
+        | "source_user_id" => DataType::Utf8,
+        "label_code" => DataType::Int8,
+        "created_at" | "source_created_at" => utc(),
+        "reactions" | "replies" | "retweets" | "depth" | "retweets_before_first_reply" => {
+            DataType::UInt32
+        }
+        "first_reply_s" | "last_reply_s" => DataType::Int64,
+        "median_reply_s" => DataType::Float64,
+        _ => DataType::Null,
+    }
+}
+
+fn nullable(level: Level, name: &str) -> bool {
+    matches!(
+        name,
+        "veracity" | "annotated_rumour" | "first_reply_s" | "median_reply_s" | "last_reply_s"
+    ) || (level == Level::Reactions && sc::Manifest::REACTION_COLUMNS.contains(&name))
+}
+
+/// The memory map's owner, as the owner of a zero-copy Arrow buffer.
+struct MapOwner(#[allow(dead_code)] AssertUnwindSafe<Arc<Reader>>);
+
+/// One thread's part of a batch, with what the batch's columns need.
+struct Part<'a> {
+    position: usize,
+    view: sc::ThreadView<'a>,
+    num: sc::NumView<'a>,
+}
+
+/// Per-thread values both levels share.
+fn veracity(reader: &Reader, t: &sc::ThreadView<'_>) -> Option<&'static str> {
+    let c = reader.thread_column("veracity")?;
+    sc::Veracity::from_code(t.thread_value(c)?).map(sc::Veracity::as_str)
+}
+
+fn annotated(reader: &Reader, t: &sc::ThreadView<'_>) -> Option<&'static str> {
+    let c = reader.thread_column("annotated_rumour")?;
+    sc::Annotated::from_code(t.thread_value(c)?).map(sc::Annotated::as_str)
+}
+
+/// A string column with one value per thread repeated `times(thread)` times.
+fn repeated<'a>(
+    parts: &[Part<'a>],
+    times: impl Fn(&Part<'a>) -> usize,
+    value: impl Fn(&Part<'a>) -> Option<&'a str>,
+) -> ArrayRef {
+    let rows: usize = parts.iter().map(&times).sum();
+    let mut b = StringBuilder::with_capacity(rows, rows * 8);
+    for p in parts {
+        let v = value(p);
+        for _ in 0..times(p) {
+            b.append_option(v);
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// An extended column of the reactions of `parts` (which lie back to back
+/// in one shard): its values are the memory map's, shared; NaN is null.
+fn shared_column(owner: &Arc<MapOwner>, slices: &[&[f32]]) -> ArrayRef {
+    let rows: usize = slices.iter().map(|s| s.len()).sum();
+    let contiguous = slices.windows(2).all(|w| {
+        let end = w[0].as_ptr_range().end;
+        std::ptr::eq(end, w[1].as_ptr())
+    });
+    let values: ScalarBuffer<f32> = match slices.first() {
+        Some(first) if contiguous && rows > 0 => {
+            let ptr = NonNull::from(&first[0]).cast::<u8>();
+            let owner: Arc<dyn arrow_buffer::alloc::Allocation> = owner.clone();
+            // SAFETY: the slices are one run of `rows` f32 in a memory map
+            // (checked contiguous above) that is never written and is
+            // unmapped only when the reader drops; the buffer holds the
+            // reader (through `owner`) for as long as it lives.
+            let buffer = unsafe {
+                Buffer::from_custom_allocation(ptr, rows * std::mem::size_of::<f32>(), owner)
+            };
+            ScalarBuffer::new(buffer, 0, rows)
+        }
+        // A cache built without extended columns (the slices are empty), or
+        // threads from different places: built.
+        _ if slices.iter().all(|s| s.is_empty()) => {
+            return Arc::new(Float32Array::new_null(rows));
+        }
+        _ => slices.iter().flat_map(|s| s.iter().copied()).collect(),
+    };
+    let valid = BooleanBuffer::collect_bool(rows, |i| !values[i].is_nan());
+    let nulls = Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0);
+    Arc::new(Float32Array::new(values, nulls))
+}
+
+fn reaction_batch(
+    reader: &Reader,
+    owner: &Arc<MapOwner>,
+    schema: &SchemaRef,
+    parts: &[Part<'_>],
+) -> Result<RecordBatch> {
+    let rows: usize = parts.iter().map(|p| p.view.reaction_count()).sum();
+    let count = |p: &Part<'_>| p.view.reaction_count();
+    let records = || {
+        parts
+            .iter()
+            .flat_map(|p| p.num.reaction_records())
+    };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let name = field.name().as_str();
+        let column: ArrayRef = match name {
+            "thread_id" => Arc::new(UInt64Array::from_iter_values(
+                parts
+                    .iter()
+                    .flat_map(|p| std::iter::repeat_n(p.view.source_id(), count(p))),
+            )),
+            "position" => Arc::new(UInt64Array::from_iter_values(
+                parts
+                    .iter()
+                    .flat_map(|p| std::iter::repeat_n(p.position as u64, count(p))),
+            )),
+            "event" => repeated(parts, count, |p| Some(p.view.event())),
+            "label" => repeated(parts, count, |p| Some(p.view.label())),
+            "label_code" => Arc::new(Int8Array::from_iter_values(
+                parts
+                    .iter()
+                    .flat_map(|p| std::iter::repeat_n(p.view.label_code(), count(p))),
+            )),
+            "veracity" => repeated(parts, count, |p| veracity(reader, &p.view)),
+            "annotated_rumour" => repeated(parts, count, |p| annotated(reader, &p.view)),
+            "kind" => Arc::new(StringArray::from_iter_values(
+                records().map(|r| r.kind.as_str()),
+            )),
+            "reaction_id" => Arc::new(UInt64Array::from_iter_values(records().map(|r| r.id))),
+            "parent_id" => {
+                let mut b = UInt64Builder::with_capacity(rows);
+                for p in parts {
+                    let ids: Vec<u64> = p.num.reaction_records().map(|r| r.id).collect();
+                    for r in p.num.reaction_records() {
+                        let parent = ids.get(r.parent as usize).copied();
+                        b.append_value(parent.unwrap_or(p.view.source_id()));
+                    }
+                }
+                Arc::new(b.finish())
+            }
+            "parent_how" => Arc::new(StringArray::from_iter_values(
+                records().map(|r| r.parent_how.as_str()),
+            )),
+            "created_at" => Arc::new(
+                TimestampSecondArray::from_iter_values(records().map(|r| r.created_at))
+                    .with_timezone("UTC"),
+            ),
+            _ => match sc::Feature::from_name(name) {
+                Some(f) => Arc::new(Float32Array::from_iter_values(
+                    parts
+                        .iter()
+                        .flat_map(|p| p.view.features().iter().map(move |row| row[f])),
+                )),
+                None => {
+                    let c = reader.reaction_column(name);
+                    let slices: Vec<&[f32]> = parts
+                        .iter()
+                        .map(|p| c.map_or(&[][..], |c| p.num.column(c)))
+                        .collect();
+                    shared_column(owner, &slices)
+                }
+            },
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+    .map_err(|e| Error::new_err(format!("internal: an Arrow batch is inconsistent: {e}")).into())
+}
+
+/// The per-thread statistics of the threads level.
+struct ThreadStats {
+    replies: u32,
+    retweets: u32,
+    depth: u32,
+    first_reply_s: Option<i64>,
+    median_reply_s: Option<f64>,
+    last_reply_s: Option<i64>,
+    retweets_before_first_reply: u32,
+}
+
+fn thread_stats(t: &Part<'_>) -> ThreadStats {
+    let source = t.view.source_created_at();
+    let reactions = t.view.reaction_count();
+    let mut depths: Vec<u32> = Vec::with_capacity(reactions);
+    let mut delays: Vec<i64> = Vec::new();
+    let (mut replies, mut retweets, mut depth, mut early_retweets) = (0u32, 0u32, 0u32, 0u32);
+    for r in t.num.reaction_records() {
+        // A parent is always an earlier reply or the source (FEATURES.md,
+        // "Propagation tree"), so its depth is known here.
+        let d = match r.parent {
+            sc::ReactionNum::PARENT_SOURCE => 1,
+            p => depths.get(p as usize).map_or(1, |d| d + 1),
+        };
+        depths.push(d);
+        match r.kind {
+            sc::ReactionKind::Reply => {
+                replies += 1;
+                depth = depth.max(d);
+                delays.push(r.created_at - source);
+            }
+            sc::ReactionKind::Retweet => {
+                retweets += 1;
+                if replies == 0 {
+                    early_retweets += 1;
+                }
+            }
+        }
+    }
+    // Reactions are in (created_at, id) order, so the delays are sorted.
+    let median = match delays.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(delays[n / 2] as f64),
+        n => Some((delays[n / 2 - 1] as f64 + delays[n / 2] as f64) / 2.0),
+    };
+    ThreadStats {
+        replies,
+        retweets,
+        depth,
+        first_reply_s: delays.first().copied(),
+        median_reply_s: median,
+        last_reply_s: delays.last().copied(),
+        retweets_before_first_reply: early_retweets,
+    }
+}
+
+fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Result<RecordBatch> {
+    let stats: Vec<ThreadStats> = parts.iter().map(thread_stats).collect();
+    let one = |_: &Part<'_>| 1;
+    let u32s = |f: fn(&ThreadStats) -> u32| -> ArrayRef {
+        Arc::new(UInt32Array::from_iter_values(stats.iter().map(f)))
+    };
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let column: ArrayRef = match field.name().as_str() {
+            "thread_id" => Arc::new(UInt64Array::from_iter_values(
+                parts.iter().map(|p| p.view.source_id()),
+            )),
+            "position" => Arc::new(UInt64Array::from_iter_values(
+                parts.iter().map(|p| p.position as u64),
+            )),
+            "event" => repeated(parts, one, |p| Some(p.view.event())),
+            "label" => repeated(parts, one, |p| Some(p.view.label())),
+            "label_code" => Arc::new(Int8Array::from_iter_values(
+                parts.iter().map(|p| p.view.label_code()),
+            )),
+            "veracity" => repeated(parts, one, |p| veracity(reader, &p.view)),
+            "annotated_rumour" => repeated(parts, one, |p| annotated(reader, &p.view)),
+            "source_user_id" => repeated(parts, one, |p| Some(p.view.source_user_id())),
+            "source_created_at" => Arc::new(
+                TimestampSecondArray::from_iter_values(
+                    parts.iter().map(|p| p.view.source_created_at()),
+                )
+                .with_timezone("UTC"),
+            ),
+            "reactions" => Arc::new(UInt32Array::from_iter_values(
+                stats.iter().map(|s| s.replies + s.retweets),
+            )),
+            "replies" => u32s(|s| s.replies),
+            "retweets" => u32s(|s| s.retweets),
+            "depth" => u32s(|s| s.depth),
+            "retweets_before_first_reply" => u32s(|s| s.retweets_before_first_reply),
+            "first_reply_s" => Arc::new(Int64Array::from_iter(
+                stats.iter().map(|s| s.first_reply_s),
+            )),
+            "last_reply_s" => Arc::new(Int64Array::from_iter(stats.iter().map(|s| s.last_reply_s))),
+            "median_reply_s" => Arc::new(Float64Array::from_iter(
+                stats.iter().map(|s| s.median_reply_s),
+            )),
+            other => {
+                return Err(Error::new_err(format!("internal: no thread column {other:?}")).into());
+            }
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(parts.len())),
+    )
+    .map_err(|e| Error::new_err(format!("internal: an Arrow batch is inconsistent: {e}")).into())
+}
+
+/// Whether thread `b`'s reactions start where thread `a`'s end in the same
+/// shard (then one batch shares one slice of each extended column).
+fn follows(a: &sc::ThreadView<'_>, b: &sc::ThreadView<'_>) -> bool {
+    let (a, b) = (a.features(), b.features());
+    std::ptr::eq(a.as_ptr_range().end, b.as_ptr())
+}
+
+/// The columns `columns` (all of `level` when None), checked.
+fn schema_of(level: Level, columns: Option<Vec<String>>) -> PyResult<SchemaRef> {
+    let all = level_columns(level);
+    let names: Vec<String> = match columns {
+        None => all.iter().map(|s| (*s).to_owned()).collect(),
+        Some(names) => {
+            for (i, n) in names.iter().enumerate() {
+                if !all.contains(&n.as_str()) {
+                    return Err(PyKeyError::new_err(format!(
+                        "no column {n:?} at level {:?} (the columns are {all:?})",
+                        level_name(level)
+                    )));
+                }
+                if names[..i].contains(n) {
+                    return Err(PyValueError::new_err(format!(
+                        "column {n:?} is named twice"
+                    )));
+                }
+            }
+            names
+        }
+    };
+    let fields: Vec<Field> = names
+        .iter()
+        .map(|n| Field::new(n, data_type(level, n), nullable(level, n)))
+        .collect();
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Reactions => "reactions",
+        Level::Threads => "threads",
+    }
+}
+
+/// Builds the batches of `level` over `positions` (every thread when None).
+fn batches(
+    reader: &Arc<Reader>,
+    level: Level,
+    schema: &SchemaRef,
+    positions: Option<Vec<usize>>,
+) -> Result<Vec<RecordBatch>> {
+    let owner = Arc::new(MapOwner(AssertUnwindSafe(Arc::clone(reader))));
+    let reader = &**reader;
+    let positions: Vec<usize> = positions.unwrap_or_else(|| (0..reader.len()).collect());
+    let mut out = Vec::new();
+    let mut run: Vec<Part<'_>> = Vec::new();
+    // Bounded batches: consumers stream them, and a batch's built columns
+    // are allocated at once.
+    const MAX_ROWS: usize = 1 << 20;
+    let mut rows = 0usize;
+    let flush = |run: &mut Vec<Part<'_>>, out: &mut Vec<RecordBatch>| -> Result<()> {
+        if !run.is_empty() {
+            out.push(match level {
+                Level::Reactions => reaction_batch(reader, &owner, schema, run)?,
+                Level::Threads => thread_batch(reader, schema, run)?,
+            });
+            run.clear();
+        }
+        Ok(())
+    };
+    for position in positions {
+        let view = view_at(reader, position)?;
+        let n = match level {
+            Level::Reactions => view.reaction_count(),
+            Level::Threads => 1,
+        };
+        let breaks = run.last().is_some_and(|last| {
+            (level == Level::Reactions && !follows(&last.view, &view)) || rows + n > MAX_ROWS
+        });
+        if breaks {
+            flush(&mut run, &mut out)?;
+            rows = 0;
+        }
+        rows += n;
+        run.push(Part {
+            position,
+            num: view.numbers(),
+            view,
+        });
+    }
+    flush(&mut run, &mut out)?;
+    Ok(out)
+}
+
+/// Arrow data read from a cache (made by `Cache.to_arrow`): pass it to
+/// `pyarrow.table`, `polars.DataFrame`, `duckdb.sql` or anything that reads
+/// the Arrow PyCapsule interface; it can be read any number of times.
+#[pyclass(frozen, module = "socialctx", name = "ArrowData")]
+pub(crate) struct PyArrowData {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    level: Level,
+}
+
+const STREAM: &CStr = c"arrow_array_stream";
+const SCHEMA: &CStr = c"arrow_schema";
+
+#[pymethods]
+impl PyArrowData {
+    /// The Arrow PyCapsule interface: a new stream of the batches each call
+    /// (`requested_schema` is not honoured: the schema is the one given).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new(
+            self.batches.clone().into_iter().map(Ok),
+            self.schema.clone(),
+        );
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, STREAM)
+    }
+
+    /// The schema, through the Arrow PyCapsule interface.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref())
+            .map_err(|e| Error::new_err(format!("internal: Arrow schema: {e}")))?;
+        PyCapsule::new_with_value(py, schema, SCHEMA)
+    }
+
+    /// Number of rows.
+    fn __len__(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// The column names, in order.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    /// "reactions" or "threads".
+    #[getter]
+    fn level(&self) -> &'static str {
+        level_name(self.level)
+    }
+
+    /// Number of record batches in the stream.
+    #[getter]
+    fn num_batches(&self) -> usize {
+        self.batches.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "socialctx.ArrowData(level={:?}, rows={}, columns={}, batches={})",
+            level_name(self.level),
+            self.__len__(),
+            self.schema.fields().len(),
+            self.batches.len()
+        )
+    }
+}
+
+/// `Cache.to_arrow` (see the stub for the documentation).
+pub(crate) fn to_arrow(
+    py: Python<'_>,
+    reader: &Arc<Reader>,
+    level: &str,
+    columns: Option<Vec<String>>,
+    positions: Option<&Bound<'_, PyAny>>,
+) -> Result<PyArrowData> {
+    let level = match level {
+        "reactions" => Level::Reactions,
+        "threads" => Level::Threads,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "level must be \"reactions\" or \"threads\", not {other:?}"
+            ))
+            .into());
+        }
+    };
+    let schema = schema_of(level, columns)?;
+    let positions = some_positions_of(positions, reader.len())?;
+    let batches = py.detach(|| batches(reader, level, &schema, positions))?;
+    Ok(PyArrowData {
+        schema,
+        batches,
+        level,
+    })
+}
