@@ -54,8 +54,8 @@ from ._socialctx import (
     read_split,
     shuffled,
 )
-from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
 from .describe import Description, describe
+from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
 from .folds import Fold, folds
 
 __version__ = "0.1.0"

@@ -45,7 +45,7 @@ def make_figures(d: Description) -> dict[str, Figure]:
     ax = fig.add_subplot()
     size = threads["replies"].astype("int64") + 1
     top = int(size.max()) if len(size) else 1
-    bins = np.unique(np.geomspace(1, max(top, 2) + 1, 30).astype(int))
+    bins = np.unique(np.geomspace(1, max(top, 2) + 1, 30).astype(int)).tolist()
     for c in labels:
         ax.hist(
             size[threads["label_code"] == c],
@@ -68,8 +68,7 @@ def make_figures(d: Description) -> dict[str, Figure]:
     ax = fig.add_subplot()
     delays = reply_delays(d.cache)
     for c in _labels_present(delays["label_code"]) if len(delays) else []:
-        x = np.sort(delays.loc[delays["label_code"] == c, "delay_s"].to_numpy())
-        x = np.maximum(x, 1)
+        x = np.maximum(np.sort(delays.loc[delays["label_code"] == c, "delay_s"].to_numpy()), 1)
         y = np.arange(1, len(x) + 1) / len(x)
         ax.step(x, y, where="post", color=_COLOURS[c], label=f"{_LABELS[c]} ({len(x):,} replies)")
     ax.set_xscale("log")
@@ -121,7 +120,7 @@ def make_figures(d: Description) -> dict[str, Figure]:
             lo, hi = np.percentile(finite, [1, 99])
             if hi <= lo:
                 lo, hi = lo - 0.5, hi + 0.5
-            bins = np.linspace(lo, hi, 31)
+            bins = np.linspace(lo, hi, 31).tolist()
             for c in flabels:
                 v = values[(feats["label_code"] == c).to_numpy() & np.isfinite(values)]
                 if len(v):
@@ -136,24 +135,26 @@ def make_figures(d: Description) -> dict[str, Figure]:
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.set_yticks([])
+    fig.suptitle("The 28 features by label (density; 1st–99th percentile, the rest clipped)")
     if flabels:
         fig.legend(
-            *fig.axes[0].get_legend_handles_labels(), loc="upper center", ncol=len(flabels)
+            *fig.axes[0].get_legend_handles_labels(),
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.975),
+            ncol=len(flabels),
+            frameon=False,
         )
-    fig.suptitle(
-        "The 28 features by label (density; 1st–99th percentile, the rest clipped)", y=0.995
-    )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     out["features"] = fig
 
     # Leave-one-event-out folds.
     fig = _figure(figsize=(6, 0.5 + 0.35 * max(len(d.folds), 1)))
     ax = fig.add_subplot()
     names = [f.event for f in d.folds]
-    y = np.arange(len(names))
-    ax.barh(y, [len(f.train) for f in d.folds], color="#95a5a6", label="train")
-    ax.barh(y, [len(f.test) for f in d.folds], color="#e67e22", label="test (held out)")
-    ax.set_yticks(y, names)
+    slots = np.arange(len(names))
+    ax.barh(slots, [len(f.train) for f in d.folds], color="#95a5a6", label="train")
+    ax.barh(slots, [len(f.test) for f in d.folds], color="#e67e22", label="test (held out)")
+    ax.set_yticks(slots, names)
     ax.invert_yaxis()
     ax.set_xlabel("threads")
     ax.set_title("Leave-one-event-out folds")

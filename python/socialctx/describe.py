@@ -41,7 +41,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._socialctx import FEATURE_NAMES, Cache
 from .folds import Fold, folds
@@ -70,7 +70,11 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("size_max", "Size max", "thread size, maximum"),
     ("depth_median", "Depth med.", "propagation depth of the replies, median"),
     ("depth_max", "Depth max", "propagation depth, maximum"),
-    ("first_reply_s", "1st reply", "time from the source to its first reply, median over threads with replies (JSON: seconds)"),
+    (
+        "first_reply_s",
+        "1st reply",
+        "time from the source to its first reply, median over threads with replies (JSON: seconds)",
+    ),
     (
         "median_reply_s",
         "Med. reply",
@@ -194,7 +198,7 @@ class Description:
 
     @staticmethod
     def _row(r: Any) -> dict[str, Any]:
-        row = {}
+        row: dict[str, Any] = {}
         for key, _, _ in COLUMNS:
             v = r[key]
             if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -363,7 +367,7 @@ def write_parquet(
     cache: Cache,
     path: str | os.PathLike[str],
     *,
-    level: str = "reactions",
+    level: Literal["reactions", "threads"] = "reactions",
     columns: list[str] | None = None,
 ) -> int:
     """Writes ``cache.to_arrow(level, columns)`` to the Parquet file

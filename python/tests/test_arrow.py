@@ -1,0 +1,353 @@
+"""`Cache.to_arrow`: equal to `dump` column by column on every fixture corpus,
+read by pyarrow, polars, DuckDB, pandas and `datasets`, zero-copy where it
+says so, and exported to Parquet by `socialctx export`."""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import socialctx
+from conftest import CORPORA, REPO
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pd = pytest.importorskip("pandas")
+
+EXTENDED = ["depth", "persistence", "follows_source", "followed_by_source", "reciprocal_follow"]
+EXTENDED += ["user_reliability"]
+
+
+def dump(cache: Path) -> list[dict[str, Any]]:
+    """`socialctx dump --retweets --extended --graph`: the oracle format."""
+    out = subprocess.run(
+        [sys.executable, "-m", "socialctx", "dump", str(cache), "--retweets", "--extended"]
+        + ["--graph"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def label_code(line: dict[str, Any]) -> int:
+    """The label's code: the folder's, else annotation.json's (RumourEval,
+    the journalism release), else -1."""
+    by_folder = {"rumours": 1, "non-rumours": 0}.get(line["label"])
+    if by_folder is not None:
+        return by_folder
+    return {"rumour": 1, "nonrumour": 0}.get(line["annotated_rumour"], -1)
+
+
+def same_f32(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    x, y = np.float32(a), np.float32(b)
+    return bool(x == y or (math.isnan(x) and math.isnan(y)))
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str) -> None:
+    cache = socialctx.open(built[name])
+    table = pa.table(cache.to_arrow())
+    assert table.column_names[:12] == [
+        "thread_id",
+        "position",
+        "event",
+        "label",
+        "label_code",
+        "veracity",
+        "annotated_rumour",
+        "kind",
+        "reaction_id",
+        "parent_id",
+        "parent_how",
+        "created_at",
+    ]
+    assert table.column_names[12:40] == socialctx.FEATURE_NAMES
+    assert table.column_names[40:] == EXTENDED
+    got = table.to_pydict()
+    got["created_at"] = table.column("created_at").cast(pa.int64()).to_pylist()
+    lines = dump(built[name])
+    expected: dict[str, list[Any]] = {k: [] for k in got}
+    for position, line in enumerate(lines):
+        for r in line["reactions"]:
+            expected["thread_id"].append(int(line["source_id"]))
+            expected["position"].append(position)
+            expected["event"].append(line["event"])
+            expected["label"].append(line["label"])
+            expected["label_code"].append(label_code(line))
+            expected["veracity"].append(line["veracity"])
+            expected["annotated_rumour"].append(line["annotated_rumour"])
+            expected["kind"].append(r["kind"])
+            expected["reaction_id"].append(int(r["id"]))
+            expected["parent_id"].append(int(r["parent"]))
+            expected["parent_how"].append(r["parent_how"])
+            expected["created_at"].append(r["created_at"])
+            for i, f in enumerate(socialctx.FEATURE_NAMES):
+                expected[f].append(r["features"][i])
+            for c in EXTENDED:
+                expected[c].append(r[c])
+    assert len(lines) == len(cache)
+    assert table.num_rows == sum(len(t["reactions"]) for t in lines)
+    for column, values in expected.items():
+        if column in socialctx.FEATURE_NAMES or column in EXTENDED:
+            bad = [i for i, (a, b) in enumerate(zip(got[column], values)) if not same_f32(a, b)]
+            assert not bad, (column, bad[:5])
+        else:
+            assert got[column] == values, column
+    # NaN never crosses as a value: an unknown extended value is null.
+    for c in EXTENDED:
+        assert not any(v is not None and math.isnan(v) for v in got[c]), c
+
+
+def depths_from_dump(line: dict[str, Any]) -> int:
+    """The replies' tree depth, from dump's parent ids (independently of the binding)."""
+    depth = {line["source_id"]: 0}
+    deepest = 0
+    for r in line["reactions"]:
+        d = depth.get(r["parent"], 0) + 1
+        # An id equal to the source's names the source (FEATURES.md: a
+        # reaction stored with the source's own id attaches to the source).
+        if r["kind"] == "reply":
+            deepest = max(deepest, d)
+            if r["id"] != line["source_id"]:
+                depth[r["id"]] = d
+    return deepest
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_threads_level_equals_dump(built: dict[str, Path], name: str) -> None:
+    cache = socialctx.open(built[name])
+    got = pa.table(cache.to_arrow(level="threads")).to_pydict()
+    lines = dump(built[name])
+    assert len(got["thread_id"]) == len(lines) == len(cache)
+    for p, line in enumerate(lines):
+        t = cache[p]
+        replies = [r for r in line["reactions"] if r["kind"] == "reply"]
+        delays = sorted(r["created_at"] - t.source_created_at for r in replies)
+        row = {k: v[p] for k, v in got.items()}
+        assert row["thread_id"] == int(line["source_id"])
+        assert row["position"] == p
+        assert (row["event"], row["label"]) == (line["event"], line["label"])
+        assert row["veracity"] == line["veracity"]
+        assert row["annotated_rumour"] == line["annotated_rumour"]
+        assert row["label_code"] == t.label_code == label_code(line)
+        assert row["source_user_id"] == t.source_user_id
+        assert int(row["source_created_at"].timestamp()) == t.source_created_at
+        assert row["replies"] == len(replies)
+        assert row["retweets"] == len(line["reactions"]) - len(replies)
+        assert row["reactions"] == len(line["reactions"])
+        assert row["depth"] == depths_from_dump(line)
+        assert row["first_reply_s"] == (delays[0] if delays else None)
+        assert row["last_reply_s"] == (delays[-1] if delays else None)
+        assert row["median_reply_s"] == (float(np.median(delays)) if delays else None)
+        before = 0
+        for r in line["reactions"]:
+            if r["kind"] == "reply":
+                break
+            before += 1
+        assert row["retweets_before_first_reply"] == before
+
+
+def test_every_consumer_reads_the_same(built: dict[str, Path]) -> None:
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    datasets = pytest.importorskip("datasets")
+    cache = socialctx.open(built["pheme-veracity"])
+    x = cache.to_arrow()
+    table = pa.table(x)
+    assert len(x) == table.num_rows > 0
+    # Read again: each call is a new stream of the same batches.
+    assert pa.table(x).equals(table)
+    assert pa.RecordBatchReader.from_stream(x).read_all().equals(table)
+
+    frame = pl.DataFrame(x)
+    assert frame.shape == (table.num_rows, table.num_columns)
+    assert frame.equals(pl.from_arrow(table))
+    assert frame["reaction_id"].to_list() == table.column("reaction_id").to_pylist()
+    seconds = table.column("created_at").cast(pa.int64()).to_pylist()
+    assert frame["created_at"].dt.epoch("s").to_list() == seconds
+    # polars.from_arrow of a stream object gives one struct Series (polars'
+    # own rule for PyCapsule streams); unnested it is the same frame.
+    assert pl.from_arrow(x).struct.unnest().equals(frame)  # type: ignore[union-attr]
+
+    df = table.to_pandas()
+    assert df["num_posts"].dtype == np.float32
+    assert str(df["created_at"].dtype).startswith("datetime64")
+    by_event = df.groupby("event").agg(
+        n=("reaction_id", "size"), rt=("kind", lambda k: (k == "retweet").sum())
+    )
+    rows = duckdb.sql(
+        "select event, count(*), sum(case when kind = 'retweet' then 1 else 0 end) "
+        "from x group by event order by event"
+    ).fetchall()
+    assert rows == [(e, int(r.n), int(r.rt)) for e, r in by_event.sort_index().iterrows()]
+    total = duckdb.sql("select sum(num_posts::double), count(depth) from x").fetchall()[0]
+    assert total == (
+        pytest.approx(float(df["num_posts"].astype(np.float64).sum())),
+        int(df["depth"].notna().sum()),
+    )
+
+    ds = datasets.Dataset(table)
+    assert ds.num_rows == table.num_rows
+    assert ds.column_names == table.column_names
+    assert ds["reaction_id"] == table.column("reaction_id").to_pylist()
+    assert ds[3]["event"] == table.column("event")[3].as_py()
+
+    threads = pa.table(cache.to_arrow(level="threads"))  # noqa: F841 (DuckDB reads it by name)
+    assert duckdb.sql("select sum(reactions) from threads").fetchall()[0] == (table.num_rows,)
+
+
+def test_extended_columns_are_the_maps_memory(built: dict[str, Path], tmp_path: Path) -> None:
+    cache_dir = tmp_path / "c"
+    shutil.copytree(built["pheme-veracity"], cache_dir)
+    cache = socialctx.open(cache_dir)
+    table = pa.table(cache.to_arrow(columns=["depth", "num_posts"]))
+    assert table.column("depth").num_chunks == 1
+    values = table.column("depth").chunk(0).buffers()[1]
+    view = cache[0].column("depth")
+    assert values.address == view.__array_interface__["data"][0]
+    # The features are stored row by row: a column of them is a copy.
+    features = cache[0].features
+    assert (
+        table.column("num_posts").chunk(0).buffers()[1].address
+        != (features.__array_interface__["data"][0])
+    )
+    before = table.column("depth").to_pylist()
+    # The Arrow data keeps the map alive: no cache object, and the cache
+    # directory rebuilt from another corpus underneath.
+    del cache, view, features
+    gc.collect()
+    socialctx.build(REPO / CORPORA["pheme-rnr"][0], cache_dir, workers=2, progress=False)
+    assert table.column("depth").to_pylist() == before
+    assert pa.table(socialctx.open(cache_dir).to_arrow(columns=["depth"])).num_rows != len(before)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_columns_and_positions_select_rows_and_columns(data: st.DataObject) -> None:
+    cache, full = _PROPERTY_STATE["cache"], _PROPERTY_STATE["full"]
+    names = full.column_names
+    n = len(cache)
+    positions = data.draw(st.none() | st.lists(st.integers(-n, n - 1), max_size=12))
+    columns = data.draw(
+        st.none() | st.lists(st.sampled_from(names), min_size=1, max_size=8, unique=True)
+    )
+    got = pa.table(cache.to_arrow(columns=columns, positions=positions))
+    assert got.column_names == (columns if columns is not None else names)
+    frame = full.to_pandas()
+    if positions is None:
+        expected = frame
+    else:
+        parts = [frame[frame["position"] == (p % n)] for p in positions]
+        expected = frame.iloc[0:0] if not parts else pd.concat(parts)
+    expected = expected[got.column_names].reset_index(drop=True)
+    assert got.to_pandas().equals(expected)
+
+
+_PROPERTY_STATE: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def _property_state(built: dict[str, Path]) -> None:
+    if not _PROPERTY_STATE:
+        cache = socialctx.open(built["pheme-veracity"])
+        _PROPERTY_STATE["cache"] = cache
+        _PROPERTY_STATE["full"] = pa.table(cache.to_arrow())
+
+
+def test_threads_positions_follow_the_order_given(built: dict[str, Path]) -> None:
+    cache = socialctx.open(built["pheme-veracity"])
+    t = pa.table(cache.to_arrow(level="threads", positions=[5, 2, 5, -1]))
+    assert t.column("position").to_pylist() == [5, 2, 5, len(cache) - 1]
+    assert t.column("thread_id").to_pylist() == [int(cache.source_ids[i]) for i in (5, 2, 5, -1)]
+    empty = cache.to_arrow(positions=[])
+    assert len(empty) == 0 and pa.table(empty).num_rows == 0
+    assert pa.table(empty).schema.equals(pa.table(cache.to_arrow()).schema)
+
+
+def test_bad_arguments_are_clear_errors(built: dict[str, Path]) -> None:
+    cache = socialctx.open(built["golden"])
+    with pytest.raises(ValueError, match="level must be"):
+        cache.to_arrow(level="posts")
+    with pytest.raises(KeyError, match='no column "nope" at level "reactions"'):
+        cache.to_arrow(columns=["nope"])
+    with pytest.raises(KeyError, match='no column "num_posts" at level "threads"'):
+        cache.to_arrow(level="threads", columns=["num_posts"])
+    with pytest.raises(ValueError, match="named twice"):
+        cache.to_arrow(columns=["event", "event"])
+    with pytest.raises(TypeError):
+        cache.to_arrow(columns="event")  # type: ignore[arg-type]
+    with pytest.raises(IndexError, match="out of range"):
+        cache.to_arrow(positions=[len(cache)])
+    x = cache.to_arrow(level="threads", columns=["thread_id"])
+    assert x.level == "threads" and x.column_names == ["thread_id"] and x.num_batches == 1
+    assert "ArrowData" in repr(x)
+
+
+def test_a_damaged_shard_is_a_cache_error(built: dict[str, Path], tmp_path: Path) -> None:
+    cache_dir = tmp_path / "c"
+    shutil.copytree(built["golden"], cache_dir)
+    shard = next(cache_dir.glob("shard-*.rkyv"))
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    cache = socialctx.open(cache_dir)  # lazy: the shard is checked on first use
+    with pytest.raises(socialctx.CacheError, match="shard-"):
+        cache.to_arrow()
+    with pytest.raises(socialctx.CacheError):
+        cache.to_arrow(level="threads")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "socialctx", *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize("level", ["reactions", "threads"])
+def test_export_parquet_reads_back_equal(
+    built: dict[str, Path], tmp_path: Path, level: str
+) -> None:
+    out = tmp_path / "out.parquet"
+    r = run_cli("export", str(built["pheme-veracity"]), str(out), "--level", level)
+    assert r.returncode == 0, r.stderr
+    back = pq.read_table(out)
+    cache = socialctx.open(built["pheme-veracity"])
+    expected = pa.table(cache.to_arrow(level=level))
+    # Parquet has no seconds unit: timestamps come back in milliseconds,
+    # the same instants (the cast back fails if any is not a whole second).
+    for field in expected.schema:
+        kind = back.schema.field(field.name).type
+        assert kind == (
+            pa.timestamp("ms", "UTC") if pa.types.is_timestamp(field.type) else field.type
+        )
+    assert back.cast(expected.schema).equals(expected)
+    assert f"{back.num_rows:,} rows" in r.stderr
+    r = run_cli("export", str(built["pheme-veracity"]), str(out), "--columns", "thread_id,event")
+    assert r.returncode == 0, r.stderr
+    assert pq.read_table(out).column_names == ["thread_id", "event"]
+
+
+def test_export_errors_leave_nothing_behind(built: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.parquet"
+    r = run_cli("export", str(built["golden"]), str(out), "--columns", "thread_id,nope")
+    assert r.returncode == 1 and 'no column "nope"' in r.stderr and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    r = run_cli("export", str(built["golden"]), str(tmp_path / "missing" / "x.parquet"))
+    assert r.returncode == 1 and "missing" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("export", str(tmp_path / "no-cache"), str(out))
+    assert r.returncode == 1 and "no-cache" in r.stderr
+    assert list(tmp_path.iterdir()) == []
