@@ -233,8 +233,11 @@ class Cache:
         UTC]), the 28 features (float32) and the extended columns (float32,
         null where unknown). ``"threads"``: one row per thread: thread_id,
         position, event, label, label_code, veracity, annotated_rumour,
-        source_user_id, source_created_at, reactions, replies, retweets,
-        depth (of the replies' propagation tree), first_reply_s,
+        source_user_id, source_created_at, reactions (all stored),
+        replies, retweets, source_copies (reactions stored with the source's
+        own id, as PHEME's reactions/ folders often hold the source: counted
+        in none of the others, nor in the depth and times), depth (of the
+        replies' propagation tree), first_reply_s,
         median_reply_s, last_reply_s (seconds after the source; null
         without replies) and retweets_before_first_reply.
 

@@ -16,6 +16,9 @@ The numbers come from ``cache.to_arrow(level="threads")`` (one row per
 thread, computed in Rust) aggregated with pandas. Definitions (also in
 :data:`COLUMNS`):
 
+- *replies*, *retweets*: as stored, less the source tweet itself where a
+  thread's reactions hold it (PHEME's ``reactions/`` folders often do; the
+  threads level counts these in ``source_copies``);
 - *size*: the tweets of a conversation, the source and its replies
   (retweets are counted apart);
 - *depth*: the longest path from the source down the propagation tree of

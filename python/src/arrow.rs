@@ -54,7 +54,7 @@ const REACTION_BASE: [&str; 12] = [
     "created_at",
 ];
 
-const THREAD_BASE: [&str; 17] = [
+const THREAD_BASE: [&str; 18] = [
     "thread_id",
     "position",
     "event",
@@ -67,6 +67,7 @@ const THREAD_BASE: [&str; 17] = [
     "reactions",
     "replies",
     "retweets",
+    "source_copies",
     "depth",
     "first_reply_s",
     "median_reply_s",
@@ -106,7 +107,8 @@ fn data_type(level: Level, name: &str) -> DataType {
         | "source_user_id" => DataType::Utf8,
         "label_code" => DataType::Int8,
         "created_at" | "source_created_at" => utc(),
-        "reactions" | "replies" | "retweets" | "depth" | "retweets_before_first_reply" => {
+        "reactions" | "replies" | "retweets" | "source_copies" | "depth"
+        | "retweets_before_first_reply" => {
             DataType::UInt32
         }
         "first_reply_s" | "last_reply_s" => DataType::Int64,
@@ -279,6 +281,8 @@ fn reaction_batch(
 
 /// The per-thread statistics of the threads level.
 struct ThreadStats {
+    reactions: u32,
+    source_copies: u32,
     replies: u32,
     retweets: u32,
     depth: u32,
@@ -294,6 +298,8 @@ fn thread_stats(t: &Part<'_>) -> ThreadStats {
     let mut depths: Vec<u32> = Vec::with_capacity(reactions);
     let mut delays: Vec<i64> = Vec::new();
     let (mut replies, mut retweets, mut depth, mut early_retweets) = (0u32, 0u32, 0u32, 0u32);
+    let mut copies = 0u32;
+    let source_id = t.view.source_id();
     for r in t.num.reaction_records() {
         // A parent is always an earlier reply or the source (FEATURES.md,
         // "Propagation tree"), so its depth is known here.
@@ -302,6 +308,13 @@ fn thread_stats(t: &Part<'_>) -> ThreadStats {
             p => depths.get(p as usize).map_or(1, |d| d + 1),
         };
         depths.push(d);
+        // The source tweet stored again among its own reactions (PHEME's
+        // reactions/ folders hold it for many threads, at the source's
+        // second): not a reply to itself, so no reply, depth or delay.
+        if r.id == source_id {
+            copies += 1;
+            continue;
+        }
         match r.kind {
             sc::ReactionKind::Reply => {
                 replies += 1;
@@ -323,6 +336,8 @@ fn thread_stats(t: &Part<'_>) -> ThreadStats {
         n => Some((delays[n / 2 - 1] as f64 + delays[n / 2] as f64) / 2.0),
     };
     ThreadStats {
+        reactions: reactions as u32,
+        source_copies: copies,
         replies,
         retweets,
         depth,
@@ -362,9 +377,8 @@ fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Resu
                 )
                 .with_timezone("UTC"),
             ),
-            "reactions" => Arc::new(UInt32Array::from_iter_values(
-                stats.iter().map(|s| s.replies + s.retweets),
-            )),
+            "reactions" => u32s(|s| s.reactions),
+            "source_copies" => u32s(|s| s.source_copies),
             "replies" => u32s(|s| s.replies),
             "retweets" => u32s(|s| s.retweets),
             "depth" => u32s(|s| s.depth),

@@ -1,0 +1,253 @@
+"""`socialctx describe`: the dataset table equals the same computation done
+with pandas from `dump` and the corpus's own JSON files; every output form;
+the HTML page opened in headless Chromium (no console errors, no network
+requests, a screenshot that is not blank)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from test_arrow import depths_from_dump, dump, label_code, replies_of
+
+import socialctx
+from conftest import CORPORA, REPO
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+from browser import chromium, open_page  # noqa: E402
+
+from socialctx.describe import COLUMNS  # noqa: E402
+
+
+def source_tweets(corpus: Path) -> dict[str, tuple[int, str]]:
+    """source id -> (created_at in seconds, author id), read from the
+    corpus's source-tweet files with Python's strptime."""
+    out = {}
+    for folder in corpus.rglob("source-tweet*"):
+        thread = folder.parent
+        f = folder / f"{thread.name}.json"
+        if not (thread.name.isdigit() and f.is_file()):
+            continue
+        try:
+            tweet = json.loads(f.read_text(encoding="utf-8"))
+            when = dt.datetime.strptime(tweet["created_at"], "%a %b %d %H:%M:%S %z %Y")
+            out[thread.name] = (int(when.timestamp()), str(tweet["user"]["id_str"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def expected_table(cache_dir: Path, corpus: Path) -> dict[str, dict[str, Any]]:
+    """The dataset table computed with pandas from `dump` (threads, labels,
+    replies, parents, times) and the source tweets' JSON (times, authors)."""
+    sources = source_tweets(corpus)
+    rows = []
+    for line in dump(cache_dir):
+        created, author = sources[line["source_id"]]
+        replies = replies_of(line)
+        retweets = [r for r in line["reactions"] if r["kind"] == "retweet"]
+        retweets = [r for r in retweets if r["id"] != line["source_id"]]
+        delays = [r["created_at"] - created for r in replies]
+        rows.append(
+            {
+                "event": line["event"],
+                "label_code": label_code(line),
+                "veracity": line["veracity"],
+                "author": author,
+                "replies": len(replies),
+                "retweets": len(retweets),
+                "depth": depths_from_dump(line),
+                "first": min(delays) if delays else np.nan,
+                "median": float(np.median(delays)) if delays else np.nan,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["size"] = frame["replies"] + 1
+
+    def table(g: Any) -> dict[str, Any]:
+        annotated = g["veracity"].notna().any()
+        ver = {
+            v: int((g["veracity"] == v).sum()) if annotated else None
+            for v in ("true", "false", "unverified")
+        }
+        replied = g[g["replies"] > 0]
+        return {
+            "threads": len(g),
+            "rumours": int((g["label_code"] == 1).sum()),
+            "non_rumours": int((g["label_code"] == 0).sum()),
+            "unlabelled": int((g["label_code"] == -1).sum()),
+            **ver,
+            "replies": int(g["replies"].sum()),
+            "retweets": int(g["retweets"].sum()),
+            "source_authors": int(g["author"].nunique()),
+            "size_median": float(np.median(g["size"])),
+            "size_p90": float(np.percentile(g["size"], 90)),
+            "size_max": int(g["size"].max()),
+            "depth_median": float(np.median(g["depth"])),
+            "depth_max": int(g["depth"].max()),
+            "first_reply_s": float(np.median(replied["first"])) if len(replied) else None,
+            "median_reply_s": float(np.median(replied["median"])) if len(replied) else None,
+        }
+
+    out = {str(e): table(g) for e, g in frame.groupby("event")}
+    out["Total"] = table(frame)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_table_equals_pandas_from_dump(built: dict[str, Path], name: str) -> None:
+    d = socialctx.describe(socialctx.open(built[name]))
+    got = dict(d.rows())
+    expected = expected_table(built[name], REPO / CORPORA[name][0])
+    assert list(got) == list(expected)
+    for event, row in expected.items():
+        assert list(got[event]) == list(row), event
+        for key, want in row.items():
+            have = got[event][key]
+            if want is None or isinstance(want, int):
+                assert have == want, (event, key)
+            else:
+                assert have == pytest.approx(want, rel=1e-12), (event, key)
+    assert [k for k, _, _ in COLUMNS] == list(expected["Total"])
+    # The Arrow and pandas forms hold the same numbers.
+    table = d.table()
+    assert table.column("event").to_pylist() == list(expected)
+    assert table.column("threads").to_pylist() == [r["threads"] for r in expected.values()]
+    assert d.events.loc[list(expected)[0], "replies"] == list(expected.values())[0]["replies"]
+    assert d.total["threads"] == len(socialctx.open(built[name]))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "socialctx", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_every_output_form(built: dict[str, Path], tmp_path: Path) -> None:
+    cache = str(built["pheme-veracity"])
+    expected = dict(socialctx.describe(socialctx.open(cache)).rows())
+    events = [e for e in expected if e != "Total"]
+
+    r = cli("describe", cache, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["events"] == {e: expected[e] for e in events}
+    assert doc["total"] == expected["Total"]
+    assert [f["event"] for f in doc["folds"]] == sorted(events)
+    assert all(f["train"] + f["test"] == expected["Total"]["threads"] for f in doc["folds"])
+
+    r = cli("describe", cache)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["Event", "Threads", "Rumours"]
+    for event in [*events, "Total"]:
+        (row,) = [ln for ln in lines if ln.split() and ln.split()[0] == event]
+        assert row.split()[1] == f"{expected[event]['threads']:,}"
+
+    r = cli("describe", cache, "--markdown")
+    assert r.returncode == 0, r.stderr
+    md = r.stdout.splitlines()
+    assert len(md) == 2 + len(events) + 1
+    assert all(ln.startswith("| ") and ln.endswith(" |") for ln in md if not ln.startswith("|:"))
+    assert md[-1].startswith("| **Total** | **" + f"{expected['Total']['threads']:,}")
+
+    r = cli("describe", cache, "--latex")
+    assert r.returncode == 0, r.stderr
+    tex = r.stdout
+    for rule in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}", r"\end{tabular}"):
+        assert rule in tex
+    body = [ln for ln in tex.splitlines() if ln.endswith(r"\\")]
+    assert len(body) == 1 + len(events) + 1
+    assert all(ln.count(" & ") == 17 for ln in body)
+    assert r"germanwings-crash" in tex and "_" not in tex.replace(r"\_", "")
+
+    r = cli("describe", cache, "--json", "--latex")
+    assert r.returncode == 2
+    r = cli("describe", str(tmp_path / "nope"))
+    assert r.returncode == 1 and "nope" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_latex_escapes_what_tex_reads_as_commands() -> None:
+    from socialctx.describe import _latex_escape
+
+    assert _latex_escape("a_b&c%d$e#f{g}h~i^j\\k") == (
+        r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k"
+    )
+
+
+def test_html_page_is_whole_and_self_contained(built: dict[str, Path], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    page = tmp_path / "corpus.html"
+    r = cli("describe", str(built["pheme-veracity"]), "--html", str(page))
+    assert r.returncode == 0, r.stderr
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<svg") == 5
+    # Nothing to fetch: no scripts, stylesheets, images or fonts by URL (the
+    # SVG namespaces name w3.org, which a browser never requests).
+    urls = set(re.findall(r"""(?:src|href)\s*=\s*["']([^"'#][^"']*)""", text))
+    assert urls == set(), urls
+    assert "<script" not in text
+    assert list(tmp_path.iterdir()) == [page]
+    assert oct(page.stat().st_mode & 0o777) != oct(0o600)
+    # A page that cannot be written is an error, and leaves nothing behind.
+    r = cli("describe", str(built["golden"]), "--html", str(tmp_path / "no" / "x.html"))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert list(tmp_path.iterdir()) == [page]
+
+
+def test_html_page_renders_in_headless_chromium(built: dict[str, Path], tmp_path: Path) -> None:
+    """Chromium from Debian's package (.ci/run installs it); missing, the test
+    fails when SOCIALCTX_REQUIRE_CHROMIUM is set (CI), else skips."""
+    pytest.importorskip("matplotlib")
+    image = pytest.importorskip("matplotlib.image")
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("SOCIALCTX_REQUIRE_CHROMIUM"):
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed")
+    page = tmp_path / "corpus.html"
+    socialctx.describe(socialctx.open(built["pheme-veracity"])).write_html(page)
+    shot = tmp_path / "corpus.png"
+    seen = open_page(exe, page, shot)
+    assert seen["exceptions"] == []
+    assert seen["console"] == []
+    assert seen["log"] == [], seen["log"]
+    assert seen["requests"] == [page.resolve().as_uri()]
+    pixels = image.imread(shot)[..., :3]
+    assert pixels.shape[0] == seen["height"] > 2000 and pixels.shape[1] == 1400
+    ink = (pixels < 0.9).any(axis=2)
+    assert ink.mean() > 0.02, "the screenshot is (nearly) blank"
+    # Colour: the figures' red and blue label lines were drawn.
+    red = (pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.4) & (pixels[..., 2] < 0.4)
+    blue = (pixels[..., 2] > 0.5) & (pixels[..., 0] < 0.3)
+    assert red.sum() > 500 and blue.sum() > 500
+    if os.environ.get("SOCIALCTX_SCREENSHOT"):
+        Path(os.environ["SOCIALCTX_SCREENSHOT"]).write_bytes(shot.read_bytes())
+
+
+def test_the_browser_check_sees_errors_and_requests(tmp_path: Path) -> None:
+    """The check above could fail: a page with a console error, an exception
+    and a request for a remote image is seen as such."""
+    exe = chromium()
+    if exe is None:
+        if os.environ.get("SOCIALCTX_REQUIRE_CHROMIUM"):
+            pytest.fail("chromium is not installed (apt-get install chromium)")
+        pytest.skip("chromium is not installed")
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<html><body><img src="http://192.0.2.1/x.png">'
+        '<script>console.error("boom"); nope();</script></body></html>'
+    )
+    seen = open_page(exe, page, tmp_path / "bad.png")
+    assert "http://192.0.2.1/x.png" in seen["requests"]
+    assert seen["console"] and seen["exceptions"]
