@@ -107,10 +107,12 @@ fn data_type(level: Level, name: &str) -> DataType {
         | "source_user_id" => DataType::Utf8,
         "label_code" => DataType::Int8,
         "created_at" | "source_created_at" => utc(),
-        "reactions" | "replies" | "retweets" | "source_copies" | "depth"
-        | "retweets_before_first_reply" => {
-            DataType::UInt32
-        }
+        "reactions"
+        | "replies"
+        | "retweets"
+        | "source_copies"
+        | "depth"
+        | "retweets_before_first_reply" => DataType::UInt32,
         "first_reply_s" | "last_reply_s" => DataType::Int64,
         "median_reply_s" => DataType::Float64,
         _ => DataType::Null,
@@ -203,11 +205,7 @@ fn reaction_batch(
 ) -> Result<RecordBatch> {
     let rows: usize = parts.iter().map(|p| p.view.reaction_count()).sum();
     let count = |p: &Part<'_>| p.view.reaction_count();
-    let records = || {
-        parts
-            .iter()
-            .flat_map(|p| p.num.reaction_records())
-    };
+    let records = || parts.iter().flat_map(|p| p.num.reaction_records());
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
         let name = field.name().as_str();
@@ -224,11 +222,11 @@ fn reaction_batch(
             )),
             "event" => repeated(parts, count, |p| Some(p.view.event())),
             "label" => repeated(parts, count, |p| Some(p.view.label())),
-            "label_code" => Arc::new(Int8Array::from_iter_values(
-                parts
-                    .iter()
-                    .flat_map(|p| std::iter::repeat_n(p.view.label_code(), count(p))),
-            )),
+            "label_code" => {
+                Arc::new(Int8Array::from_iter_values(parts.iter().flat_map(|p| {
+                    std::iter::repeat_n(p.view.label_code(), count(p))
+                })))
+            }
             "veracity" => repeated(parts, count, |p| veracity(reader, &p.view)),
             "annotated_rumour" => repeated(parts, count, |p| annotated(reader, &p.view)),
             "kind" => Arc::new(StringArray::from_iter_values(
@@ -383,9 +381,9 @@ fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Resu
             "retweets" => u32s(|s| s.retweets),
             "depth" => u32s(|s| s.depth),
             "retweets_before_first_reply" => u32s(|s| s.retweets_before_first_reply),
-            "first_reply_s" => Arc::new(Int64Array::from_iter(
-                stats.iter().map(|s| s.first_reply_s),
-            )),
+            "first_reply_s" => {
+                Arc::new(Int64Array::from_iter(stats.iter().map(|s| s.first_reply_s)))
+            }
             "last_reply_s" => Arc::new(Int64Array::from_iter(stats.iter().map(|s| s.last_reply_s))),
             "median_reply_s" => Arc::new(Float64Array::from_iter(
                 stats.iter().map(|s| s.median_reply_s),
@@ -544,7 +542,11 @@ impl PyArrowData {
     /// The column names, in order.
     #[getter]
     fn column_names(&self) -> Vec<String> {
-        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+        self.schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
     }
 
     /// "reactions" or "threads".
