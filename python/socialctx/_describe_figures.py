@@ -152,14 +152,15 @@ def make_figures(d: Description) -> dict[str, Figure]:
     ax = fig.add_subplot()
     names = [f.event for f in d.folds]
     slots = np.arange(len(names))
-    ax.barh(slots, [len(f.train) for f in d.folds], color="#95a5a6", label="train")
-    ax.barh(slots, [len(f.test) for f in d.folds], color="#e67e22", label="test (held out)")
+    tests = [len(f.test) for f in d.folds]
+    ax.barh(slots, tests, color="#e67e22", label="test (held out)")
+    ax.barh(slots, [len(f.train) for f in d.folds], left=tests, color="#95a5a6", label="train")
     ax.set_yticks(slots, names)
     ax.invert_yaxis()
     ax.set_xlabel("threads")
     ax.set_title("Leave-one-event-out folds")
     if names:
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     out["folds"] = fig
     return out
 
@@ -194,7 +195,7 @@ def page(d: Description) -> str:
         "within a time of the source tweet.",
         "depths": "Propagation depth of the reply trees, per label.",
         "features": "Each of the 28 features' distribution, per label.",
-        "folds": "Leave-one-event-out folds: threads in training and held out.",
+        "folds": "Leave-one-event-out folds: the held-out event's threads, then the training threads.",
     }
     figure_html = "".join(
         f"<figure>{_svg(fig)}<figcaption>{_escape(captions[name])}</figcaption></figure>"

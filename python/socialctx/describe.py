@@ -65,7 +65,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("true", "True", "rumours annotated true (empty: no veracity annotation)"),
     ("false", "False", "rumours annotated false"),
     ("unverified", "Unverified", "rumours annotated unverified"),
-    ("replies", "Replies", "replies stored"),
+    ("replies", "Replies", "replies stored (not the source tweet, which reactions/ may hold too)"),
     ("retweets", "Retweets", "retweets stored"),
     ("source_authors", "Src. authors", "distinct authors of source tweets"),
     ("size_median", "Size med.", "thread size (source + replies), median"),
@@ -395,7 +395,8 @@ def write_parquet(
 
 
 def reply_delays(cache: Cache) -> pd.DataFrame:
-    """Every reply's delay after its source (``delay_s``, seconds) with its
+    """Every reply's delay after its source (``delay_s``, seconds; the
+    source tweet stored among its own reactions is no reply) with its
     thread's ``position``, ``event`` and ``label_code``: the data of the
     arrival curves."""
     pa = _pa()
@@ -404,8 +405,11 @@ def reply_delays(cache: Cache) -> pd.DataFrame:
 
     threads = pa.table(cache.to_arrow(level="threads", columns=["source_created_at"]))
     source = threads.column("source_created_at").cast(pa.int64()).to_numpy()
-    r = pa.table(cache.to_arrow(columns=["position", "event", "label_code", "kind", "created_at"]))
-    r = r.filter(pc.equal(r.column("kind"), "reply"))
+    columns = ["position", "event", "label_code", "kind", "created_at", "thread_id", "reaction_id"]
+    r = pa.table(cache.to_arrow(columns=columns))
+    # Replies, less the source tweet stored among its own reactions.
+    reply = pc.equal(r.column("kind"), "reply")
+    r = r.filter(pc.and_(reply, pc.not_equal(r.column("reaction_id"), r.column("thread_id"))))
     position = r.column("position").to_numpy().astype(np.int64)
     created = r.column("created_at").cast(pa.int64()).to_numpy()
     out = r.select(["position", "event", "label_code"]).to_pandas()

@@ -251,3 +251,32 @@ def test_the_browser_check_sees_errors_and_requests(tmp_path: Path) -> None:
     seen = open_page(exe, page, tmp_path / "bad.png")
     assert "http://192.0.2.1/x.png" in seen["requests"]
     assert seen["console"] and seen["exceptions"]
+
+
+def test_figures_hold_the_data(built: dict[str, Path]) -> None:
+    pytest.importorskip("matplotlib")
+    from socialctx.describe import reply_delays
+
+    name = "pheme-veracity"
+    cache = socialctx.open(built[name])
+    sources = source_tweets(REPO / CORPORA[name][0])
+    expected: dict[int, list[int]] = {}
+    for line in dump(built[name]):
+        created = sources[line["source_id"]][0]
+        for r in replies_of(line):
+            expected.setdefault(label_code(line), []).append(r["created_at"] - created)
+    delays = reply_delays(cache)
+    for code, want in expected.items():
+        got = delays.loc[delays["label_code"] == code, "delay_s"].tolist()
+        assert sorted(got) == sorted(want), code
+
+    figs = socialctx.describe(cache).figures()
+    assert list(figs) == ["thread_sizes", "reply_arrival", "depths", "features", "folds"]
+    arrival = figs["reply_arrival"].axes[0]
+    curves = [ln for ln in arrival.get_lines() if len(ln.get_xdata()) > 2]
+    assert len(curves) == len(expected)
+    for ln in curves:
+        y = np.asarray(ln.get_ydata())
+        assert y[-1] == 1.0 and np.all(np.diff(y) >= 0)
+    assert len(figs["features"].axes) == socialctx.NUM_FEATURES
+    assert [a.get_title() for a in figs["features"].axes] == socialctx.FEATURE_NAMES
