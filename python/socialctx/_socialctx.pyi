@@ -245,7 +245,10 @@ class Cache:
         data keeps the cache's map alive); the other columns are built:
         they are not stored column by column (the features are stored row
         by row, ids and times as records). ``columns`` picks and orders
-        columns (``KeyError`` for an unknown name)."""
+        columns (``KeyError`` for an unknown name); on request, also
+        ``"features"``: the 28 features as stored, one
+        ``fixed_size_list<float32>[28]`` per reaction, shared with the map
+        (``column.values.to_numpy().reshape(-1, 28)`` without a copy)."""
 
 class ArrowData:
     """Arrow data from ``Cache.to_arrow``: ``pyarrow.table(x)``,

@@ -12,7 +12,9 @@
 //! built: ids, times, kinds and parents are fields of an array of structs
 //! on disk, the 28 features are stored row by row (`[f32; 28]` per
 //! reaction) and an Arrow column is one feature of every row (a transpose),
-//! and the strings repeat each thread's value per reaction.
+//! and the strings repeat each thread's value per reaction. The rows as they
+//! are stored are the `features` column on request: a
+//! `fixed_size_list<float32>[28]`, shared like the extended columns.
 
 use std::ffi::CStr;
 use std::panic::AssertUnwindSafe;
@@ -23,8 +25,8 @@ use arrow_array::builder::{StringBuilder, UInt64Builder};
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{
-    ArrayRef, Float32Array, Float64Array, Int8Array, Int64Array, RecordBatch, RecordBatchIterator,
-    StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
+    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int64Array, RecordBatch,
+    RecordBatchIterator, StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -75,6 +77,11 @@ const THREAD_BASE: [&str; 18] = [
     "retweets_before_first_reply",
 ];
 
+/// The 28 features as one `fixed_size_list<float32>[28]` column: the
+/// stored rows, shared. Only when named in `columns` (a list column is what
+/// a tensor wants, not what a DataFrame shows).
+const FEATURES: &str = "features";
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Level {
     Reactions,
@@ -95,6 +102,9 @@ fn level_columns(level: Level) -> Vec<&'static str> {
 
 fn data_type(level: Level, name: &str) -> DataType {
     let utc = || DataType::Timestamp(TimeUnit::Second, Some("UTC".into()));
+    if level == Level::Reactions && name == FEATURES {
+        return DataType::FixedSizeList(feature_item(), sc::Feature::COUNT as i32);
+    }
     if level == Level::Reactions
         && (sc::Manifest::REACTION_COLUMNS.contains(&name)
             || sc::Feature::from_name(name).is_some())
@@ -164,37 +174,61 @@ fn repeated<'a>(
     Arc::new(b.finish())
 }
 
-/// An extended column of the reactions of `parts` (which lie back to back
-/// in one shard): its values are the memory map's, shared; NaN is null.
-fn shared_column(owner: &Arc<MapOwner>, slices: &[&[f32]]) -> ArrayRef {
+/// The values of `slices` (one per thread of a batch, back to back in one
+/// shard) as one buffer: the memory map's, shared, when they are one
+/// aligned run; else (never for the batches `batches` makes) built.
+fn shared_values(owner: &Arc<MapOwner>, slices: &[&[f32]]) -> ScalarBuffer<f32> {
     let rows: usize = slices.iter().map(|s| s.len()).sum();
     let contiguous = slices.windows(2).all(|w| {
         let end = w[0].as_ptr_range().end;
         std::ptr::eq(end, w[1].as_ptr())
     });
-    let values: ScalarBuffer<f32> = match slices.first() {
-        Some(first) if contiguous && rows > 0 => {
+    match slices.iter().find(|s| !s.is_empty()) {
+        Some(first) if contiguous && first.as_ptr().align_offset(align_of::<f32>()) == 0 => {
             let ptr = NonNull::from(&first[0]).cast::<u8>();
             let owner: Arc<dyn arrow_buffer::alloc::Allocation> = owner.clone();
             // SAFETY: the slices are one run of `rows` f32 in a memory map
-            // (checked contiguous above) that is never written and is
-            // unmapped only when the reader drops; the buffer holds the
-            // reader (through `owner`) for as long as it lives.
-            let buffer = unsafe {
-                Buffer::from_custom_allocation(ptr, rows * std::mem::size_of::<f32>(), owner)
-            };
+            // (checked contiguous and aligned above) that is never written
+            // and is unmapped only when the reader drops; the buffer holds
+            // the reader (through `owner`) for as long as it lives.
+            let buffer =
+                unsafe { Buffer::from_custom_allocation(ptr, rows * size_of::<f32>(), owner) };
             ScalarBuffer::new(buffer, 0, rows)
         }
-        // A cache built without extended columns (the slices are empty), or
-        // threads from different places: built.
-        _ if slices.iter().all(|s| s.is_empty()) => {
-            return Arc::new(Float32Array::new_null(rows));
-        }
         _ => slices.iter().flat_map(|s| s.iter().copied()).collect(),
-    };
-    let valid = BooleanBuffer::collect_bool(rows, |i| !values[i].is_nan());
+    }
+}
+
+/// An extended column of the reactions of a batch: the map's values; NaN
+/// (unknown) is null.
+fn shared_column(owner: &Arc<MapOwner>, slices: &[&[f32]], rows: usize) -> ArrayRef {
+    if slices.iter().all(|s| s.is_empty()) {
+        // A cache built without extended columns.
+        return Arc::new(Float32Array::new_null(rows));
+    }
+    let values = shared_values(owner, slices);
+    let valid = BooleanBuffer::collect_bool(values.len(), |i| !values[i].is_nan());
     let nulls = Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0);
     Arc::new(Float32Array::new(values, nulls))
+}
+
+/// The 28 features as one fixed-size-list column over the stored rows.
+fn features_column(owner: &Arc<MapOwner>, parts: &[Part<'_>]) -> ArrayRef {
+    let slices: Vec<&[f32]> = parts
+        .iter()
+        .map(|p| p.view.features().as_flattened())
+        .collect();
+    let values = Float32Array::new(shared_values(owner, &slices), None);
+    Arc::new(FixedSizeListArray::new(
+        feature_item(),
+        sc::Feature::COUNT as i32,
+        Arc::new(values),
+        None,
+    ))
+}
+
+fn feature_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Float32, false))
 }
 
 fn reaction_batch(
@@ -251,6 +285,7 @@ fn reaction_batch(
                 TimestampSecondArray::from_iter_values(records().map(|r| r.created_at))
                     .with_timezone("UTC"),
             ),
+            "features" => features_column(owner, parts),
             _ => match sc::Feature::from_name(name) {
                 Some(f) => Arc::new(Float32Array::from_iter_values(
                     parts
@@ -263,7 +298,7 @@ fn reaction_batch(
                         .iter()
                         .map(|p| c.map_or(&[][..], |c| p.num.column(c)))
                         .collect();
-                    shared_column(owner, &slices)
+                    shared_column(owner, &slices, rows)
                 }
             },
         };
@@ -416,10 +451,16 @@ fn schema_of(level: Level, columns: Option<Vec<String>>) -> PyResult<SchemaRef> 
         None => all.iter().map(|s| (*s).to_owned()).collect(),
         Some(names) => {
             for (i, n) in names.iter().enumerate() {
-                if !all.contains(&n.as_str()) {
+                let extra = level == Level::Reactions && n == FEATURES;
+                if !all.contains(&n.as_str()) && !extra {
                     return Err(PyKeyError::new_err(format!(
-                        "no column {n:?} at level {:?} (the columns are {all:?})",
-                        level_name(level)
+                        "no column {n:?} at level {:?} (the columns are {all:?}{})",
+                        level_name(level),
+                        if level == Level::Reactions {
+                            ", and \"features\" on request"
+                        } else {
+                            ""
+                        }
                     )));
                 }
                 if names[..i].contains(n) {

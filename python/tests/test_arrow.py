@@ -242,6 +242,27 @@ def test_extended_columns_are_the_maps_memory(built: dict[str, Path], tmp_path: 
     assert pa.table(socialctx.open(cache_dir).to_arrow(columns=["depth"])).num_rows != len(before)
 
 
+def test_features_column_is_the_stored_rows(built: dict[str, Path]) -> None:
+    cache = socialctx.open(built["sample"])
+    table = pa.table(cache.to_arrow(columns=["features", "num_posts", "t_diff"]))
+    column = table.column("features")
+    assert column.type == pa.list_(pa.field("item", pa.float32(), nullable=False), 28)
+    rows = np.concatenate([t.features for t in cache])
+    flat = column.combine_chunks().values.to_numpy(zero_copy_only=True)
+    assert np.array_equal(flat.reshape(-1, 28), rows, equal_nan=True)
+    assert np.array_equal(rows[:, 0], table.column("num_posts").to_numpy(), equal_nan=True)
+    # One batch per run of the shard: its values are the map's own rows.
+    chunk = column.chunk(0)
+    assert chunk.values.buffers()[1].address == cache[0].features.__array_interface__["data"][0]
+    # Threads out of order: still right, in the order given.
+    table = pa.table(cache.to_arrow(columns=["features"], positions=[2, 0]))
+    flat = table.column("features").combine_chunks().values.to_numpy()
+    expected = np.concatenate([cache[2].features, cache[0].features])
+    assert np.array_equal(flat.reshape(-1, 28), expected, equal_nan=True)
+    with pytest.raises(KeyError, match="no column"):
+        cache.to_arrow(level="threads", columns=["features"])
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_columns_and_positions_select_rows_and_columns(data: st.DataObject) -> None:
