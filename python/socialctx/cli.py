@@ -653,13 +653,15 @@ def _add_describe_commands(command: Callable[[str, str, str], argparse.ArgumentP
 def _describe(a: argparse.Namespace) -> int:
     from .describe import describe
 
+    # A missing optional package (pandas, pyarrow, matplotlib) is an error
+    # line naming it, not a traceback.
     try:
         d = describe(_ext.open(a.cache))
+        if a.html is not None:
+            d.write_html(a.html)
+            print(f"wrote {a.html}", file=sys.stderr)
     except ImportError as e:
         raise ValueError(str(e)) from None
-    if a.html is not None:
-        d.write_html(a.html)
-        print(f"wrote {a.html}", file=sys.stderr)
     _out(d.markdown() if a.markdown else d.latex() if a.latex else d.json() if a.json else d.text())
     return EXIT_OK
 

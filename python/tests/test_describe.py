@@ -280,3 +280,28 @@ def test_figures_hold_the_data(built: dict[str, Path]) -> None:
         assert y[-1] == 1.0 and np.all(np.diff(y) >= 0)
     assert len(figs["features"].axes) == socialctx.NUM_FEATURES
     assert [a.get_title() for a in figs["features"].axes] == socialctx.FEATURE_NAMES
+
+
+@pytest.mark.parametrize(
+    ("missing", "args"),
+    [("pandas", []), ("pyarrow", []), ("matplotlib", ["--html", "x.html"])],
+)
+def test_a_missing_optional_package_is_one_error_line(
+    built: dict[str, Path], tmp_path: Path, missing: str, args: list[str]
+) -> None:
+    # sys.modules[name] = None makes `import name` raise ImportError.
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None; "
+        "from socialctx.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "describe", str(built["golden"]), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("error: ") and missing in r.stderr and "Traceback" not in r.stderr
+    assert "pip install 'socialctx[describe]'" in r.stderr
+    assert list(tmp_path.iterdir()) == []
