@@ -4,6 +4,7 @@ says so, and exported to Parquet by `socialctx export`."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import math
@@ -29,8 +30,10 @@ EXTENDED = ["depth", "persistence", "follows_source", "followed_by_source", "rec
 EXTENDED += ["user_reliability"]
 
 
+@functools.cache
 def dump(cache: Path) -> list[dict[str, Any]]:
-    """`socialctx dump --retweets --extended --graph`: the oracle format."""
+    """`socialctx dump --retweets --extended --graph`: the oracle format
+    (once per cache directory and session; the callers only read it)."""
     out = subprocess.run(
         [sys.executable, "-m", "socialctx", "dump", str(cache), "--retweets", "--extended"]
         + ["--graph"],
