@@ -55,6 +55,7 @@ from ._socialctx import (
 )
 from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
 from .folds import Fold, folds
+from .sample import sample_corpus
 
 __version__ = "0.1.0"
 
@@ -81,6 +82,7 @@ __all__ = [
     "Vocabulary",
     "Fold",
     "folds",
+    "sample_corpus",
     "EmbeddingError",
     "Embeddings",
     "EmbedSummary",

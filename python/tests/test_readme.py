@@ -27,8 +27,11 @@ NOT_RUN = {
     "python3 -m venv .venv && . .venv/bin/activate": "installs the package, which CI installs "
     "before this test runs (scripts/test-all.sh; scripts/smoke-wheel.sh installs the wheel "
     "into a venv without cargo)",
+    "python3 -m venv socialctx-env && . socialctx-env/bin/activate": "needs a wheel: "
+    "test_cli.py::test_readme_install_section_verbatim runs it where one is built (CI)",
     "bash scripts/test-all.sh": "the test command itself, which runs this test (.ci/run runs it)",
-    "#SBATCH --array=0-15": "a Slurm job script: it needs a Slurm job array's environment",
+    "#SBATCH --array=0-15": "a Slurm job script: test_cli.py::test_readme_partitioned_recipes_run "
+    "runs it with a two-task array's environment",
 }
 
 # A line of a block -> code run after the block, in its interpreter: what the
