@@ -6,8 +6,8 @@ padded, masked, normalised training batches in place::
 
     import socialctx
 
-    socialctx.build("data-samples/corpus", "target/socialctx-cache")
-    cache = socialctx.open("target/socialctx-cache")
+    socialctx.build(socialctx.sample_corpus(), "sample-cache")  # the corpus that ships
+    cache = socialctx.open("sample-cache")
     thread = cache[0]
     thread.features          # np.float32 [n, 28], a read-only view of the map
 
