@@ -61,8 +61,10 @@ skipped=$(grep -E '^SKIPPED \[' "$log" || true)
 if [[ -n $skipped ]]; then
     echo "test-all: skipped (not run here; CI runs them):"
     sed -E 's/^SKIPPED \[([0-9]+)\] ([^:]+):[0-9]+: /  \2 (\1): /' <<<"$skipped"
-    echo "test-all: to run the optional suites, install what they need, then run this again:"
-    echo "  $extras"
+    if grep -qE "could not import|not installed" <<<"$skipped"; then
+        echo "test-all: to run the optional suites, install what they need, then run this again:"
+        echo "  $extras"
+    fi
     if grep -q SOCIALCTX_WHEEL <<<"$skipped"; then
         echo "  (the wheel test needs a built wheel: bash scripts/build-wheel.sh dist/," \
             "then SOCIALCTX_WHEEL=dist/socialctx-*.whl bash scripts/test-all.sh)"
