@@ -7,8 +7,8 @@ Usage (from the crate root; needs nltk 3.10.4 and regex, e.g. /tmp/tokvenv):
     /tmp/tokvenv/bin/python benches/tokens_vs_python.py [FIXTURE.jsonl]
 
 FIXTURE defaults to tests/fixtures/tokens/real.jsonl (every distinct tweet text
-of the real corpora). The Rust side is the `timing` helper of tests/tokens.rs
-(`cargo test --release --test tokens -- --ignored --nocapture timing`, one
+of the real corpora). The Rust side is the `timing` helper of tests/it/tokens.rs
+(`cargo test --release --test it -- --ignored --nocapture tokens::timing`, one
 thread, a reused Tokenizer, patterns compiled before timing), fed the same file
 through TOKENS_TIMING_FILE. Both sides time single-threaded loops over all
 texts (Python: best of 3 rounds; Rust: 20 rounds after one warm-up round).
@@ -47,7 +47,7 @@ def main():
     env = dict(os.environ, TOKENS_TIMING_FILE=path)
     env.setdefault("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     res = subprocess.run(
-        ["cargo", "test", "--release", "--test", "tokens", "--", "--ignored", "--nocapture", "--exact", "timing"],
+        ["cargo", "test", "--release", "--test", "it", "--", "--ignored", "--nocapture", "--exact", "tokens::timing"],
         cwd=ROOT, env=env, capture_output=True, text=True)
     rust = [l for l in res.stdout.splitlines() if l.startswith("RUST")]
     if res.returncode != 0 or not rust:

@@ -2,14 +2,13 @@
 # Installs a built package (a wheel, or the sdist: that one compiles, so it
 # needs Rust) into a fresh venv and runs the smoke test with a PATH that holds
 # only that venv's bin/ (no cargo, no rustc): import, `socialctx --help`,
-# `socialctx build` of the sample corpus, `socialctx info`. CI (.ci/run) and
+# `socialctx build --sample` (the corpus the package ships), `socialctx info`. CI (.ci/run) and
 # the release workflow run it on what they built:
 #
 #   bash scripts/smoke-wheel.sh dist/socialctx-*.whl
 set -euo pipefail
 
 pkg=${1:?usage: bash scripts/smoke-wheel.sh WHEEL_OR_SDIST}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 pkg=$(cd "$(dirname "$pkg")" && pwd)/$(basename "$pkg")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,7 +26,8 @@ fi
 "${clean[@]}" "$bin/python" -c 'import socialctx; print("import   socialctx", socialctx.__version__)'
 "${clean[@]}" socialctx --help >/dev/null
 "${clean[@]}" "$bin/python" -m socialctx build --help >/dev/null
-"${clean[@]}" socialctx build "$repo/data-samples/corpus" "$work/cache" --quiet
+# The sample corpus ships with the package: no path into this clone.
+"${clean[@]}" socialctx build --sample "$work/cache" --quiet
 "${clean[@]}" socialctx info "$work/cache"
 "${clean[@]}" "$bin/python" - "$work/cache" <<'PY'
 import sys

@@ -3,13 +3,19 @@
 #
 #   bash scripts/test-all.sh
 #
-# 1. the Rust workspace (the crate, gen-corpus, the binding crate compiles);
-# 2. the release binaries the Python tests compare against (precache, dump,
-#    stats, gen-corpus);
-# 3. the Python package, installed with `pip install ./python` into a venv
+# 1. `cargo test --release`: the default workspace members (the crate,
+#    pycompat, gen-corpus, the benches package). It also builds what the
+#    Python tests run (the examples and the gen-corpus binary), with the
+#    same features as the README's first command (`cargo run --release
+#    --example precache`), so the crate is compiled once, and not at all
+#    after that command (see the comment on default-members in Cargo.toml).
+# 2. the Python package, installed with `pip install ./python` into a venv
 #    (target/py-venv, made on first use; set SOCIALCTX_PYTHON to use another
-#    interpreter that can pip-install), then its pytest suite. torch tests run
-#    only where torch is importable.
+#    interpreter that can pip-install). maturin compiles the binding (its
+#    own feature set: the crate once more, in the same target directory).
+# 3. its pytest suite. The suites of the optional parts (torch, PyG, Dask)
+#    skip where their package is missing; the end of the output names every
+#    skipped test and the one command that installs what they need.
 #
 # Cargo's target directory is $CARGO_TARGET_DIR when set (target/ otherwise);
 # the venv and the binaries the Python tests run are looked for there.
@@ -19,9 +25,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=${CARGO_TARGET_DIR:-target}
+start=$SECONDS
 
-cargo test --workspace --release --locked
-cargo build --release --locked --examples -p socialctx -p gen-corpus
+cargo test --release --locked
+rust_done=$SECONDS
 
 py=${SOCIALCTX_PYTHON:-}
 if [[ -z $py ]]; then
@@ -34,7 +41,35 @@ if [[ -n ${SOCIALCTX_WHEEL:-} ]]; then
     "${pip[@]}" "$SOCIALCTX_WHEEL" pytest
     # The same version may be installed already: replace it with this build.
     "${pip[@]}" --force-reinstall --no-deps "$SOCIALCTX_WHEEL"
+    extras="\"$py\" -m pip install '$SOCIALCTX_WHEEL[torch,pyg,dask]'"
 else
     "${pip[@]}" ./python pytest
+    extras="\"$py\" -m pip install './python[torch,pyg,dask]'"
 fi
-"$py" -m pytest python/tests -q
+installed=$SECONDS
+
+# -rs: one line per skipped test, with its reason, for the summary below.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+"$py" -m pytest python/tests -q -rs 2>&1 | tee "$log" || status=$?
+
+echo
+echo "test-all: Rust $((rust_done - start)) s, Python package $((installed - rust_done)) s," \
+    "pytest $((SECONDS - installed)) s"
+skipped=$(grep -E '^SKIPPED \[' "$log" || true)
+if [[ -n $skipped ]]; then
+    echo "test-all: skipped (not run here; CI runs them):"
+    sed -E 's/^SKIPPED \[([0-9]+)\] ([^:]+):[0-9]+: /  \2 (\1): /' <<<"$skipped"
+    if grep -qE "could not import|not installed" <<<"$skipped"; then
+        echo "test-all: to run the optional suites, install what they need, then run this again:"
+        echo "  $extras"
+    fi
+    if grep -q SOCIALCTX_WHEEL <<<"$skipped"; then
+        echo "  (the wheel test needs a built wheel: bash scripts/build-wheel.sh dist/," \
+            "then SOCIALCTX_WHEEL=dist/socialctx-*.whl bash scripts/test-all.sh)"
+    fi
+else
+    echo "test-all: nothing skipped"
+fi
+exit "$status"

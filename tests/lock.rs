@@ -1,8 +1,9 @@
 //! The cache lock: released by the build itself, whatever else shares it.
-
-mod common;
-
-use common::*;
+//!
+//! A test binary of its own, apart from `tests/it/`: it forks the test
+//! process, and a fork of the shared binary would inherit every descriptor
+//! the other tests running beside it hold open (pipes to their children,
+//! their caches' locks) until the child is killed.
 
 /// A process forked while a build holds the cache's lock (a DataLoader
 /// worker, a test spawning a program: between fork and exec the child
@@ -31,7 +32,7 @@ fn a_child_forked_during_a_build_does_not_keep_the_cache_locked() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("cache");
-    let corpus = repo("data-samples/corpus");
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/corpus");
     let opts = socialctx::BuildOptions::default();
     let forked = ForkOnce(std::cell::Cell::new(None));
     socialctx::build(&corpus, &out, &opts, &forked).unwrap();

@@ -6,8 +6,8 @@ padded, masked, normalised training batches in place::
 
     import socialctx
 
-    socialctx.build("data-samples/corpus", "target/socialctx-cache")
-    cache = socialctx.open("target/socialctx-cache")
+    socialctx.build(socialctx.sample_corpus(), "sample-cache")  # the corpus that ships
+    cache = socialctx.open("sample-cache")
     thread = cache[0]
     thread.features          # np.float32 [n, 28], a read-only view of the map
 
@@ -57,6 +57,7 @@ from ._socialctx import (
 from .describe import Description, describe
 from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
 from .folds import Fold, folds
+from .sample import sample_corpus
 
 __version__ = "0.1.0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "folds",
     "Description",
     "describe",
+    "sample_corpus",
     "EmbeddingError",
     "Embeddings",
     "EmbedSummary",

@@ -3,7 +3,7 @@
 
 ::
 
-    socialctx build CORPUS CACHE [--incremental] [--strict] [--workers N] [--report FILE]
+    socialctx build (CORPUS | --sample) CACHE [--incremental] [--strict] [--workers N] [--report FILE]
     socialctx dump CACHE [--retweets] [--extended | --tokens] [--graph]
     socialctx stats CACHE [--split CSV ...] [--retweets] [--save FILE]
     socialctx plan CORPUS PLAN_FILE
@@ -172,8 +172,18 @@ def _parser() -> argparse.ArgumentParser:
         "used are skipped and listed in the report (report.jsonl in the cache); the build still "
         "succeeds. Shows a progress bar on a terminal and ends with a summary.",
     )
-    p.add_argument("corpus", type=Path, metavar="CORPUS", help="the corpus root")
-    p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory to write")
+    # CORPUS is optional only for --sample (main() checks): argparse fills the
+    # first positional, so `build --sample CACHE` arrives as corpus=CACHE.
+    p.usage = "%(prog)s [options] (CORPUS | --sample) CACHE"
+    p.add_argument("corpus", type=Path, nargs="?", metavar="CORPUS", help="the corpus root")
+    p.add_argument(
+        "cache", type=Path, nargs="?", metavar="CACHE", help="the cache directory to write"
+    )
+    p.add_argument(
+        "--sample",
+        action="store_true",
+        help="build the sample corpus that ships with the package (38 threads) instead of CORPUS",
+    )
     _add_workers(p)
     _add_content_options(p)
     _add_run_options(p)
@@ -675,12 +685,27 @@ def _export(a: argparse.Namespace) -> int:
         raise ValueError(e.args[0] if e.args else str(e)) from None
     print(f"wrote {a.out}: {rows:,} rows", file=sys.stderr)
     return EXIT_OK
+def _sample_args(a: argparse.Namespace) -> None:
+    """``build --sample CACHE`` names one path, which argparse put in ``corpus``."""
+    if a.sample:
+        if a.cache is not None:
+            a.parser.error("--sample takes the place of CORPUS: give only CACHE")
+        if a.corpus is None:
+            a.parser.error("the following arguments are required: CACHE")
+        from .sample import sample_corpus
+
+        a.corpus, a.cache = sample_corpus(), a.corpus
+    elif a.corpus is None or a.cache is None:
+        missing = "CORPUS, CACHE" if a.corpus is None else "CACHE"
+        a.parser.error(f"the following arguments are required: {missing}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "build":
+        _sample_args(args)
     if args.command == "build" and args.verify and not args.incremental:
         args.parser.error("--verify needs --incremental")
     if args.command == "dump" and args.graph and args.tokens:

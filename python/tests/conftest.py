@@ -76,8 +76,8 @@ def binary(name: str) -> Path:
         if p.is_file():
             return p
     raise AssertionError(
-        f"{name} is not built in {release}: run `cargo build --release --examples -p socialctx "
-        "-p gen-corpus` (the README's test command does)"
+        f"{name} is not built in {release}: run `cargo build --release --examples --bins` "
+        "(the README's test command builds them)"
     )
 
 

@@ -82,7 +82,7 @@
 //!   pass plus, for naked domains, a bounded hand-written search), so it
 //!   always returns tokens where Python might raise on adversarial input.
 //!
-//! Parity is tested by `tests/tokens.rs` against fixtures written by
+//! Parity is tested by `tests/it/tokens.rs` against fixtures written by
 //! `tests/fixtures/tokens/make_cases.py` (real corpora, synthetic branch and
 //! boundary cases, code point sweeps).
 

@@ -2,12 +2,10 @@
 //! line naming its path and the reason, the rest of the thread is kept, and
 //! `strict` stops at the first one without touching an existing cache.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use socialctx::ThreadSource;
 use socialctx::{BuildError, Cache};
@@ -563,7 +561,7 @@ fn a_cancelled_build_keeps_the_old_cache_and_leaves_nothing() {
         }
     }
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = common::repo("tests/fixtures/golden/corpus");
+    let corpus = crate::common::repo("tests/fixtures/golden/corpus");
     let out = tmp.path().join("cache");
     build(&corpus, &out, &BuildOptions::default(), &NoProgress).unwrap();
     let manifest = std::fs::read(out.join("manifest.json")).unwrap();

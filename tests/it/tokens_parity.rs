@@ -4,9 +4,7 @@
 //! byte, line by line; without `--retweets`, against the oracle's lines with
 //! the retweets (the reactions whose `reply_tokens` is null) removed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use socialctx::dump::{DumpOptions, write_cache};
 use socialctx::{BuildOptions, Cache, NoProgress, build};

@@ -2,12 +2,10 @@
 //! written here byte by byte (as `socialctx.embed` writes them), opened,
 //! gathered through a Loader's per-slot reactions, and damaged.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::internals::{Dtype, npy_header};
 use socialctx::{

@@ -4,12 +4,10 @@
 //! trials. The finer cases (which footer byte, which manifest field) live
 //! beside each format's own tests; this one guards the whole cache at once.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{Cache, LazyCache, OpenError};
 

@@ -1,11 +1,9 @@
 //! The example programs as a user runs them: exit codes, messages, files.
 
-mod common;
-
 use std::fs;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 
 fn text(o: &Output) -> (String, String) {
     (

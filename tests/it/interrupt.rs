@@ -5,8 +5,6 @@
 //! size limit, and a really full file system when mounting is allowed) fails
 //! the build clearly and keeps the old cache.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -15,7 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use socialctx::Cache;
 use socialctx::ThreadSource;
 use socialctx::internals::{CacheWriter, WriterOptions};

@@ -1,11 +1,9 @@
 //! One test per finding of the fuzz targets in `fuzz/` (see `fuzz/README.md`).
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use socialctx::OpenError;
 use socialctx::{Cache, LazyCache};
 

@@ -2,12 +2,10 @@
 //! hand against the files (structure.json, annotation.json,
 //! who-follows-whom.dat, retweets.json) and on small constructed corpora.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use socialctx::Cache;
 use socialctx::ThreadSource;

@@ -2,12 +2,10 @@
 //! oracle's features: kind and window filters, truncation, padding, masks,
 //! empty threads, normalisation, split files, shuffling.
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use socialctx::FeatureStats;
 use socialctx::Split;

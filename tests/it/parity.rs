@@ -3,11 +3,9 @@
 //! rounding the oracle's doubles to f32). The expected files were produced by
 //! `rpdnn_oracle.py` and are committed under tests/fixtures/.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use socialctx::Cache;
 use socialctx::dump::{DumpOptions, write_cache};
 

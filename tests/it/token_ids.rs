@@ -2,11 +2,9 @@
 //! words per graph node, against the tokens read through the cache's views
 //! and counted here with a plain map; and the buffers' checks.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use socialctx::{BagOfWords, BatchMut, Cache, GraphBatch, Kinds, LoadError, Loader, ThreadSource};
 use socialctx::{Pad, Selection, TextField, TokenIdsMut, Vocabulary};
 

@@ -7,15 +7,13 @@
 //! naming it with the OS error, no thread may vanish (threads in the cache +
 //! threads reported = threads on disk), and `--strict` must fail naming it.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const NOBODY: u32 = 65534;
@@ -43,7 +41,7 @@ fn newest(dir: &Path) -> std::time::SystemTime {
 /// `precache` run as an unprivileged user.
 fn precache_unprivileged() -> Command {
     let mut cmd = example("precache");
-    // `cargo test --test permissions` does not rebuild the examples: refuse
+    // `cargo test --test it permissions::` does not rebuild the examples: refuse
     // to test a stale binary.
     let exe = std::env::current_exe().unwrap();
     let bin = exe

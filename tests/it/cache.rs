@@ -1,13 +1,11 @@
 //! Cache round trip, determinism, atomic replacement, locking and what a
 //! reader sees across rebuilds (damaged caches: `cache_damage.rs`).
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::cache_files::*;
-use common::*;
+use crate::common::cache_files::*;
+use crate::common::*;
 use socialctx::ReactionKind;
 use socialctx::ThreadSource;
 use socialctx::internals::{CacheWriter, WriterOptions};

@@ -1,10 +1,10 @@
 //! Parity of `pycompat`'s tokenizer with Python 3.11 + nltk 3.10.4 (fixtures written by
 //! tests/fixtures/tokens/make_cases.py), and no panics on arbitrary input.
 //!
-//! `TOKENS_FIXTURES=DIR cargo test --release --test tokens -- --ignored parity_extra`
+//! `TOKENS_FIXTURES=DIR cargo test --release --test it -- --ignored tokens::parity_extra`
 //! checks every `*.jsonl` fixture of DIR (e.g. `make_cases.py --full DIR`, or
 //! `make_cases.py --corpus CORPUS DIR/corpus.jsonl`).
-//! `cargo test --release --test tokens -- --ignored --nocapture timing` prints µs/text.
+//! `cargo test --release --test it -- --ignored --nocapture tokens::timing` prints µs/text.
 
 use std::path::{Path, PathBuf};
 

@@ -1,13 +1,11 @@
 //! Partitioned builds: plan once, build partitions separately, merge; the
 //! merged cache is byte-identical to a single build of the same corpus.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{BuildError, BuildOptions, NoProgress, Plan, build, build_partition, merge};
 

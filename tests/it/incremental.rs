@@ -2,13 +2,11 @@
 //! build publishes is byte-identical to a full build of the same corpus
 //! state, and only changed threads are read.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{BuildOptions, NoProgress, build, build_incremental};
 

@@ -2,13 +2,11 @@
 //! edited manifests, crafted shards whose checksums all agree, and files
 //! that are not regular files.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::cache_files::*;
-use common::*;
+use crate::common::cache_files::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::internals::MANIFEST_FILE;
 use socialctx::{Cache, OpenError};

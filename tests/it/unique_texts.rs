@@ -1,11 +1,9 @@
 //! UniqueTexts: the distinct inputs of a text field, their counts, and the
 //! per-reaction index, checked against a direct per-reaction computation.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::*;
+use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{Cache, LazyCache, TextField, UniqueTexts};
 

@@ -1,0 +1,27 @@
+//! The integration tests, one module per former test file, linked into one
+//! binary (as ripgrep's `tests/` are): the crate and its dependencies are
+//! linked once instead of once per file. `cargo test --release --test it
+//! MODULE::` runs one module. `tests/lock.rs` stays a binary of its own (it
+//! says why).
+
+mod common;
+
+mod bad_input;
+mod cache;
+mod cache_damage;
+mod cli;
+mod damage_sweep;
+mod edge_cases;
+mod embeddings;
+mod extended;
+mod fuzz_regressions;
+mod incremental;
+mod interrupt;
+mod loader;
+mod parity;
+mod partition;
+mod permissions;
+mod token_ids;
+mod tokens;
+mod tokens_parity;
+mod unique_texts;
