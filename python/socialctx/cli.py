@@ -685,6 +685,8 @@ def _export(a: argparse.Namespace) -> int:
         raise ValueError(e.args[0] if e.args else str(e)) from None
     print(f"wrote {a.out}: {rows:,} rows", file=sys.stderr)
     return EXIT_OK
+
+
 def _sample_args(a: argparse.Namespace) -> None:
     """``build --sample CACHE`` names one path, which argparse put in ``corpus``."""
     if a.sample:
