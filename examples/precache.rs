@@ -251,5 +251,9 @@ fn main() -> ExitCode {
         }
     }
     print!("{}", build_summary(&summary, &corpus, &cache));
+    // Published: success, whatever failed after the swap.
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
     ExitCode::SUCCESS
 }

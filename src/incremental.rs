@@ -609,6 +609,7 @@ impl Old {
             reused,
             files_read: 0,
             workers: 0,
+            warnings: Vec::new(),
         }
     }
 }

@@ -225,7 +225,7 @@ impl Partitions {
         }
         report.sort();
         let t = Instant::now();
-        let manifest = writer.finish(&report)?;
+        let (manifest, warnings) = writer.finish_with(&report, None)?;
         let phases = Phases {
             publish: t.elapsed(),
             ..Phases::default()
@@ -241,6 +241,7 @@ impl Partitions {
             reused: 0,
             files_read: 0,
             workers: 1,
+            warnings,
         })
     }
 }

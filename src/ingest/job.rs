@@ -359,12 +359,12 @@ impl Started<'_> {
         }
         let t = Instant::now();
         report.sort();
-        let manifest = match before_publish {
+        let (manifest, warnings) = match before_publish {
             Some(hook) => writer.finish_with(
                 &report,
                 Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
             )?,
-            None => writer.finish(&report)?,
+            None => writer.finish_with(&report, None)?,
         };
         phases.publish = t.elapsed();
         Ok(BuildSummary {
@@ -378,6 +378,7 @@ impl Started<'_> {
             reused: 0,
             files_read,
             workers,
+            warnings,
         })
     }
 }

@@ -183,6 +183,10 @@ pub struct BuildSummary {
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
     pub workers: usize,
+    /// What went wrong after the cache was published (removing the
+    /// replaced cache, making the swap durable): the build has succeeded,
+    /// and the next build cleans up what was left.
+    pub warnings: Vec<String>,
 }
 
 /// Wall time of each phase of a build.
