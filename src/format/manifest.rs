@@ -71,6 +71,10 @@ pub struct PartitionInfo {
     pub last_source_id: u64,
     /// The plan's discovery report (the same in every partition).
     pub bad: Vec<BadInput>,
+    /// A digest of the corpus inputs this partition's build found, checked
+    /// against the plan (16 hex digits): a merge requires all partitions to
+    /// have seen the same.
+    pub inputs: String,
     /// xxh3-64 of this record (with this field empty) and of the cache's
     /// file checksums, 16 hex digits: an edit of the record is detected.
     pub xxh3: String,

@@ -157,7 +157,23 @@ impl<'a> BuildJob<'a> {
                 let opts = plan.options(self.options);
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;
-                let (list, rumours, info) = plan.partition(&self.corpus, index, count);
+                // The corpus must still be the one planned: walk it again
+                // and compare (a thread added, gone, moved or edited since
+                // would give a cache of neither the old corpus nor the new).
+                let (found, found_bad, found_index) = discover_checked(
+                    &self.corpus,
+                    started.workers,
+                    &started.opts,
+                    started.opts.extended,
+                )?;
+                let inputs = plan
+                    .verify(&found, &found_bad, found_index.as_ref(), started.workers)
+                    .map_err(|changed| BuildError::PlanStale {
+                        corpus: self.corpus.clone(),
+                        changed,
+                    })?;
+                let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
+                info.inputs = inputs;
                 started.writer.set_partition(info);
                 started.execute(Supply {
                     list: &list,

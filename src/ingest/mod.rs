@@ -24,6 +24,7 @@ pub mod discover;
 pub(crate) mod extended;
 pub mod features;
 mod files;
+pub(crate) mod fingerprint;
 pub(crate) mod job;
 pub mod parents;
 pub mod parse;
