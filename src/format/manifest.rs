@@ -43,6 +43,10 @@ pub struct Manifest {
     /// (so their manifests are as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<PartitionInfo>,
+    /// xxh3-64 of the manifest's bytes with this field empty, 16 hex
+    /// digits ([`seal`](Self::seal)): every byte is checked, the build
+    /// options (which no other check covers) included.
+    pub checksum: String,
 }
 
 /// What a partition cache holds, written with its manifest (so it is
@@ -95,6 +99,20 @@ impl Manifest {
         let mut json = serde_json::to_vec_pretty(self)?;
         json.push(b'\n');
         Ok(json)
+    }
+
+    /// The checksum this manifest must carry: xxh3-64 of its bytes with
+    /// [`checksum`](Self::checksum) empty.
+    pub fn expected_checksum(&self) -> String {
+        let mut unsealed = self.clone();
+        unsealed.checksum.clear();
+        let bytes = unsealed.to_bytes().unwrap_or_default();
+        hex64(xxh3_64(&bytes))
+    }
+
+    /// Sets [`checksum`](Self::checksum) (after every other field is final).
+    pub fn seal(&mut self) {
+        self.checksum = self.expected_checksum();
     }
 
     /// The checksum a partition record of this manifest must carry (see

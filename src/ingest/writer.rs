@@ -372,12 +372,14 @@ impl CacheWriter {
                 Vec::new()
             },
             partition: self.partition.take(),
+            checksum: String::new(),
         };
         if let Some(sum) = manifest.partition_checksum()
             && let Some(p) = manifest.partition.as_mut()
         {
             p.xxh3 = sum;
         }
+        manifest.seal();
         let json = manifest.to_bytes().map_err(|e| BuildError::Internal {
             path: MANIFEST_FILE.into(),
             message: e.to_string(),
