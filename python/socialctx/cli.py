@@ -34,10 +34,14 @@ from . import _socialctx as _ext
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-_EXIT_STATUS = (
-    "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
-    "(SIGINT or SIGTERM: the build stops between threads, nothing is published)."
-)
+def _exit_status(interrupted: str) -> str:
+    return (
+        "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
+        f"(SIGINT or SIGTERM: {interrupted})."
+    )
+
+
+_EXIT_STATUS = _exit_status("the build stops between threads, nothing is published")
 
 
 def _count(text: str) -> int:
@@ -154,8 +158,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"socialctx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=summary, description=f"{description} {_EXIT_STATUS}")
+    def command(
+        name: str, summary: str, description: str, status: str = _EXIT_STATUS
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=summary, description=f"{description} {status}")
         p.set_defaults(parser=p)
         return p
 
@@ -334,6 +340,10 @@ def _parser() -> argparse.ArgumentParser:
         "content (after `socialctx build --incremental`) gives back the rows of every input "
         "it already has, and MODEL runs only for the new ones. Resumes after an "
         "interruption. Shows a progress bar on a terminal and ends with a summary.",
+        _exit_status(
+            "the embed stops between batches; the store is not published, and the next "
+            "embed resumes from the rows already computed"
+        ),
     )
     p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
     p.add_argument("--model", required=True, metavar="MODULE:CALLABLE", help="the model")
@@ -612,10 +622,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser.error("--verify needs --incremental")
     if args.command == "dump" and args.graph and args.tokens:
         args.parser.error("--graph does not go with --tokens")
-    # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does.
-    previous = signal.getsignal(signal.SIGTERM)
+    # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does;
+    # so does SIGINT when it was inherited as ignored (`socialctx build ... &` from a
+    # non-interactive script: `kill -INT` did nothing), unless a caller set a handler.
+    handle = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        handle.append(signal.SIGINT)
+    previous: dict[int, Any] | None = {sig: signal.getsignal(sig) for sig in handle}
     try:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        for sig in handle:
+            signal.signal(sig, signal.default_int_handler)
     except ValueError:  # not the main thread (main() called from a thread)
         previous = None
     run: Callable[[argparse.Namespace], int] = args.run
@@ -630,4 +646,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

@@ -475,7 +475,7 @@ fn explain_parent(layout: &CacheLayout, e: BuildError) -> BuildError {
         std::io::Error::new(
             source.kind(),
             format!(
-                "{source}: the directory that holds the cache must be writable (the build writes {} beside it and swaps it in)",
+                "{source}: this directory must be writable, as the build writes the new cache here first and then swaps it in as {}",
                 layout.target().display()
             ),
         ),
