@@ -34,6 +34,7 @@ from . import _socialctx as _ext
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+
 def _exit_status(interrupted: str) -> str:
     return (
         "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
@@ -628,7 +629,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handle = [signal.SIGTERM]
     if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
         handle.append(signal.SIGINT)
-    previous: dict[int, Any] | None = {sig: signal.getsignal(sig) for sig in handle}
+    previous: dict[signal.Signals, Any] | None = {s: signal.getsignal(s) for s in handle}
     try:
         for sig in handle:
             signal.signal(sig, signal.default_int_handler)
