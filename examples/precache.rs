@@ -94,7 +94,10 @@ struct Args {
     plan: Option<PathBuf>,
     /// Build partition I of N of --plan into CACHE_DIR (I from 0; contiguous
     /// source-id ranges balanced by file count; reads no other partition's
-    /// files). Slurm: --partition $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT
+    /// tweets). The corpus must be as planned: a thread added, gone, moved or
+    /// edited since is refused, naming it; options that shape the cache come
+    /// from the plan, and differing ones are refused.
+    /// Slurm: --partition $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT
     #[arg(long, value_name = "I/N", value_parser = parse_partition, requires = "plan")]
     partition: Option<(usize, usize)>,
     /// Do not show a progress bar

@@ -223,7 +223,8 @@ def _parser() -> argparse.ArgumentParser:
         "build one partition of a plan",
         "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; "
         "contiguous source-id ranges balanced by file count; reads no other partition's files). "
-        "Content options come from the plan. Slurm: --partition "
+        "Content options come from the plan. The corpus must be as planned: a thread "
+        "added, gone, moved or edited since is refused, naming it. Slurm: --partition "
         "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition "
         "$JOB_COMPLETION_INDEX/N.",
     )
