@@ -460,3 +460,33 @@ fn merge_refuses_or_equals_a_full_build_of_the_corpus_at_partition_time() {
         "both outcomes seen ({refused}, {merged})"
     );
 }
+
+/// `merge OUT p0 p1 ...` with OUT one of the inputs (or a link to one) is
+/// refused and the partition kept (issue 35, item 6: it was replaced).
+#[test]
+fn merging_into_one_of_the_inputs_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(6)).unwrap();
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let parts: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let out = tmp.path().join(format!("part-{i}"));
+            build_partition(&corpus, &plan, (i, 2), &out, 1, &NoProgress).unwrap();
+            out
+        })
+        .collect();
+    let before = files(&parts[1]);
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&parts[1], &link).unwrap();
+    for out in [&parts[1], &link] {
+        match merge(out, &parts) {
+            Err(BuildError::BadPartition { reason, .. }) => {
+                assert!(reason.contains("merge into another directory"), "{reason}")
+            }
+            other => panic!("{}: {other:?}", out.display()),
+        }
+        assert!(files(&parts[1]) == before, "the partition was replaced");
+    }
+    merge(tmp.path().join("merged"), &parts).unwrap();
+}
