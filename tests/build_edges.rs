@@ -129,3 +129,71 @@ fn dump_into_a_closed_pipe_ends_quietly() {
         assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
     }
 }
+
+/// The reproduction without fault injection: in a sticky shared
+/// directory, a cache written by one user and rebuilt by another. The swap
+/// fails ("Operation not permitted"); the notes and `derived/` moved into
+/// the staging directory before it were deleted with it. Now they are
+/// back in the cache, and the error says why and what to do. Needs a
+/// second user: run as root, it builds as root and rebuilds as `nobody`.
+#[test]
+fn a_failed_swap_in_a_sticky_directory_keeps_the_users_files() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!(
+            "not root: no second user to rebuild as (tests/publish_faults.rs fails the swap instead)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path();
+    fs::set_permissions(shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let c = corpus(shared);
+    let cache = shared.join("cache");
+    let (code, err) = precache(&c, &cache, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let mode = |p: &Path, m: u32| fs::set_permissions(p, fs::Permissions::from_mode(m)).unwrap();
+    fs::write(cache.join("notes.txt"), b"my notes").unwrap();
+    fs::create_dir(cache.join("derived")).unwrap();
+    fs::write(cache.join("derived/e.npy"), [3u8; 64]).unwrap();
+    for (p, m) in [
+        (cache.clone(), 0o777),
+        (cache.join("derived"), 0o777),
+        (cache.join("notes.txt"), 0o666),
+        (cache.join("derived/e.npy"), 0o666),
+        (shared.join(".cache.lock"), 0o666),
+    ] {
+        mode(&p, m);
+    }
+    let before: Vec<_> = ["manifest.json", "notes.txt", "derived/e.npy"]
+        .iter()
+        .map(|n| fs::read(cache.join(n)).unwrap())
+        .collect();
+    let o = example("precache")
+        .arg(&c)
+        .arg(&cache)
+        .arg("-q")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Operation not permitted") && err.contains("sticky"),
+        "{err}"
+    );
+    let after: Vec<_> = ["manifest.json", "notes.txt", "derived/e.npy"]
+        .iter()
+        .map(|n| fs::read(cache.join(n)).unwrap())
+        .collect();
+    assert!(after == before, "the cache or the user's files changed");
+    let left: Vec<_> = fs::read_dir(shared)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

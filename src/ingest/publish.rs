@@ -303,7 +303,7 @@ impl Staging {
                 self.published = true;
                 retire_old(&old, &mut warnings);
             }
-            Err(e) => return Err(BuildError::io(&target, e)),
+            Err(e) => return Err(BuildError::io(&target, swap_failure(e))),
         }
         if let Err(e) = sync_dir(&parent) {
             warnings.push(format!(
@@ -480,6 +480,24 @@ fn explain_parent(layout: &CacheLayout, e: BuildError) -> BuildError {
             ),
         ),
     )
+}
+
+/// A failed swap, said with what the user can do about it.
+fn swap_failure(e: std::io::Error) -> std::io::Error {
+    use rustix::io::Errno;
+    let hint = match e.raw_os_error() {
+        Some(n) if n == Errno::PERM.raw_os_error() => {
+            "; its directory does not let this user replace it (a sticky directory such as /tmp, where only the cache's owner may rename it): build as that user, or into a directory of your own"
+        }
+        Some(n) if n == Errno::BUSY.raw_os_error() => {
+            "; it is in use as a mount point: use a directory inside it"
+        }
+        _ => "",
+    };
+    if hint.is_empty() {
+        return e;
+    }
+    std::io::Error::new(e.kind(), format!("{e}{hint}"))
 }
 
 fn list(paths: &[PathBuf]) -> String {
