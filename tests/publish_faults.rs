@@ -370,3 +370,47 @@ fn every_fault_while_publishing_keeps_the_users_files() {
     }
     eprintln!("{points} fault points, {runs} builds: every user file kept, every cache old or new");
 }
+
+/// Issue 35, defect 4: once the new cache is published the build has
+/// succeeded. Removing the replaced cache failing (here: its first file)
+/// is a warning with exit 0 (was: exit 1 with the new cache published),
+/// and the next build removes the leftover.
+#[test]
+fn a_failure_after_the_swap_is_a_warning_and_the_next_build_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(5)).unwrap();
+    let cache = tmp.path().join("cache");
+    assert!(
+        precache(&corpus, &cache, &["--no-extended"], None)
+            .status
+            .success()
+    );
+    fs::write(cache.join("notes.txt"), b"mine").unwrap();
+    let reference = tmp.path().join("reference");
+    assert!(precache(&corpus, &reference, &[], None).status.success());
+    // The step after the swap: the first unlink in the swapped-out cache.
+    let saved = tmp.path().join("saved");
+    copy_tree(&cache, &saved);
+    let trace = steps(&precache(&corpus, &cache, &[], Some("trace")));
+    fs::remove_dir_all(&cache).unwrap();
+    copy_tree(&saved, &cache);
+    let (n, _, _) = trace
+        .iter()
+        .find(|(_, op, p)| op == "unlink" && p.contains(".cache.tmp-"))
+        .unwrap();
+    let o = precache(&corpus, &cache, &[], Some(&format!("{n}:error")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: the cache is published"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(cache_files(&cache), cache_files(&reference));
+    assert_eq!(fs::read(cache.join("notes.txt")).unwrap(), b"mine");
+    assert_eq!(temp_dirs(tmp.path()).len(), 1, "the leftover stays for now");
+    let next = precache(&corpus, &cache, &[], None);
+    assert!(next.status.success(), "{}", stderr(&next));
+    assert!(temp_dirs(tmp.path()).is_empty(), "the next build cleans up");
+    assert_eq!(fs::read(cache.join("notes.txt")).unwrap(), b"mine");
+}
