@@ -15,8 +15,8 @@
 //!   user's (notes, a folder, a symlink, `derived/` with an embedding store)
 //!   is there with its bytes, and no temporary directory is left.
 //!
-//! Kills are also injected into the recovering build itself, at each of its
-//! steps, followed by a third build.
+//! Kills and errors are also injected into the recovering build itself, at
+//! each of its recovery steps, followed by a third build.
 
 mod common;
 
@@ -335,24 +335,20 @@ fn every_fault_while_publishing_keeps_the_users_files() {
                         .position(|(_, op, p)| op == "mkdir" && p.contains(".cache.tmp-"))
                         .unwrap();
                     for (m, _, _) in &recovery[..=end] {
-                        points += 1;
-                        let _ = fs::remove_dir_all(&run);
-                        copy_tree(&saved, &run);
-                        let o2 = precache(&corpus, &cache, s.new, Some(&format!("{m}:kill")));
-                        runs += 1;
-                        assert!(!o2.status.success());
-                        let o3 = precache(&corpus, &cache, s.new, None);
-                        runs += 1;
-                        assert!(
-                            o3.status.success(),
-                            "{what}, then a kill at recovery step {m}: {}",
-                            stderr(&o3)
-                        );
-                        assert_recovered(
-                            &t,
-                            &cache,
-                            &format!("{what}, then a kill at recovery step {m}"),
-                        );
+                        for mode2 in ["kill", "error"] {
+                            points += 1;
+                            let _ = fs::remove_dir_all(&run);
+                            copy_tree(&saved, &run);
+                            let fault = format!("{m}:{mode2}");
+                            let o2 = precache(&corpus, &cache, s.new, Some(&fault));
+                            runs += 1;
+                            assert!(!o2.status.success());
+                            let o3 = precache(&corpus, &cache, s.new, None);
+                            runs += 1;
+                            let then = format!("{what}, then {mode2} at recovery step {m}");
+                            assert!(o3.status.success(), "{then}: {}", stderr(&o3));
+                            assert_recovered(&t, &cache, &then);
+                        }
                     }
                     let _ = fs::remove_dir_all(&run);
                     copy_tree(&saved, &run);
