@@ -33,6 +33,9 @@ fn main() -> ExitCode {
     match socialctx::merge(&args.out, &args.parts) {
         Ok(s) => {
             print!("{}", socialctx::summary::merge_summary(&s, &args.out));
+            for w in &s.warnings {
+                eprintln!("warning: {w}");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

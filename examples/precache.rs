@@ -61,12 +61,13 @@ struct Args {
     /// Also write the bad-input report to FILE as JSON Lines
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Skip tweet files larger than this many bytes
-    #[arg(long, value_name = "BYTES", default_value_t = socialctx::internals::parse::DEFAULT_MAX_FILE_BYTES)]
-    max_file_bytes: u64,
-    /// Cap on one shard file, in MiB
-    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    shard_mib: u64,
+    /// Skip tweet files larger than this many bytes [default: 16777216]
+    // Options, not defaults, so that --partition can tell what was given.
+    #[arg(long, value_name = "BYTES")]
+    max_file_bytes: Option<u64>,
+    /// Cap on one shard file, in MiB [default: 16]
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    shard_mib: Option<u64>,
     /// Only the reference's 28 features: skip structure.json, annotation.json,
     /// who-follows-whom.dat and retweets.json (the extended features)
     #[arg(long)]
@@ -93,7 +94,10 @@ struct Args {
     plan: Option<PathBuf>,
     /// Build partition I of N of --plan into CACHE_DIR (I from 0; contiguous
     /// source-id ranges balanced by file count; reads no other partition's
-    /// files). Slurm: --partition $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT
+    /// tweets). The corpus must be as planned: a thread added, gone, moved or
+    /// edited since is refused, naming it; options that shape the cache come
+    /// from the plan, and differing ones are refused.
+    /// Slurm: --partition $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT
     #[arg(long, value_name = "I/N", value_parser = parse_partition, requires = "plan")]
     partition: Option<(usize, usize)>,
     /// Do not show a progress bar
@@ -153,10 +157,14 @@ fn main() -> ExitCode {
     let args = Args::parse();
     let corpus = args.corpus.unwrap_or_else(|| SAMPLE_CORPUS.into());
     let cache = args.cache.unwrap_or_else(|| DEFAULT_CACHE.into());
+    let max_file_bytes = args
+        .max_file_bytes
+        .unwrap_or(socialctx::internals::parse::DEFAULT_MAX_FILE_BYTES);
+    let shard_mib = args.shard_mib.unwrap_or(16);
     let mut opts = BuildOptions::default()
         .strict(args.strict)
-        .max_file_bytes(args.max_file_bytes)
-        .shard_bytes((args.shard_mib * 1024 * 1024) as usize)
+        .max_file_bytes(max_file_bytes)
+        .shard_bytes((shard_mib * 1024 * 1024) as usize)
         .extended(!args.no_extended);
     if let Some(n) = args.workers {
         opts = opts.threads(usize::from(n));
@@ -219,9 +227,32 @@ fn main() -> ExitCode {
                 }
             };
         }
-        (Some(plan_file), Some(part)) => Plan::load(plan_file).and_then(|plan| {
-            build_partition(&corpus, &plan, part, &cache, opts.threads, &progress)
-        }),
+        (Some(plan_file), Some(part)) => match Plan::load(plan_file) {
+            Ok(plan) => {
+                // A partition is built with its plan's options: refuse
+                // others rather than ignore them.
+                let differ = plan.differing_options(
+                    args.strict.then_some(true),
+                    args.max_file_bytes,
+                    args.shard_mib.map(|m| m * 1024 * 1024),
+                    args.no_extended.then_some(false),
+                );
+                if !differ.is_empty() {
+                    bar.finish_and_clear();
+                    eprintln!(
+                        "error: {} differ{} from the plan {}: a partition is built with its plan's options; leave {} out, or make the plan again with {}",
+                        differ.join(", "),
+                        if differ.len() == 1 { "s" } else { "" },
+                        plan_file.display(),
+                        if differ.len() == 1 { "it" } else { "them" },
+                        if differ.len() == 1 { "it" } else { "them" },
+                    );
+                    return ExitCode::FAILURE;
+                }
+                build_partition(&corpus, &plan, part, &cache, opts.threads, &progress)
+            }
+            Err(e) => Err(e),
+        },
         (None, _) if args.incremental => build_incremental(&corpus, &cache, &opts, &progress),
         (None, _) => build(&corpus, &cache, &opts, &progress),
     };
@@ -251,5 +282,9 @@ fn main() -> ExitCode {
         }
     }
     print!("{}", build_summary(&summary, &corpus, &cache));
+    // Published: success, whatever failed after the swap.
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
     ExitCode::SUCCESS
 }

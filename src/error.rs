@@ -164,6 +164,21 @@ pub enum BuildError {
         reason: String,
     },
 
+    /// A partition build found the corpus changed since its plan was made:
+    /// a thread added, gone, moved between folders or with other files.
+    #[error(
+        "{corpus} no longer matches the plan ({} change{}: {}); make the plan again and build every partition of it",
+        .changed.len(),
+        if .changed.len() == 1 { "" } else { "s" },
+        first_changes(.changed)
+    )]
+    PlanStale {
+        /// The corpus root.
+        corpus: PathBuf,
+        /// What changed, each naming a thread or file relative to the corpus.
+        changed: Vec<String>,
+    },
+
     /// A partition build was asked for partition `index` of `count`, which
     /// does not exist (partitions are numbered `0..count`, `count >= 1`).
     #[error("partition {index} of {count} does not exist: need 0 <= index < count")]
@@ -187,6 +202,16 @@ pub enum BuildError {
         /// The panic message.
         message: String,
     },
+}
+
+/// The first few of a list of changes, and how many more.
+fn first_changes(changed: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut s = changed[..changed.len().min(SHOWN)].join(", ");
+    if changed.len() > SHOWN {
+        s.push_str(&format!(", and {} more", changed.len() - SHOWN));
+    }
+    s
 }
 
 /// The message of a build's I/O error: the OS's, with what was being

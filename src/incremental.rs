@@ -31,14 +31,15 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::BuildError;
 use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
-use crate::ingest::discover::{THREAD_FILES, ThreadDir};
+use crate::ingest::discover::ThreadDir;
 use crate::ingest::extended::{rumour_index, rumour_index_with};
 use crate::ingest::features::reliability::RumourIndex;
+use crate::ingest::fingerprint::{Fp, How, fingerprints};
 use crate::ingest::job::{Reuse, Started, Supplies, Supply};
 use crate::ingest::parse::user_key;
 use crate::ingest::thread::Outcome;
@@ -160,76 +161,6 @@ impl Fingerprints {
     }
 }
 
-/// A thread's fingerprint, the newest mtime/ctime among its files (ns), and
-/// whether any of their mtimes has a sub-second part.
-#[derive(Clone, Copy, Debug)]
-struct Fp {
-    hash: u64,
-    newest: i128,
-    subsec: bool,
-}
-
-/// A thread's [`Fp`].
-fn fingerprint(td: &ThreadDir, verify: bool) -> Fp {
-    let mut h = Xxh3Default::new();
-    let mut newest = i128::MIN;
-    let mut subsec = false;
-    h.update(&td.entries.to_le_bytes());
-    let mut add = |name: &[u8], path: &Path| {
-        h.update(&(name.len() as u64).to_le_bytes());
-        h.update(name);
-        match fs::metadata(path) {
-            Ok(m) => {
-                let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-                let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
-                newest = newest.max(mtime).max(ctime);
-                subsec |= m.mtime_nsec() != 0;
-                h.update(&m.len().to_le_bytes());
-                // With content hashes, the contents decide, not the times.
-                if !verify {
-                    for x in [m.ino(), m.dev()] {
-                        h.update(&x.to_le_bytes());
-                    }
-                    h.update(&mtime.to_le_bytes());
-                    h.update(&ctime.to_le_bytes());
-                }
-                if verify && m.is_file() {
-                    match fs::read(path) {
-                        Ok(bytes) => h.update(&xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes()),
-                        Err(_) => h.update(b"unreadable"),
-                    }
-                }
-            }
-            Err(_) => h.update(b"missing"),
-        }
-    };
-    let dirs = td
-        .source_dir()
-        .into_iter()
-        .chain(td.reaction_dirs().map(|(d, _)| d));
-    for dir in dirs {
-        let path = td.path.join(dir);
-        add(dir.as_bytes(), &path);
-        let mut names: Vec<_> = fs::read_dir(&path)
-            .map(|r| r.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        names.sort();
-        for n in names {
-            add(n.as_encoded_bytes(), &path.join(&n));
-        }
-    }
-    for (i, name) in THREAD_FILES.iter().enumerate() {
-        if td.has_file(i) {
-            add(name.as_bytes(), &td.path.join(name));
-        }
-    }
-    Fp {
-        hash: h.digest(),
-        newest,
-        subsec,
-    }
-}
-
 /// The file system's clock now: the mtime of a stamp file created (and
 /// removed at once) in `dir` beside the cache. File times come from the
 /// kernel's coarse clock (a tick behind the wall clock) in the file
@@ -288,17 +219,6 @@ fn racy_from(started_ns: i128, fps: &[Fp]) -> i128 {
         started_ns
     } else {
         started_ns - started_ns.rem_euclid(1_000_000_000)
-    }
-}
-
-/// Every thread's fingerprint, on `threads` threads (serially if a pool
-/// cannot start).
-fn fingerprints(list: &[ThreadDir], threads: usize, verify: bool) -> Vec<Fp> {
-    use rayon::prelude::*;
-    let one = |td: &ThreadDir| fingerprint(td, verify);
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(|| list.par_iter().map(one).collect()),
-        Err(_) => list.iter().map(one).collect(),
     }
 }
 
@@ -454,7 +374,12 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
     // The rumour index comes later: from the old cache where it can.
     let (list, report, _) = discover_checked(corpus, workers, &opts, false)?;
     let list = &list;
-    let fps = fingerprints(list, workers, opts.verify);
+    let how = if opts.verify {
+        How::Content
+    } else {
+        How::Local
+    };
+    let fps = fingerprints(list, workers, how);
     let coarse = !fps.iter().any(|f| f.subsec);
     let started_ns = settle(started.writer.temp_dir(), &fps, coarse);
     let old = old_cache(corpus, cache, &opts, list, &fps);
@@ -609,6 +534,7 @@ impl Old {
             reused,
             files_read: 0,
             workers: 0,
+            warnings: Vec::new(),
         }
     }
 }

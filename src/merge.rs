@@ -45,6 +45,20 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
     let start = Instant::now();
     let out = out.as_ref();
     let parts: Vec<&Path> = parts.iter().map(AsRef::as_ref).collect();
+    // The output replaces what is there: never one of the inputs.
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if let Some(p) = parts.iter().find(|p| same(out, p)) {
+        return Err(bad(
+            p,
+            format!(
+                "is both a partition to merge and the output {}; merge into another directory",
+                out.display()
+            ),
+        ));
+    }
     Partitions::open(out, &parts)?.repack(out, start)
 }
 
@@ -90,6 +104,17 @@ impl Partitions {
         }
         let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
         for (info, p, _) in &infos {
+            if info.plan_id == first.plan_id && info.inputs != first.inputs {
+                return Err(bad(
+                    p,
+                    format!(
+                        "built from other corpus inputs ({}) than {} ({}): the corpus changed between the partition builds; make the plan again and build every partition of it",
+                        info.inputs,
+                        first_path.display(),
+                        first.inputs
+                    ),
+                ));
+            }
             if info.plan_id != first.plan_id
                 || info.count != first.count
                 || info.plan_threads != first.plan_threads
@@ -225,7 +250,7 @@ impl Partitions {
         }
         report.sort();
         let t = Instant::now();
-        let manifest = writer.finish(&report)?;
+        let (manifest, warnings) = writer.finish_with(&report, None)?;
         let phases = Phases {
             publish: t.elapsed(),
             ..Phases::default()
@@ -241,6 +266,7 @@ impl Partitions {
             reused: 0,
             files_read: 0,
             workers: 1,
+            warnings,
         })
     }
 }

@@ -36,10 +36,15 @@ from . import _socialctx as _ext
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-_EXIT_STATUS = (
-    "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
-    "(SIGINT or SIGTERM: the build stops between threads, nothing is published)."
-)
+
+def _exit_status(interrupted: str) -> str:
+    return (
+        "Exit status: 0 on success, 1 on error, 2 on bad usage, 130 when interrupted "
+        f"(SIGINT or SIGTERM: {interrupted})."
+    )
+
+
+_EXIT_STATUS = _exit_status("the build stops between threads, nothing is published")
 
 
 def _count(text: str) -> int:
@@ -156,8 +161,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"socialctx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=summary, description=f"{description} {_EXIT_STATUS}")
+    def command(
+        name: str, summary: str, description: str, status: str = _EXIT_STATUS
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=summary, description=f"{description} {status}")
         p.set_defaults(parser=p)
         return p
 
@@ -228,7 +235,8 @@ def _parser() -> argparse.ArgumentParser:
         "build one partition of a plan",
         "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; "
         "contiguous source-id ranges balanced by file count; reads no other partition's files). "
-        "Content options come from the plan. Slurm: --partition "
+        "Content options come from the plan. The corpus must be as planned: a thread "
+        "added, gone, moved or edited since is refused, naming it. Slurm: --partition "
         "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition "
         "$JOB_COMPLETION_INDEX/N.",
     )
@@ -346,6 +354,10 @@ def _parser() -> argparse.ArgumentParser:
         "content (after `socialctx build --incremental`) gives back the rows of every input "
         "it already has, and MODEL runs only for the new ones. Resumes after an "
         "interruption. Shows a progress bar on a terminal and ends with a summary.",
+        _exit_status(
+            "the embed stops between batches; the store is not published, and the next "
+            "embed resumes from the rows already computed"
+        ),
     )
     p.add_argument("cache", type=Path, metavar="CACHE", help="the cache directory")
     p.add_argument("--model", required=True, metavar="MODULE:CALLABLE", help="the model")
@@ -712,10 +724,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parser.error("--verify needs --incremental")
     if args.command == "dump" and args.graph and args.tokens:
         args.parser.error("--graph does not go with --tokens")
-    # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does.
-    previous = signal.getsignal(signal.SIGTERM)
+    # SIGTERM (a scheduler's kill, `timeout`) stops a build cleanly, as Ctrl-C does;
+    # so does SIGINT when it was inherited as ignored (`socialctx build ... &` from a
+    # non-interactive script: `kill -INT` did nothing), unless a caller set a handler.
+    handle = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+        handle.append(signal.SIGINT)
+    previous: dict[signal.Signals, Any] | None = {s: signal.getsignal(s) for s in handle}
     try:
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        for sig in handle:
+            signal.signal(sig, signal.default_int_handler)
     except ValueError:  # not the main thread (main() called from a thread)
         previous = None
     run: Callable[[argparse.Namespace], int] = args.run
@@ -730,4 +748,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

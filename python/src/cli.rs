@@ -237,6 +237,10 @@ fn _cli_build(
             })
             .map_err(|e| cannot_write_report(path, &e))?;
     }
+    // Published: success, with what failed after the swap said on stderr.
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
     Ok(sc::summary::build_summary(&summary, &corpus, &cache))
 }
 
@@ -276,6 +280,9 @@ fn _cli_plan(
 #[pyfunction]
 fn _cli_merge(py: Python<'_>, out: PathBuf, parts: Vec<PathBuf>) -> Result<String> {
     let summary = py.detach(|| sc::merge(&out, &parts))?;
+    for w in &summary.warnings {
+        eprintln!("warning: {w}");
+    }
     Ok(sc::summary::merge_summary(&summary, &out))
 }
 

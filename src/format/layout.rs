@@ -9,9 +9,13 @@
 //!     report.jsonl
 //!     shard-00000.rkyv  text-00000.rkyv  ...
 //!     derived/                  files computed from the cache (kept by rebuilds)
-//!   .NAME.lock                  held by the build writing NAME; stays (a killed
-//!                               build could not remove it; an unlocked one is free)
-//!   .NAME.tmp-<pid>/            a build in progress (or a dead build's leftovers)
+//!   .NAME.lock                  held by the build writing NAME; stays beside a
+//!                               cache (a killed build could not remove it; an
+//!                               unlocked one is free), removed by a build that
+//!                               leaves no cache
+//!   .NAME.tmp-<pid>/            a build in progress (or a dead build's leftovers,
+//!                               which the next build retires: the user's entries
+//!                               moved back into NAME, never deleted)
 //!   .NAME.tmp-old-<pid>/        the previous cache, parked during a two-rename publish
 //! ```
 

@@ -43,6 +43,10 @@ pub struct Manifest {
     /// (so their manifests are as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<PartitionInfo>,
+    /// xxh3-64 of the manifest's bytes with this field empty, 16 hex
+    /// digits ([`seal`](Self::seal)): every byte is checked, the build
+    /// options (which no other check covers) included.
+    pub checksum: String,
 }
 
 /// What a partition cache holds, written with its manifest (so it is
@@ -71,6 +75,10 @@ pub struct PartitionInfo {
     pub last_source_id: u64,
     /// The plan's discovery report (the same in every partition).
     pub bad: Vec<BadInput>,
+    /// A digest of the corpus inputs this partition's build found, checked
+    /// against the plan (16 hex digits): a merge requires all partitions to
+    /// have seen the same.
+    pub inputs: String,
     /// xxh3-64 of this record (with this field empty) and of the cache's
     /// file checksums, 16 hex digits: an edit of the record is detected.
     pub xxh3: String,
@@ -91,6 +99,20 @@ impl Manifest {
         let mut json = serde_json::to_vec_pretty(self)?;
         json.push(b'\n');
         Ok(json)
+    }
+
+    /// The checksum this manifest must carry: xxh3-64 of its bytes with
+    /// [`checksum`](Self::checksum) empty.
+    pub fn expected_checksum(&self) -> String {
+        let mut unsealed = self.clone();
+        unsealed.checksum.clear();
+        let bytes = unsealed.to_bytes().unwrap_or_default();
+        hex64(xxh3_64(&bytes))
+    }
+
+    /// Sets [`checksum`](Self::checksum) (after every other field is final).
+    pub fn seal(&mut self) {
+        self.checksum = self.expected_checksum();
     }
 
     /// The checksum a partition record of this manifest must carry (see

@@ -32,7 +32,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::schema::FeatureVec;
 
 /// Version of the cache format this library writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The `format` string of a manifest.
 pub const FORMAT_NAME: &str = "socialctx-feature-cache";

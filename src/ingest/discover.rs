@@ -216,6 +216,10 @@ impl<E> Walk<'_, '_, E> {
         // Tweet folders of a thread are not walked (the workers list them),
         // so they are kept apart until the listing says whether `dir` is one.
         let mut tweet_dirs = Vec::new();
+        // Entries named as a tweet folder or thread file that are not one
+        // (a file named source-tweets, a directory or FIFO named
+        // structure.json): reported, not silently absent.
+        let mut odd: Vec<(PathBuf, &'static str, u16)> = Vec::new();
         let mut listing = match Dir::new(fd) {
             Ok(listing) => listing,
             Err(e) => {
@@ -258,20 +262,49 @@ impl<E> Walk<'_, '_, E> {
                 if let Some(bit) = subdir_bit(name) {
                     if is_dir_or_link() {
                         entries |= bit;
+                    } else {
+                        odd.push((dir.join(name), kind_of(fd, &entry, file_type), bit));
                     }
                     if is_dir {
                         tweet_dirs.push(dir.join(name));
                     }
                     continue;
-                } else if let Some(bit) = file_bit(name)
-                    && !is_dir
-                {
-                    entries |= bit;
+                } else if let Some(bit) = file_bit(name) {
+                    // A thread file must be a regular file (or a link to
+                    // one): a FIFO would read as empty, a directory not at all.
+                    let regular = file_type == FileType::RegularFile
+                        || (file_type == FileType::Symlink
+                            && statat(fd, entry.file_name(), AtFlags::empty())
+                                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file()));
+                    if regular {
+                        entries |= bit;
+                    } else {
+                        odd.push((dir.join(name), kind_of(fd, &entry, file_type), bit));
+                    }
                 }
             }
             if is_dir {
                 children.push(dir.join(name));
             }
+        }
+        if entries & 0b11 != 0 {
+            for (path, kind, bit) in &odd {
+                let want = if bit & 0b1_1111 != 0 {
+                    "folder"
+                } else {
+                    "file"
+                };
+                self.report(path, format!("{kind}, not a {want}: ignored"));
+            }
+        } else if let Some((path, kind, _)) = odd.iter().find(|(_, _, bit)| bit & 0b11 != 0) {
+            // An all-digit folder whose source folder is not one: the
+            // thread cannot be read, and says so.
+            self.report(
+                path,
+                format!(
+                    "{kind}, not a folder: the thread has no source tweet folder and is skipped"
+                ),
+            );
         }
         if entries & 0b11 != 0 {
             match thread_dir(self.root, dir, entries) {
@@ -302,6 +335,30 @@ impl<E> Walk<'_, '_, E> {
                     .map(|c| (Some(Arc::clone(&listing)), c)),
             );
         }
+    }
+}
+
+/// What a directory entry is, in words, for a report (a symlink is
+/// followed: a link to a FIFO is "a FIFO").
+fn kind_of(
+    dir: rustix::fd::BorrowedFd<'_>,
+    entry: &rustix::fs::DirEntry,
+    file_type: rustix::fs::FileType,
+) -> &'static str {
+    use rustix::fs::{AtFlags, FileType, statat};
+    let t = match file_type {
+        FileType::Symlink | FileType::Unknown => statat(dir, entry.file_name(), AtFlags::empty())
+            .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+        t => t,
+    };
+    match t {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        _ => "a broken symlink or an unreadable entry",
     }
 }
 
@@ -507,8 +564,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let r = tmp.path();
         touch(r, "ev/rumours/1/source-tweets/1.json");
-        // A directory named like a thread file is no thread file.
+        // A directory named like a thread file is no thread file, and is
+        // reported (issue 35: it was silently "absent"); so is a FIFO.
         mkdir(r, "ev/rumours/1/structure.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            r.join("ev/rumours/1/annotation.json"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        // A thread whose source-tweets is a regular file is reported, not
+        // silently left out; a reactions file likewise.
+        touch(r, "ev/rumours/5/source-tweets");
+        touch(r, "ev/rumours/1/replies");
         // Hidden entries do not count, and are not walked.
         touch(r, "ev/rumours/1/.reactions/2.json");
         touch(r, "ev/.hidden/7/source-tweets/7.json");
@@ -535,7 +605,15 @@ mod tests {
                 ("store/8".to_string(), SRC),
             ]
         );
-        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(
+            bad,
+            [
+                "ev/rumours/1/annotation.json: a FIFO, not a file: ignored",
+                "ev/rumours/1/replies: a regular file, not a folder: ignored",
+                "ev/rumours/1/structure.json: a directory, not a file: ignored",
+                "ev/rumours/5/source-tweets: a regular file, not a folder: the thread has no source tweet folder and is skipped",
+            ]
+        );
         // The root itself may be a thread.
         let (threads, _) = found(&r.join("store/8"));
         assert_eq!(threads, [(".".to_string(), SRC)]);

@@ -157,7 +157,23 @@ impl<'a> BuildJob<'a> {
                 let opts = plan.options(self.options);
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;
-                let (list, rumours, info) = plan.partition(&self.corpus, index, count);
+                // The corpus must still be the one planned: walk it again
+                // and compare (a thread added, gone, moved or edited since
+                // would give a cache of neither the old corpus nor the new).
+                let (found, found_bad, found_index) = discover_checked(
+                    &self.corpus,
+                    started.workers,
+                    &started.opts,
+                    started.opts.extended,
+                )?;
+                let inputs = plan
+                    .verify(&found, &found_bad, found_index.as_ref(), started.workers)
+                    .map_err(|changed| BuildError::PlanStale {
+                        corpus: self.corpus.clone(),
+                        changed,
+                    })?;
+                let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
+                info.inputs = inputs;
                 started.writer.set_partition(info);
                 started.execute(Supply {
                     list: &list,
@@ -359,12 +375,12 @@ impl Started<'_> {
         }
         let t = Instant::now();
         report.sort();
-        let manifest = match before_publish {
+        let (manifest, warnings) = match before_publish {
             Some(hook) => writer.finish_with(
                 &report,
                 Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
             )?,
-            None => writer.finish(&report)?,
+            None => writer.finish_with(&report, None)?,
         };
         phases.publish = t.elapsed();
         Ok(BuildSummary {
@@ -378,6 +394,7 @@ impl Started<'_> {
             reused: 0,
             files_read,
             workers,
+            warnings,
         })
     }
 }

@@ -24,6 +24,7 @@ pub mod discover;
 pub(crate) mod extended;
 pub mod features;
 mod files;
+pub(crate) mod fingerprint;
 pub(crate) mod job;
 pub mod parents;
 pub mod parse;
@@ -183,6 +184,10 @@ pub struct BuildSummary {
     /// number, or fewer where an address-space limit (`ulimit -v`) or the
     /// OS would not allow that many.
     pub workers: usize,
+    /// What went wrong after the cache was published (removing the
+    /// replaced cache, making the swap durable): the build has succeeded,
+    /// and the next build cleans up what was left.
+    pub warnings: Vec<String>,
 }
 
 /// Wall time of each phase of a build.

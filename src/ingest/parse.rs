@@ -274,6 +274,8 @@ enum JsonFailure {
     Structure,
     Number(usize),
     Escape(usize),
+    /// Nested deeper than simd-json's limit (valid JSON perhaps, no tweet).
+    Depth(usize),
     Other(usize),
 }
 
@@ -287,6 +289,7 @@ impl JsonFailure {
                 JsonFailure::Escape(e.index())
             }
             E::Syntax | E::Eof | E::UnterminatedString => JsonFailure::Structure,
+            E::DepthLimitExceeded => JsonFailure::Depth(e.index()),
             _ => JsonFailure::Other(e.index()),
         }
     }
@@ -301,6 +304,10 @@ impl JsonFailure {
             JsonFailure::Escape(_) => "invalid JSON: a malformed \\u escape, or one that encodes \
                  a lone surrogate (a Rust string cannot hold one)"
                 .into(),
+            JsonFailure::Depth(_) => format!(
+                "JSON nested deeper than {} levels (arrays or objects; no tweet is): not read",
+                simd_json::DEFAULT_MAX_DEPTH
+            ),
             JsonFailure::Structure | JsonFailure::Other(_) => "invalid JSON".into(),
         }
     }
@@ -309,7 +316,11 @@ impl JsonFailure {
         let short = self.short();
         match self {
             JsonFailure::Utf8 => short,
-            JsonFailure::Number(i) => format!("{short}, near {}", position(bytes, i)),
+            JsonFailure::Number(i) => {
+                let what = number_problem(bytes, i).unwrap_or(short);
+                format!("{what}, near {}", position(bytes, i))
+            }
+            JsonFailure::Depth(i) => format!("{short}, near {}", position(bytes, i)),
             JsonFailure::Escape(i) => {
                 let i = lone_surrogate(bytes).unwrap_or(i);
                 format!("{short}, near {}", position(bytes, i))
@@ -324,6 +335,39 @@ impl JsonFailure {
             },
         }
     }
+}
+
+/// What is wrong with the number at or just before `at` (where simd-json
+/// stopped), when it can be told from its text: an integer beyond 64 bits
+/// (valid JSON, which this parser does not hold), or a number JSON does
+/// not allow.
+fn number_problem(bytes: &[u8], at: usize) -> Option<String> {
+    let is_num = |b: u8| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E');
+    let mut start = at.min(bytes.len());
+    while start > 0 && is_num(bytes[start - 1]) {
+        start -= 1;
+    }
+    let end = start + bytes[start..].iter().take_while(|&&b| is_num(b)).count();
+    let token = std::str::from_utf8(&bytes[start..end]).ok()?;
+    if token.is_empty() {
+        return None;
+    }
+    let shown: String = token.chars().take(40).collect();
+    let digits = token.strip_prefix('-').unwrap_or(token);
+    let integer = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if integer {
+        return Some(format!(
+            "the integer {shown} is valid JSON, but no tweet field holds one: too large for 64 bits"
+        ));
+    }
+    if serde_json::from_str::<serde_json::Number>(token).is_ok() {
+        return Some(format!(
+            "the number {shown} could not be read as a 64-bit number"
+        ));
+    }
+    Some(format!("invalid JSON: {shown} is not a number JSON allows"))
 }
 
 /// Offset of the first `\\uXXXX` escape that encodes a surrogate not part
@@ -838,6 +882,15 @@ mod tests {
             e.contains("too large for 64 bits, near line 2 column"),
             "{e}"
         );
+        assert!(
+            e.contains("the integer 18446744073709551616 is valid JSON"),
+            "{e}"
+        );
+        // Valid JSON nested deeper than the parser goes: said so (issue
+        // 35), not "invalid JSON".
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        let e = explained(&deep);
+        assert!(e.starts_with("JSON nested deeper than 1024 levels"), "{e}");
         let e = explained(r#"{"a": [1, 2"#);
         assert!(e.contains("ends inside an array"), "{e}");
         // A reason that is not the last parse's JSON error is kept as it is.

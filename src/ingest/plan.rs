@@ -11,6 +11,15 @@
 //! manifest says which part of which plan it is (a checksummed
 //! [`PartitionInfo`], written and published with the cache, so it cannot be
 //! left over from an earlier build of the same directory).
+//!
+//! A plan pins the corpus it was made of: per thread a fingerprint of its
+//! files (what incremental builds compare, less the device number, which
+//! differs between machines mounting the corpus), and the thread list, discovery report and rumour index
+//! themselves. A partition build walks the corpus again (a walk, a `stat`
+//! per file and the rumour sources read: what an incremental build that
+//! finds nothing changed costs) and refuses, naming the changed paths, if
+//! anything differs; so partitions built after a change are never merged
+//! into a cache that is neither the old corpus's nor the new one's.
 
 use std::fs;
 use std::path::Path;
@@ -20,6 +29,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
+use super::fingerprint::{How, fingerprints};
 use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
@@ -28,8 +38,8 @@ use crate::format::report::BadInput;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 const PLAN_FORMAT: &str = "socialctx-plan";
-/// 2: the plan carries its checksum.
-const PLAN_VERSION: u32 = 2;
+/// 2: the plan carries its checksum; 3: per-thread fingerprints.
+const PLAN_VERSION: u32 = 3;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +51,8 @@ struct PlanThread {
     entries: u16,
     /// Files in its tweet folders, for balancing partitions.
     files: u64,
+    /// Its files' fingerprint ([`How::Portable`]), 16 hex digits.
+    fingerprint: String,
 }
 
 /// What a build of the whole corpus will do, computed once by
@@ -84,18 +96,19 @@ impl Plan {
         }
         let threads = opts.threads.max(1);
         let (list, bad, index) = discover_checked(corpus, threads, opts, opts.extended)?;
-        let index = index.unwrap_or_default();
-        let mut rumour_index: Vec<(u64, i64)> = index.entries().collect();
-        rumour_index.sort_unstable();
+        let rumour_index = sorted_index(index.as_ref());
+        let fps = fingerprints(&list, threads, How::Portable);
         let threads = list
             .iter()
-            .map(|td| PlanThread {
+            .zip(&fps)
+            .map(|(td, fp)| PlanThread {
                 rel: td.rel.clone(),
                 source_id: td.source_id,
                 label: td.label.clone(),
                 event: td.event.clone(),
                 entries: td.entries,
                 files: count_files(td),
+                fingerprint: format!("{:016x}", fp.hash),
             })
             .collect();
         Ok(Plan {
@@ -249,6 +262,110 @@ impl Plan {
         cut(index)..cut(index + 1)
     }
 
+    /// Which of the options a partition build was given differ from the
+    /// plan's (`None`: not given), said as the command-line option and the
+    /// plan's value; a partition is always built with the plan's options,
+    /// so a caller refuses these rather than have them ignored.
+    #[doc(hidden)]
+    pub fn differing_options(
+        &self,
+        strict: Option<bool>,
+        max_file_bytes: Option<u64>,
+        shard_bytes: Option<u64>,
+        extended: Option<bool>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        if strict.is_some_and(|s| s != self.strict) {
+            out.push(format!(
+                "--strict (the plan is {})",
+                if self.strict { "strict" } else { "not strict" }
+            ));
+        }
+        if let Some(b) = max_file_bytes.filter(|b| *b != self.max_file_bytes) {
+            out.push(format!(
+                "--max-file-bytes {b} (the plan has {})",
+                self.max_file_bytes
+            ));
+        }
+        if let Some(b) = shard_bytes.filter(|b| *b != self.shard_bytes) {
+            out.push(format!(
+                "--shard-mib {} (the plan has {})",
+                b as f64 / 1048576.0,
+                self.shard_bytes as f64 / 1048576.0
+            ));
+        }
+        if extended.is_some_and(|e| e != self.extended) {
+            out.push(format!(
+                "--no-extended (the plan {} the extended features)",
+                if self.extended { "has" } else { "has not" }
+            ));
+        }
+        out
+    }
+
+    /// Compares the corpus as a partition build finds it (its walk: the
+    /// thread list, the discovery report, the rumour index) and every
+    /// thread's fingerprint with what the plan pinned. Returns a digest of
+    /// those inputs when they match (every partition of the plan records it
+    /// and a merge compares them), else the changes, each naming a path.
+    pub(super) fn verify(
+        &self,
+        list: &[ThreadDir],
+        bad: &[BadInput],
+        index: Option<&RumourIndex>,
+        workers: usize,
+    ) -> std::result::Result<String, Vec<String>> {
+        let mut changed = Vec::new();
+        let planned: std::collections::BTreeMap<&str, &PlanThread> =
+            self.threads.iter().map(|t| (t.rel.as_str(), t)).collect();
+        let found: std::collections::BTreeMap<&str, &ThreadDir> =
+            list.iter().map(|t| (t.rel.as_str(), t)).collect();
+        let fps = fingerprints(list, workers, How::Portable);
+        let fp_of: std::collections::HashMap<&str, u64> = list
+            .iter()
+            .zip(&fps)
+            .map(|(td, fp)| (td.rel.as_str(), fp.hash))
+            .collect();
+        for (rel, t) in &planned {
+            match found.get(rel) {
+                None => changed.push(format!("{rel} (gone)")),
+                Some(td)
+                    if td.source_id != t.source_id
+                        || td.label != t.label
+                        || td.event != t.event
+                        || td.entries != t.entries =>
+                {
+                    changed.push(format!("{rel} (its folders changed)"));
+                }
+                Some(_) if format!("{:016x}", fp_of[rel]) != t.fingerprint => {
+                    changed.push(format!("{rel} (files changed)"));
+                }
+                Some(_) => {}
+            }
+        }
+        for rel in found.keys().filter(|r| !planned.contains_key(*r)) {
+            changed.push(format!("{rel} (new)"));
+        }
+        if bad != self.bad.as_slice() {
+            let was: std::collections::BTreeSet<_> = self.bad.iter().collect();
+            let now: std::collections::BTreeSet<_> = bad.iter().collect();
+            for b in was.symmetric_difference(&now) {
+                changed.push(format!("{} (reported: {})", b.path, b.reason));
+            }
+        }
+        if self.extended && sorted_index(index) != self.rumour_index && changed.is_empty() {
+            changed.push("the rumour sources (user_reliability's input)".into());
+        }
+        if !changed.is_empty() {
+            return Err(changed);
+        }
+        let inputs = (&self.threads, &self.bad, &self.rumour_index);
+        Ok(format!(
+            "{:016x}",
+            xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
+        ))
+    }
+
     /// `base` with the options this plan fixes (everything that shapes the
     /// cache's bytes); the worker and prefetch counts stay `base`'s.
     pub(super) fn options(&self, base: BuildOptions) -> BuildOptions {
@@ -279,6 +396,7 @@ impl Plan {
             first_source_id: planned.first().map_or(0, |t| t.source_id),
             last_source_id: planned.last().map_or(0, |t| t.source_id),
             bad: self.bad.clone(),
+            inputs: String::new(),
             xxh3: String::new(),
         };
         let list = planned
@@ -303,6 +421,14 @@ impl Plan {
     }
 }
 
+/// A rumour index as a plan stores it: its entries, sorted (none for a
+/// build without the extended features).
+fn sorted_index(index: Option<&RumourIndex>) -> Vec<(u64, i64)> {
+    let mut v: Vec<(u64, i64)> = index.map(|i| i.entries().collect()).unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
 /// Files in a thread's tweet folders (an estimate of its work).
 fn count_files(td: &ThreadDir) -> u64 {
     let dirs = td
@@ -318,7 +444,9 @@ fn count_files(td: &ThreadDir) -> u64 {
 /// here), on `workers` worker threads (`None`: as many as
 /// [`BuildOptions::default`] has). The result is an ordinary cache of those
 /// threads whose manifest records the partition. A partition that does not
-/// exist is [`BuildError::PartitionOutOfRange`].
+/// exist is [`BuildError::PartitionOutOfRange`]; a corpus that no longer
+/// matches the plan (a thread added, gone, moved or edited since) is
+/// [`BuildError::PlanStale`], naming what changed.
 pub fn build_partition(
     corpus: impl AsRef<Path>,
     plan: &Plan,

@@ -315,7 +315,7 @@ impl CacheWriter {
     /// Writes the last shard, the report and the manifest, and publishes the
     /// cache at the target path. `report` should be sorted (it is stored as given).
     pub fn finish(self, report: &[BadInput]) -> Result<Manifest> {
-        self.finish_with(report, None)
+        self.finish_with(report, None).map(|(m, _)| m)
     }
 
     /// As [`finish`](Self::finish); `before_publish` is called with the new
@@ -324,12 +324,13 @@ impl CacheWriter {
     /// staging directory's when there is none) after everything is written
     /// and before the swap: an error there publishes nothing. After the
     /// swap, fingerprints files of other contents are removed from
-    /// `derived/` (nothing else there is touched).
+    /// `derived/` (nothing else there is touched). Also returns warnings
+    /// about what failed after the cache was published.
     pub fn finish_with(
         mut self,
         report: &[BadInput],
         before_publish: Option<WriterHook<'_>>,
-    ) -> Result<Manifest> {
+    ) -> Result<(Manifest, Vec<String>)> {
         if !self.current.threads.is_empty() {
             self.flush()?;
         }
@@ -371,12 +372,14 @@ impl CacheWriter {
                 Vec::new()
             },
             partition: self.partition.take(),
+            checksum: String::new(),
         };
         if let Some(sum) = manifest.partition_checksum()
             && let Some(p) = manifest.partition.as_mut()
         {
             p.xxh3 = sum;
         }
+        manifest.seal();
         let json = manifest.to_bytes().map_err(|e| BuildError::Internal {
             path: MANIFEST_FILE.into(),
             message: e.to_string(),
@@ -393,9 +396,9 @@ impl CacheWriter {
             };
             hook(&content_id, &home.join(DERIVED_DIR))?;
         }
-        self.staging.publish()?;
+        let warnings = self.staging.publish()?;
         remove_superseded_fingerprints(&target.join(DERIVED_DIR), &content_id);
-        Ok(manifest)
+        Ok((manifest, warnings))
     }
 }
 

@@ -250,6 +250,13 @@ pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<(Manifest, u6
             "not byte for byte as written (damaged or edited by hand)",
         ));
     }
+    // The checksum covers what no other check does (the build options).
+    if manifest.checksum != manifest.expected_checksum() {
+        return Err(OpenError::corrupt(
+            &path,
+            "does not match its checksum (damaged or edited by hand)",
+        ));
+    }
     Ok((manifest, xxh3_64(&bytes)))
 }
 

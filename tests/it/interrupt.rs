@@ -289,14 +289,17 @@ fn sigkill_at_any_moment_keeps_the_published_cache_and_the_next_run_cleans_up() 
         "several kills leave a half-built directory"
     );
 
-    // The next normal run removes every leftover, even one it did not expect,
-    // and publishes the new cache.
+    // The next normal run removes every leftover of ours, moves back what
+    // is not ours (never deleted: issue 35), and publishes the new cache.
     let stale = work.join(".cache.tmp-999999999");
     fs::create_dir_all(stale.join("deeper")).unwrap();
+    fs::write(stale.join("deeper/mine.txt"), b"mine").unwrap();
     fs::write(stale.join("shard-00000.rkyv"), b"half").unwrap();
     let o = precache(corpus, &target, KILLED_ARGS).output().unwrap();
     assert!(o.status.success(), "{}", text(&o).1);
     assert_eq!(names(&work), vec![".cache.lock", "cache"]);
+    assert_eq!(fs::read(target.join("deeper/mine.txt")).unwrap(), b"mine");
+    fs::remove_dir_all(target.join("deeper")).unwrap();
     assert!(
         files(&target) == new,
         "the next run publishes the new cache"

@@ -7,6 +7,7 @@
 mod common;
 
 mod bad_input;
+mod build_edges;
 mod cache;
 mod cache_damage;
 mod cli;
@@ -18,9 +19,12 @@ mod fuzz_regressions;
 mod incremental;
 mod interrupt;
 mod loader;
+mod manifest_bytes;
 mod parity;
 mod partition;
 mod permissions;
+mod plan_pins;
+mod publish_faults;
 mod token_ids;
 mod tokens;
 mod tokens_parity;

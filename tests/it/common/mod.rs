@@ -122,9 +122,11 @@ pub fn walk_find(root: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes an edited manifest as a writer would (the typed manifest's own
-/// bytes): readers refuse any other bytes, so a test that edits a field
-/// must write it this way to reach the check it is about.
+/// bytes, sealed with its checksum): readers refuse any other bytes, so a
+/// test that edits a field must write it this way to reach the check it
+/// is about.
 pub fn write_manifest(path: &Path, edited: Value) {
-    let m: socialctx::Manifest = serde_json::from_value(edited).unwrap();
+    let mut m: socialctx::Manifest = serde_json::from_value(edited).unwrap();
+    m.seal();
     std::fs::write(path, m.to_bytes().unwrap()).unwrap();
 }

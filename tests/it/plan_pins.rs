@@ -1,0 +1,491 @@
+//! A plan pins the corpus it was made of (issue 35, defect 1): partitions
+//! of a corpus that changed since planning are refused, naming what
+//! changed, so a merge is never a cache of neither the old corpus nor the
+//! new one; and a property test: random changes between planning and the
+//! partition builds, after which the merge either is refused or equals a
+//! full build of the corpus as it is.
+
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::common::example;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use socialctx::{BuildError, BuildOptions, NoProgress, Plan, build, build_partition, merge};
+
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let bytes = if e.path().is_file() {
+                fs::read(e.path()).unwrap()
+            } else {
+                Vec::new()
+            };
+            (e.file_name().into_string().unwrap(), bytes)
+        })
+        .collect()
+}
+
+fn copy_tree(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// Thread directories under `root`, sorted (an all-digit name with a
+/// source folder).
+fn thread_dirs(root: &Path) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = fs::read_dir(d) else { return };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
+                    out.push(p);
+                } else {
+                    walk(&p, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out.sort();
+    out
+}
+
+/// The JSON files of a thread (source first, then reactions), sorted.
+fn tweet_files(thread: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for sub in ["source-tweets", "source-tweet", "reactions"] {
+        if let Ok(rd) = fs::read_dir(thread.join(sub)) {
+            let mut v: Vec<_> = rd.map(|e| e.unwrap().path()).collect();
+            v.sort();
+            out.extend(v);
+        }
+    }
+    out
+}
+
+fn opts() -> BuildOptions {
+    BuildOptions::default().threads(2).shard_bytes(64 << 10)
+}
+
+/// The source tweet's own `created_at` (its last one: the user object's
+/// comes first) moved a year back: the same size, another rumour-source
+/// time.
+fn edit_created_at(file: &Path) {
+    let text = fs::read_to_string(file).unwrap();
+    let at = text.rfind("\"created_at\":\"").unwrap();
+    let end = at + text[at..].find(" +0000 ").unwrap() + " +0000 ".len();
+    let year: u32 = text[end..end + 4].parse().unwrap();
+    let edited = format!("{}{}{}", &text[..end], year - 1, &text[end + 4..]);
+    fs::write(file, edited).unwrap();
+}
+
+fn rel(corpus: &Path, p: &Path) -> String {
+    p.strip_prefix(corpus)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Each change of the issue, made after planning: every partition build
+/// is refused with `PlanStale`, naming the changed thread.
+#[test]
+fn partitions_of_a_corpus_changed_since_planning_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    gen_corpus::generate(&base, &gen_corpus::Options::new(40)).unwrap();
+    let mut donor_opts = gen_corpus::Options::new(3);
+    donor_opts.seed = 99;
+    let donor = tmp.path().join("donor");
+    gen_corpus::generate(&donor, &donor_opts).unwrap();
+
+    type Change = fn(&Path, &Path) -> String;
+    let changes: Vec<(&str, Change)> = vec![
+        ("a rumour source's created_at edited", |c, _| {
+            let t = thread_dirs(c)
+                .into_iter()
+                .find(|t| t.to_string_lossy().contains("/rumours/"))
+                .unwrap();
+            edit_created_at(&tweet_files(&t)[0]);
+            rel(c, &t)
+        }),
+        ("a rumour thread deleted", |c, _| {
+            let t = thread_dirs(c)
+                .into_iter()
+                .find(|t| t.to_string_lossy().contains("/rumours/"))
+                .unwrap();
+            fs::remove_dir_all(&t).unwrap();
+            rel(c, &t)
+        }),
+        ("a rumour thread moved to non-rumours/", |c, _| {
+            let t = thread_dirs(c)
+                .into_iter()
+                .find(|t| t.to_string_lossy().contains("/rumours/"))
+                .unwrap();
+            let to = t
+                .parent()
+                .unwrap()
+                .with_file_name("non-rumours")
+                .join(t.file_name().unwrap());
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::rename(&t, &to).unwrap();
+            rel(c, &t)
+        }),
+        ("a thread added", |c, donor| {
+            let d = &thread_dirs(donor)[0];
+            let to = c.join(rel(donor, d));
+            copy_tree(d, &to);
+            rel(c, &to)
+        }),
+        ("a reply edited", |c, _| {
+            let t = thread_dirs(c).into_iter().last().unwrap();
+            let f = tweet_files(&t).into_iter().last().unwrap();
+            let mut bytes = fs::read(&f).unwrap();
+            bytes.push(b' ');
+            fs::write(&f, bytes).unwrap();
+            rel(c, &t)
+        }),
+    ];
+    for (what, change) in changes {
+        let corpus = tmp.path().join("corpus");
+        let _ = fs::remove_dir_all(&corpus);
+        copy_tree(&base, &corpus);
+        let plan = Plan::create(&corpus, &opts()).unwrap();
+        let changed = change(&corpus, &donor);
+        let mut parts = Vec::new();
+        for i in 0..3 {
+            let out = tmp.path().join(format!("part-{i}"));
+            let _ = fs::remove_dir_all(&out);
+            match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
+                Err(BuildError::PlanStale { changed: paths, .. }) => {
+                    assert!(
+                        paths.iter().any(|p| p.contains(&changed)),
+                        "{what}: {changed} not among {paths:?}"
+                    );
+                    let msg = BuildError::PlanStale {
+                        corpus: corpus.clone(),
+                        changed: paths,
+                    }
+                    .to_string();
+                    assert!(
+                        msg.contains(&changed) && msg.contains("make the plan again"),
+                        "{msg}"
+                    );
+                    assert!(!out.exists(), "{what}: partition {i} published");
+                }
+                Ok(_) => parts.push(out),
+                Err(e) => panic!("{what}: partition {i}: {e}"),
+            }
+        }
+        // Whatever was built, the merge never publishes a cache of neither
+        // corpus (before the fix: rc 0, user_reliability of the old index).
+        if parts.len() == 3 {
+            let merged = tmp.path().join("merged");
+            let full = tmp.path().join("full");
+            merge(&merged, &parts).unwrap();
+            build(&corpus, &full, &opts(), &NoProgress).unwrap();
+            assert!(
+                files(&merged) == files(&full),
+                "{what}: merged != full build"
+            );
+        }
+        assert!(parts.is_empty(), "{what}: {} partitions built", parts.len());
+    }
+
+    // A plan of corpus A used on corpus B.
+    let plan = Plan::create(&base, &opts()).unwrap();
+    let err = build_partition(&donor, &plan, (0, 3), tmp.path().join("b0"), 1, &NoProgress)
+        .expect_err("a plan of another corpus");
+    assert!(matches!(err, BuildError::PlanStale { .. }), "{err}");
+}
+
+/// Options given to `--partition` that differ from the plan's are refused
+/// (issue 35, item 5); the plan's own values, or none, are accepted.
+#[test]
+fn partition_options_that_differ_from_the_plan_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(6)).unwrap();
+    let plan = tmp.path().join("plan.json");
+    let run = |args: &[&str]| {
+        let o = example("precache")
+            .arg(&corpus)
+            .arg(tmp.path().join("p"))
+            .args(["-q", "--plan"])
+            .arg(&plan)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(run(&["--shard-mib", "2"]).0, Some(0));
+    for (args, names) in [
+        (&["--no-extended"][..], "--no-extended"),
+        (&["--max-file-bytes", "1000"][..], "--max-file-bytes"),
+        (&["--shard-mib", "3"][..], "--shard-mib"),
+        (&["--strict"][..], "--strict"),
+    ] {
+        let mut a = vec!["--partition", "0/2"];
+        a.extend_from_slice(args);
+        let (code, err) = run(&a);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(names) && err.contains("plan"),
+            "{args:?}: {err}"
+        );
+        assert!(!tmp.path().join("p").exists());
+    }
+    let (code, err) = run(&["--partition", "0/2", "--shard-mib", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[derive(Clone, Debug)]
+enum Change {
+    /// A tweet file rewritten with one more byte.
+    Edit {
+        thread: usize,
+        file: usize,
+    },
+    /// A source tweet's time moved (same size), its mtime put back.
+    EditSameSize {
+        thread: usize,
+    },
+    /// A donor thread copied in.
+    Add {
+        donor: usize,
+    },
+    Delete {
+        thread: usize,
+    },
+    /// Between rumours/ and non-rumours/.
+    Move {
+        thread: usize,
+    },
+    /// The mtime set to another time, the bytes unchanged.
+    Touch {
+        thread: usize,
+        file: usize,
+    },
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        (any::<usize>(), any::<usize>()).prop_map(|(thread, file)| Change::Edit { thread, file }),
+        any::<usize>().prop_map(|thread| Change::EditSameSize { thread }),
+        any::<usize>().prop_map(|donor| Change::Add { donor }),
+        any::<usize>().prop_map(|thread| Change::Delete { thread }),
+        any::<usize>().prop_map(|thread| Change::Move { thread }),
+        (any::<usize>(), any::<usize>()).prop_map(|(thread, file)| Change::Touch { thread, file }),
+    ]
+}
+
+fn apply(c: &Change, corpus: &Path, donor: &Path) {
+    let threads = thread_dirs(corpus);
+    let pick = |k: usize| threads[k % threads.len()].clone();
+    match *c {
+        Change::Edit { thread, file } => {
+            let files = tweet_files(&pick(thread));
+            let f = &files[file % files.len()];
+            let mut bytes = fs::read(f).unwrap();
+            bytes.push(b'\n');
+            fs::write(f, bytes).unwrap();
+        }
+        Change::EditSameSize { thread } => {
+            let f = &tweet_files(&pick(thread))[0];
+            let mtime = fs::metadata(f).unwrap().modified().unwrap();
+            edit_created_at(f);
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+        }
+        Change::Add { donor: k } => {
+            let donors = thread_dirs(donor);
+            let d = &donors[k % donors.len()];
+            let to = corpus.join(d.strip_prefix(donor).unwrap());
+            if !to.exists() {
+                copy_tree(d, &to);
+            }
+        }
+        Change::Delete { thread } if threads.len() > 1 => {
+            fs::remove_dir_all(pick(thread)).unwrap();
+        }
+        Change::Delete { .. } => {}
+        Change::Move { thread } => {
+            let t = pick(thread);
+            let folder = t.parent().unwrap();
+            let other = if folder.ends_with("non-rumours") {
+                "rumours"
+            } else {
+                "non-rumours"
+            };
+            let to = folder.with_file_name(other).join(t.file_name().unwrap());
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::rename(&t, &to).unwrap();
+        }
+        Change::Touch { thread, file } => {
+            let files = tweet_files(&pick(thread));
+            let f = &files[file % files.len()];
+            let t =
+                std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_400_000_000);
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+    }
+}
+
+/// Random changes before the partition builds and between them; the merge
+/// is refused or equals a full build of the corpus at the end. A fixed
+/// budget and seed (`PLAN_PROPTEST_SEED` to try another), printed on
+/// failure with the shrunk case.
+#[test]
+fn merge_refuses_or_equals_a_full_build_of_the_corpus_at_partition_time() {
+    let seed: u64 = std::env::var("PLAN_PROPTEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(35);
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("base");
+    gen_corpus::generate(&base, &gen_corpus::Options::new(10)).unwrap();
+    let mut donor_opts = gen_corpus::Options::new(3);
+    donor_opts.seed = 7;
+    let donor = tmp.path().join("donor");
+    gen_corpus::generate(&donor, &donor_opts).unwrap();
+
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases: 24,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let strategy = (
+        proptest::collection::vec(change(), 0..3),
+        proptest::collection::vec(change(), 0..2),
+        1usize..4,
+    );
+    let (refused, merged) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    let result = runner.run(&strategy, |(before, between, n)| {
+        let corpus = tmp.path().join("corpus");
+        let _ = fs::remove_dir_all(&corpus);
+        copy_tree(&base, &corpus);
+        let plan = Plan::create(&corpus, &opts()).unwrap();
+        for c in &before {
+            apply(c, &corpus, &donor);
+        }
+        let mut parts = Vec::new();
+        let mut stale = false;
+        for i in 0..n {
+            if i == 1 {
+                for c in &between {
+                    apply(c, &corpus, &donor);
+                }
+            }
+            let out = tmp.path().join(format!("part-{i}"));
+            let _ = fs::remove_dir_all(&out);
+            match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
+                Ok(_) => parts.push(out),
+                Err(BuildError::PlanStale { .. }) => stale = true,
+                Err(e) => return Err(TestCaseError::fail(format!("partition {i}: {e}"))),
+            }
+        }
+        let out = tmp.path().join("merged");
+        let _ = fs::remove_dir_all(&out);
+        if stale {
+            refused.set(refused.get() + 1);
+            return Ok(());
+        }
+        match merge(&out, &parts) {
+            Err(BuildError::BadPartition { .. }) => {
+                refused.set(refused.get() + 1);
+                Ok(())
+            }
+            Err(e) => Err(TestCaseError::fail(format!("merge: {e}"))),
+            Ok(_) => {
+                let full = tmp.path().join("full");
+                let _ = fs::remove_dir_all(&full);
+                build(&corpus, &full, &opts(), &NoProgress).unwrap();
+                let (m, f) = (files(&out), files(&full));
+                let names = |x: &BTreeMap<String, Vec<u8>>| {
+                    x.iter()
+                        .map(|(n, b)| format!("{n} ({} bytes)", b.len()))
+                        .collect::<Vec<_>>()
+                };
+                prop_assert!(
+                    m == f,
+                    "merged {:?} != a full build {:?}",
+                    names(&m),
+                    names(&f)
+                );
+                merged.set(merged.get() + 1);
+                Ok(())
+            }
+        }
+    });
+    if let Err(e) = result {
+        panic!("seed {seed} (PLAN_PROPTEST_SEED={seed} to rerun): {e}");
+    }
+    let (refused, merged) = (refused.get(), merged.get());
+    eprintln!("seed {seed}: {refused} refused, {merged} merged equal to a full build");
+    assert!(
+        refused > 0 && merged > 0,
+        "both outcomes seen ({refused}, {merged})"
+    );
+}
+
+/// `merge OUT p0 p1 ...` with OUT one of the inputs (or a link to one) is
+/// refused and the partition kept (issue 35, item 6: it was replaced).
+#[test]
+fn merging_into_one_of_the_inputs_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(6)).unwrap();
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let parts: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let out = tmp.path().join(format!("part-{i}"));
+            build_partition(&corpus, &plan, (i, 2), &out, 1, &NoProgress).unwrap();
+            out
+        })
+        .collect();
+    let before = files(&parts[1]);
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&parts[1], &link).unwrap();
+    for out in [&parts[1], &link] {
+        match merge(out, &parts) {
+            Err(BuildError::BadPartition { reason, .. }) => {
+                assert!(reason.contains("merge into another directory"), "{reason}")
+            }
+            other => panic!("{}: {other:?}", out.display()),
+        }
+        assert!(files(&parts[1]) == before, "the partition was replaced");
+    }
+    merge(tmp.path().join("merged"), &parts).unwrap();
+}
