@@ -32,7 +32,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use crate::schema::FeatureVec;
 
 /// Version of the cache format this library writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The `format` string of a manifest.
 pub const FORMAT_NAME: &str = "socialctx-feature-cache";
@@ -272,6 +272,9 @@ pub struct ReactionRecord {
     pub id: u64,
     /// `created_at`, seconds since the epoch (Python `int(dt.timestamp())`).
     pub created_at: i64,
+    /// The author: [`user_key`] of `user.id_str` (format 5; the features'
+    /// keying, so it matches the source's `user_key(source_user_id)`).
+    pub user_key: u64,
     /// The reaction's parent in the propagation tree (`FEATURES.md`): the
     /// position of an earlier reply of the same thread, or [`PARENT_SOURCE`].
     pub parent: u32,
@@ -279,6 +282,19 @@ pub struct ReactionRecord {
     pub kind: u8,
     /// [`ParentHow`](crate::schema::ParentHow) as a byte: how `parent` was found.
     pub parent_how: u8,
+}
+
+/// A numeric key for a user id string: the id itself when it is decimal
+/// (so that it matches the ids in `who-follows-whom.dat`), else a hash with
+/// the top bit set (never equal to a real id, which is below 2^63). Here
+/// because both halves use it: the build stores reactions' authors by it,
+/// the read side keys source authors (stored as `id_str`) the same way.
+pub fn user_key(id_str: &str) -> u64 {
+    let decimal = !id_str.is_empty() && id_str.bytes().all(|b| b.is_ascii_digit());
+    decimal
+        .then(|| id_str.parse().ok())
+        .flatten()
+        .unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(id_str.as_bytes()) | (1 << 63))
 }
 
 /// The parent of a reaction whose parent is the source tweet (see
