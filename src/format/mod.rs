@@ -300,3 +300,39 @@ pub fn user_key(id_str: &str) -> u64 {
 /// The parent of a reaction whose parent is the source tweet (see
 /// [`ReactionView::parent`](crate::ReactionView::parent)).
 pub const PARENT_SOURCE: u32 = u32::MAX;
+
+#[cfg(test)]
+mod tests {
+    use super::user_key;
+
+    /// Decimal ids below 2^64 are their number (leading zeros and all, as
+    /// `who-follows-whom.dat` ids parse); anything else is a stable hash
+    /// with the top bit set, distinct strings distinct keys.
+    #[test]
+    fn user_keys_are_the_id_or_a_marked_hash() {
+        for (s, n) in [("0", 0), ("14138785", 14_138_785), ("007", 7)] {
+            assert_eq!(user_key(s), n, "{s}");
+        }
+        assert_eq!(user_key(&u64::MAX.to_string()), u64::MAX);
+        let odd = [
+            "",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x10",
+            "abc",
+            "\u{661}\u{662}",
+            "18446744073709551616",
+            "99999999999999999999999",
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for s in odd {
+            let k = user_key(s);
+            assert!(k >> 63 == 1, "{s:?}: {k:#x}");
+            assert_eq!(user_key(s), k, "{s:?}: stable");
+            assert!(seen.insert(k), "{s:?}: a key of its own");
+        }
+    }
+}
