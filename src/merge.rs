@@ -305,6 +305,7 @@ pub(crate) fn thread_data(t: &ThreadView<'_>, extended: bool) -> ThreadData {
             .map(|r| ReactionRecord {
                 id: r.id,
                 created_at: r.created_at,
+                user_key: r.user_key,
                 kind: r.kind as u8,
                 parent: r.parent,
                 parent_how: r.parent_how as u8,

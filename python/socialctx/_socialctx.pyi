@@ -228,12 +228,15 @@ class Cache:
         ``"reactions"``: one row per reaction (replies and retweets) of the
         threads at ``positions`` (all when None, in that order): thread_id,
         position, event, label, label_code, veracity, annotated_rumour,
-        kind ("reply"/"retweet"), reaction_id, parent_id (the source's id
+        kind ("reply"/"retweet"), reaction_id, user_key (the author's
+        ``user.id_str`` as a uint64 when decimal, else a hash with the top
+        bit set), parent_id (the source's id
         for the root's children), parent_how, created_at (timestamp[s,
         UTC]), the 28 features (float32) and the extended columns (float32,
         null where unknown). ``"threads"``: one row per thread: thread_id,
         position, event, label, label_code, veracity, annotated_rumour,
-        source_user_id, source_created_at, reactions (all stored),
+        source_user_id, source_user_key (keyed as user_key),
+        source_created_at, reactions (all stored),
         replies, retweets, source_copies (reactions stored with the source's
         own id, as PHEME's reactions/ folders often hold the source: counted
         in none of the others, nor in the depth and times), depth (of the
@@ -290,6 +293,10 @@ class Thread:
     def source_user_id(self) -> str:
         """The source author's user id."""
     @property
+    def source_user_key(self) -> int:
+        """The source author's key: ``int(source_user_id)`` when decimal,
+        else a hash with the top bit set; comparable with ``user_keys``."""
+    @property
     def source_created_at(self) -> int:
         """Seconds since the epoch."""
     @property
@@ -297,6 +304,9 @@ class Thread:
         """[n, 28], read-only, a zero-copy view of the memory map (its base keeps the map alive)."""
     @property
     def reaction_ids(self) -> npt.NDArray[np.uint64]: ...
+    @property
+    def user_keys(self) -> npt.NDArray[np.uint64]:
+        """The reactions' authors' keys, as ``source_user_key``."""
     @property
     def created_at(self) -> npt.NDArray[np.int64]: ...
     @property

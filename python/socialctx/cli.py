@@ -635,7 +635,8 @@ def _add_describe_commands(command: Callable[[str, str, str], argparse.ArgumentP
         "the dataset table (per event and in total) and, with --html, the figures",
         "Print the dataset table of CACHE that PHEME papers show, per event and in total: "
         "threads, rumours and non-rumours, veracity where annotated, replies, retweets, "
-        "distinct source authors, thread size, propagation depth, time to the first and to the "
+        "distinct users (authors of sources and reactions) and source authors, thread size, "
+        "propagation depth, time to the first and to the "
         "median reply (socialctx.describe; needs pandas and pyarrow, and matplotlib for --html: "
         "pip install 'socialctx[describe]').",
     )

@@ -26,9 +26,10 @@ thread, computed in Rust) aggregated with pandas. Definitions (also in
 - *first reply*, *median reply*: per thread with at least one reply, the
   seconds from the source to its first reply and to the median of its
   replies' times; the table gives the median over those threads;
-- *source authors*: distinct authors of source tweets. The cache does not
-  keep reactions' authors (format 4), so distinct users over all tweets
-  cannot be counted from it, and the table does not pretend to.
+- *users*: distinct authors of every tweet, source tweets and reactions
+  (replies and retweets), by user key (``source_user_key`` of the threads
+  level, ``user_key`` of the reactions level: ``user.id_str``);
+  *source authors*: distinct authors of source tweets.
 
 Needs pandas and pyarrow; the figures and the page need matplotlib
 (``pip install socialctx[describe]``).
@@ -67,6 +68,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("unverified", "Unverified", "rumours annotated unverified"),
     ("replies", "Replies", "replies stored (not the source tweet, which reactions/ may hold too)"),
     ("retweets", "Retweets", "retweets stored"),
+    ("users", "Users", "distinct authors of source tweets and reactions (replies, retweets)"),
     ("source_authors", "Src. authors", "distinct authors of source tweets"),
     ("size_median", "Size med.", "thread size (source + replies), median"),
     ("size_p90", "Size p90", "thread size, 90th percentile (linear interpolation)"),
@@ -112,10 +114,12 @@ def _pa() -> Any:
     return pyarrow
 
 
-def summarize(threads: pd.DataFrame) -> dict[str, Any]:
+def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
     """The table's row for the threads in ``threads`` (rows of
-    ``cache.to_arrow(level="threads")``): plain Python numbers, None where a
-    value does not exist (no thread, no reply, no veracity annotation)."""
+    ``cache.to_arrow(level="threads")``) whose tweets' authors' keys are
+    ``users`` (sources and reactions, repeats included): plain Python
+    numbers, None where a value does not exist (no thread, no reply, no
+    veracity annotation)."""
     n = len(threads)
     replies = threads["replies"].astype("int64")
     size = replies + 1
@@ -140,6 +144,7 @@ def summarize(threads: pd.DataFrame) -> dict[str, Any]:
         "unverified": count(veracity == "unverified") if annotated else None,
         "replies": int(replies.sum()),
         "retweets": int(threads["retweets"].astype("int64").sum()),
+        "users": int(users.nunique()),
         "source_authors": int(threads["source_user_id"].nunique()),
         "size_median": median(size),
         "size_p90": float(size.quantile(0.9)) if n else None,
@@ -354,15 +359,26 @@ def describe(cache: Cache) -> Description:
     """The dataset table of ``cache`` per event and in total, with the folds
     (see the module's documentation)."""
     pd = _pd()
-    threads = _pa().table(cache.to_arrow(level="threads"))
+    pa = _pa()
+    threads = pa.table(cache.to_arrow(level="threads"))
     frame = threads.to_pandas()
+    # Every tweet's author with its thread's event: the sources', then the
+    # reactions' (the source stored among its reactions is its own author).
+    reactions = pa.table(cache.to_arrow(columns=["event", "user_key"])).to_pandas()
+    sources = frame[["event", "source_user_key"]].rename(columns={"source_user_key": "user_key"})
+    authors = pd.concat([sources, reactions], ignore_index=True)
+    by_event = dict(iter(authors.groupby("event", sort=True)["user_key"]))
     keys = [k for k, _, _ in COLUMNS]
-    rows = {e: summarize(g) for e, g in frame.groupby("event", sort=True)} if len(frame) else {}
+    rows = (
+        {e: summarize(g, by_event[e]) for e, g in frame.groupby("event", sort=True)}
+        if len(frame)
+        else {}
+    )
     events = pd.DataFrame.from_dict(rows, orient="index", columns=keys) if rows else None
     if events is None:
         events = pd.DataFrame(columns=keys)
     events.index.name = "event"
-    total = pd.Series(summarize(frame), name="Total", dtype=object)
+    total = pd.Series(summarize(frame, authors["user_key"]), name="Total", dtype=object)
     return Description(events, total, threads, folds(cache), cache)
 
 

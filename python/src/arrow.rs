@@ -41,7 +41,7 @@ use crate::error::{Error, Result};
 use crate::thread::view_at;
 
 /// The columns of the two levels, in their default order.
-const REACTION_BASE: [&str; 12] = [
+const REACTION_BASE: [&str; 13] = [
     "thread_id",
     "position",
     "event",
@@ -51,12 +51,13 @@ const REACTION_BASE: [&str; 12] = [
     "annotated_rumour",
     "kind",
     "reaction_id",
+    "user_key",
     "parent_id",
     "parent_how",
     "created_at",
 ];
 
-const THREAD_BASE: [&str; 18] = [
+const THREAD_BASE: [&str; 19] = [
     "thread_id",
     "position",
     "event",
@@ -65,6 +66,7 @@ const THREAD_BASE: [&str; 18] = [
     "veracity",
     "annotated_rumour",
     "source_user_id",
+    "source_user_key",
     "source_created_at",
     "reactions",
     "replies",
@@ -112,7 +114,9 @@ fn data_type(level: Level, name: &str) -> DataType {
         return DataType::Float32;
     }
     match name {
-        "thread_id" | "reaction_id" | "parent_id" | "position" => DataType::UInt64,
+        "thread_id" | "reaction_id" | "parent_id" | "position" | "user_key" | "source_user_key" => {
+            DataType::UInt64
+        }
         "event" | "label" | "veracity" | "annotated_rumour" | "kind" | "parent_how"
         | "source_user_id" => DataType::Utf8,
         "label_code" => DataType::Int8,
@@ -267,6 +271,7 @@ fn reaction_batch(
                 records().map(|r| r.kind.as_str()),
             )),
             "reaction_id" => Arc::new(UInt64Array::from_iter_values(records().map(|r| r.id))),
+            "user_key" => Arc::new(UInt64Array::from_iter_values(records().map(|r| r.user_key))),
             "parent_id" => {
                 let mut b = UInt64Builder::with_capacity(rows);
                 for p in parts {
@@ -404,6 +409,9 @@ fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Resu
             "veracity" => repeated(parts, one, |p| veracity(reader, &p.view)),
             "annotated_rumour" => repeated(parts, one, |p| annotated(reader, &p.view)),
             "source_user_id" => repeated(parts, one, |p| Some(p.view.source_user_id())),
+            "source_user_key" => Arc::new(UInt64Array::from_iter_values(
+                parts.iter().map(|p| p.view.source_user_key()),
+            )),
             "source_created_at" => Arc::new(
                 TimestampSecondArray::from_iter_values(
                     parts.iter().map(|p| p.view.source_created_at()),

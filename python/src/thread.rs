@@ -97,6 +97,13 @@ impl PyThread {
         Ok(self.view()?.source_user_id().to_owned())
     }
 
+    /// The source author's key: `source_user_id` as a number when decimal,
+    /// else a hash with the top bit set; comparable with `user_keys`.
+    #[getter]
+    fn source_user_key(&self) -> Result<u64> {
+        Ok(self.view()?.source_user_key())
+    }
+
     /// Source tweet `created_at`, seconds since the epoch.
     #[getter]
     fn source_created_at(&self) -> Result<i64> {
@@ -120,6 +127,16 @@ impl PyThread {
     fn reaction_ids<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<u64>>> {
         let t = self.view()?;
         let v: Vec<u64> = t.reaction_records().map(|r| r.id).collect();
+        Ok(v.into_pyarray(py))
+    }
+
+    /// The reactions' authors' keys (np.uint64 [n]): `user.id_str` as a
+    /// number when decimal, else a hash with the top bit set; the source's
+    /// is `source_user_key`.
+    #[getter]
+    fn user_keys<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<u64>>> {
+        let t = self.view()?;
+        let v: Vec<u64> = t.reaction_records().map(|r| r.user_key).collect();
         Ok(v.into_pyarray(py))
     }
 

@@ -8,6 +8,7 @@ import functools
 import gc
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def same_f32(a: float | None, b: float | None) -> bool:
 def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str) -> None:
     cache = socialctx.open(built[name])
     table = pa.table(cache.to_arrow())
-    assert table.column_names[:12] == [
+    assert table.column_names[:13] == [
         "thread_id",
         "position",
         "event",
@@ -74,18 +75,22 @@ def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str
         "annotated_rumour",
         "kind",
         "reaction_id",
+        "user_key",
         "parent_id",
         "parent_how",
         "created_at",
     ]
-    assert table.column_names[12:40] == socialctx.FEATURE_NAMES
-    assert table.column_names[40:] == EXTENDED
+    assert table.column_names[13:41] == socialctx.FEATURE_NAMES
+    assert table.column_names[41:] == EXTENDED
     got = table.to_pydict()
     got["created_at"] = table.column("created_at").cast(pa.int64()).to_pylist()
     lines = dump(built[name])
+    # dump (the parity contract) has no authors: they come from the JSON.
+    authors = reaction_authors(REPO / CORPORA[name][0])
     expected: dict[str, list[Any]] = {k: [] for k in got}
     for position, line in enumerate(lines):
         for r in line["reactions"]:
+            expected["user_key"].append(author_key(authors, line["source_id"], r["id"]))
             expected["thread_id"].append(int(line["source_id"]))
             expected["position"].append(position)
             expected["event"].append(line["event"])
@@ -108,11 +113,80 @@ def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str
         if column in socialctx.FEATURE_NAMES or column in EXTENDED:
             bad = [i for i, (a, b) in enumerate(zip(got[column], values)) if not same_f32(a, b)]
             assert not bad, (column, bad[:5])
+        elif column == "user_key":
+            assert same_keys(got[column], values), column
         else:
             assert got[column] == values, column
+    # The thread view's keys are the column's.
+    start = 0
+    for t in cache:
+        assert t.user_keys.tolist() == got["user_key"][start : start + len(t)]
+        start += len(t)
     # NaN never crosses as a value: an unknown extended value is null.
     for c in EXTENDED:
         assert not any(v is not None and math.isnan(v) for v in got[c]), c
+
+
+def user_key(id_str: str) -> int | str:
+    """A user id as the cache keys it, where that can be said without its
+    hash: the number when ``id_str`` is ASCII decimal below 2^64; else the
+    string itself (stored as a hash with the top bit set)."""
+    if re.fullmatch(r"[0-9]+", id_str) and int(id_str) < 2**64:
+        return int(id_str)
+    return id_str
+
+
+def reaction_authors(corpus: Path) -> dict[tuple[str, str], set[str]]:
+    """(source id, reaction id) -> the ``user.id_str`` of the tweets stored
+    under that thread with that id, read from the corpus's JSON: the files
+    of reactions/, replies/ and retweets/, and retweets.json's lines."""
+    out: dict[tuple[str, str], set[str]] = {}
+
+    def add(thread: str, tweet: Any) -> None:
+        try:
+            out.setdefault((thread, str(tweet["id_str"])), set()).add(tweet["user"]["id_str"])
+        except (KeyError, TypeError):
+            pass
+
+    for thread in corpus.rglob("*"):
+        if not (thread.name.isdigit() and thread.is_dir()):
+            continue
+        for folder in ("reactions", "replies", "retweets"):
+            for f in sorted((thread / folder).glob("*.json")):
+                try:
+                    add(thread.name, json.loads(f.read_bytes()))
+                except ValueError:
+                    continue
+        lines = thread / "retweets.json"
+        if lines.is_file():
+            for line in lines.read_bytes().splitlines():
+                try:
+                    add(thread.name, json.loads(line))
+                except ValueError:
+                    continue
+    return out
+
+
+def author_key(authors: dict[tuple[str, str], set[str]], source: str, reaction: str) -> Any:
+    """The key of the one author the JSON gives reaction ``reaction`` of
+    thread ``source``."""
+    found = authors.get((source, reaction), set())
+    assert len(found) == 1, (source, reaction, found)
+    return user_key(next(iter(found)))
+
+
+def same_keys(got: list[int], expected: list[int | str]) -> bool:
+    """Whether the cache's keys are ``expected``'s: the numbers equal, and
+    each non-decimal id one hash with the top bit set, distinct ids distinct
+    hashes."""
+    hashed: dict[str, int] = {}
+    for have, want in zip(got, expected, strict=True):
+        if isinstance(want, int):
+            if have != want:
+                return False
+        elif have < 2**63 or hashed.setdefault(want, have) != have:
+            return False
+    return len(set(hashed.values())) == len(hashed)
 
 
 def replies_of(line: dict[str, Any]) -> list[dict[str, Any]]:
@@ -154,6 +228,8 @@ def test_threads_level_equals_dump(built: dict[str, Path], name: str) -> None:
         assert row["annotated_rumour"] == line["annotated_rumour"]
         assert row["label_code"] == t.label_code == label_code(line)
         assert row["source_user_id"] == t.source_user_id
+        assert same_keys([row["source_user_key"]], [user_key(t.source_user_id)])
+        assert row["source_user_key"] == t.source_user_key
         assert int(row["source_created_at"].timestamp()) == t.source_created_at
         assert row["replies"] == len(replies)
         assert row["source_copies"] == len(copies)

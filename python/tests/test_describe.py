@@ -16,7 +16,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_arrow import depths_from_dump, dump, label_code, replies_of
+from test_arrow import (
+    depths_from_dump,
+    dump,
+    label_code,
+    reaction_authors,
+    replies_of,
+    user_key,
+)
 
 import socialctx
 from conftest import CORPORA, REPO
@@ -49,11 +56,18 @@ def source_tweets(corpus: Path) -> dict[str, tuple[int, str]]:
 
 def expected_table(cache_dir: Path, corpus: Path) -> dict[str, dict[str, Any]]:
     """The dataset table computed with pandas from `dump` (threads, labels,
-    replies, parents, times) and the source tweets' JSON (times, authors)."""
+    replies, parents, times) and the tweets' JSON (source times, every
+    tweet's author: dump has no authors)."""
     sources = source_tweets(corpus)
+    by_reaction = reaction_authors(corpus)
     rows = []
+    users = []
     for line in dump(cache_dir):
         created, author = sources[line["source_id"]]
+        users.append({"event": line["event"], "user": user_key(author)})
+        for r in line["reactions"]:
+            (who,) = by_reaction[line["source_id"], r["id"]]
+            users.append({"event": line["event"], "user": user_key(who)})
         replies = replies_of(line)
         retweets = [r for r in line["reactions"] if r["kind"] == "retweet"]
         retweets = [r for r in retweets if r["id"] != line["source_id"]]
@@ -73,8 +87,10 @@ def expected_table(cache_dir: Path, corpus: Path) -> dict[str, dict[str, Any]]:
         )
     frame = pd.DataFrame(rows)
     frame["size"] = frame["replies"] + 1
+    # Keys as strings: ints and non-decimal ids in one comparable column.
+    authors = pd.DataFrame(users).astype({"user": str})
 
-    def table(g: Any) -> dict[str, Any]:
+    def table(g: Any, users: Any) -> dict[str, Any]:
         annotated = g["veracity"].notna().any()
         ver = {
             v: int((g["veracity"] == v).sum()) if annotated else None
@@ -89,6 +105,7 @@ def expected_table(cache_dir: Path, corpus: Path) -> dict[str, dict[str, Any]]:
             **ver,
             "replies": int(g["replies"].sum()),
             "retweets": int(g["retweets"].sum()),
+            "users": int(users.nunique()),
             "source_authors": int(g["author"].nunique()),
             "size_median": float(np.median(g["size"])),
             "size_p90": float(np.percentile(g["size"], 90)),
@@ -99,8 +116,9 @@ def expected_table(cache_dir: Path, corpus: Path) -> dict[str, dict[str, Any]]:
             "median_reply_s": float(np.median(replied["median"])) if len(replied) else None,
         }
 
-    out = {str(e): table(g) for e, g in frame.groupby("event")}
-    out["Total"] = table(frame)
+    by_event = authors.groupby("event")["user"]
+    out = {str(e): table(g, by_event.get_group(e)) for e, g in frame.groupby("event")}
+    out["Total"] = table(frame, authors["user"])
     return out
 
 
@@ -168,7 +186,7 @@ def test_every_output_form(built: dict[str, Path], tmp_path: Path) -> None:
         assert rule in tex
     body = [ln for ln in tex.splitlines() if ln.endswith(r"\\")]
     assert len(body) == 1 + len(events) + 1
-    assert all(ln.count(" & ") == 17 for ln in body)
+    assert all(ln.count(" & ") == len(COLUMNS) for ln in body)
     assert r"germanwings-crash" in tex and "_" not in tex.replace(r"\_", "")
 
     r = cli("describe", cache, "--json", "--latex")

@@ -272,6 +272,9 @@ pub struct ReactionRecord {
     pub id: u64,
     /// `created_at`, seconds since the epoch (Python `int(dt.timestamp())`).
     pub created_at: i64,
+    /// The author: [`user_key`] of `user.id_str` (format 5; the features'
+    /// keying, so it matches the source's `user_key(source_user_id)`).
+    pub user_key: u64,
     /// The reaction's parent in the propagation tree (`FEATURES.md`): the
     /// position of an earlier reply of the same thread, or [`PARENT_SOURCE`].
     pub parent: u32,
@@ -281,6 +284,55 @@ pub struct ReactionRecord {
     pub parent_how: u8,
 }
 
+/// A numeric key for a user id string: the id itself when it is decimal
+/// (so that it matches the ids in `who-follows-whom.dat`), else a hash with
+/// the top bit set (never equal to a real id, which is below 2^63). Here
+/// because both halves use it: the build stores reactions' authors by it,
+/// the read side keys source authors (stored as `id_str`) the same way.
+pub fn user_key(id_str: &str) -> u64 {
+    let decimal = !id_str.is_empty() && id_str.bytes().all(|b| b.is_ascii_digit());
+    decimal
+        .then(|| id_str.parse().ok())
+        .flatten()
+        .unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(id_str.as_bytes()) | (1 << 63))
+}
+
 /// The parent of a reaction whose parent is the source tweet (see
 /// [`ReactionView::parent`](crate::ReactionView::parent)).
 pub const PARENT_SOURCE: u32 = u32::MAX;
+
+#[cfg(test)]
+mod tests {
+    use super::user_key;
+
+    /// Decimal ids below 2^64 are their number (leading zeros and all, as
+    /// `who-follows-whom.dat` ids parse); anything else is a stable hash
+    /// with the top bit set, distinct strings distinct keys.
+    #[test]
+    fn user_keys_are_the_id_or_a_marked_hash() {
+        for (s, n) in [("0", 0), ("14138785", 14_138_785), ("007", 7)] {
+            assert_eq!(user_key(s), n, "{s}");
+        }
+        assert_eq!(user_key(&u64::MAX.to_string()), u64::MAX);
+        let odd = [
+            "",
+            "-1",
+            "+1",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x10",
+            "abc",
+            "\u{661}\u{662}",
+            "18446744073709551616",
+            "99999999999999999999999",
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for s in odd {
+            let k = user_key(s);
+            assert!(k >> 63 == 1, "{s:?}: {k:#x}");
+            assert_eq!(user_key(s), k, "{s:?}: stable");
+            assert!(seen.insert(k), "{s:?}: a key of its own");
+        }
+    }
+}

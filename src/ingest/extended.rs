@@ -52,8 +52,8 @@ impl Extended {
             .map_or(f32::NAN, |&d| d as f32);
         let (follows, followed) = match &self.follows {
             Some(g) => (
-                flag(g.follows(r.author, source_author)),
-                flag(g.follows(source_author, r.author)),
+                flag(g.follows(r.rec.user_key, source_author)),
+                flag(g.follows(source_author, r.rec.user_key)),
             ),
             None => (f32::NAN, f32::NAN),
         };
@@ -64,11 +64,11 @@ impl Extended {
         };
         [
             depth,
-            counts.get(&r.author).copied().unwrap_or(1) as f32,
+            counts.get(&r.rec.user_key).copied().unwrap_or(1) as f32,
             follows,
             followed,
             reciprocal,
-            index.reliability(r.author, r.rec.created_at),
+            index.reliability(r.rec.user_key, r.rec.created_at),
         ]
     }
 }

@@ -81,13 +81,12 @@ pub(super) fn is_json_name(name: &std::ffi::OsStr) -> bool {
 /// The report reason for a stray file in a tweet folder.
 pub(super) const STRAY: &str = "not a .json file (an editor backup or stray file?); skipped";
 
-/// One reaction, ready for the cache, with its author's key.
+/// One reaction, ready for the cache (its author's key in `rec.user_key`).
 pub(super) struct Row {
     pub(super) rec: ReactionRecord,
     /// Text, description and reply tokens in the thread's text arena.
     pub(super) text: ReactionSpans,
     pub(super) features: FeatureVec,
-    pub(super) author: u64,
     /// The tweet it answers (`in_reply_to_status_id(_str)`), if any.
     pub(super) in_reply_to: Option<u64>,
 }
@@ -146,13 +145,13 @@ pub(super) fn reaction_row(
                 id: r.id,
                 kind: kind as u8,
                 created_at: r.created_at.unix_seconds(),
+                user_key: user_key(r.user.id_str),
                 // Set by the thread's assembly once every reaction is read.
                 parent: crate::format::PARENT_SOURCE,
                 parent_how: crate::schema::ParentHow::Defaulted as u8,
             },
             text,
             features,
-            author: user_key(r.user.id_str),
             in_reply_to: r.in_reply_to,
         })
     })?

@@ -21,6 +21,9 @@ use simd_json::{Buffers, Tape, ValueType};
 
 use pycompat::{Timestamp, parse_created_at};
 
+/// Moved to the format (the read side keys source authors with it too).
+pub use crate::format::user_key;
+
 type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
 
 /// Default cap on the size of one tweet file (tweets are 3-5 KB).
@@ -614,13 +617,6 @@ pub fn truthy(v: Value<'_, '_>) -> bool {
 
 fn flag(v: Option<Value<'_, '_>>, path: &str) -> Result<bool, Reason> {
     Ok(truthy(req(v, path)?))
-}
-
-/// A numeric key for a user id string: the id itself when it is decimal
-/// (so that it matches the ids in `who-follows-whom.dat`), else a hash with
-/// the top bit set (never equal to a real id, which is below 2^63).
-pub fn user_key(id_str: &str) -> u64 {
-    parse_id(id_str).unwrap_or_else(|| xxhash_rust::xxh3::xxh3_64(id_str.as_bytes()) | (1 << 63))
 }
 
 /// Parses a decimal tweet id (`id_str`).

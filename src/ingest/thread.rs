@@ -196,15 +196,16 @@ impl<'i> Worker<'i> {
             thread_extra: [f32::NAN; THREAD_EXTRA],
         };
         if let Some((index, ext)) = extended {
-            let counts =
-                author_counts(std::iter::once(source_author).chain(rows.iter().map(|r| r.author)));
+            let counts = author_counts(
+                std::iter::once(source_author).chain(rows.iter().map(|r| r.rec.user_key)),
+            );
             data.reaction_extra = rows
                 .iter()
                 .map(|r| ext.reaction_values(r, source_author, &counts, index))
                 .collect();
             data.thread_extra = [ext.annotation.veracity, ext.annotation.annotated_rumour];
         }
-        let authors = rows.iter().map(|r| r.author).collect();
+        let authors = rows.iter().map(|r| r.rec.user_key).collect();
         for row in rows {
             data.reactions.push(row.rec);
             data.reaction_texts.push(row.text);

@@ -105,6 +105,7 @@ impl<'a> NumView<'a> {
             .map(|r| ReactionNum {
                 id: r.id.to_native(),
                 created_at: r.created_at.to_native(),
+                user_key: r.user_key.to_native(),
                 // Validated at open.
                 kind: ReactionKind::from_u8(r.kind).unwrap_or(ReactionKind::Reply),
                 parent: r.parent.to_native(),
@@ -120,6 +121,8 @@ pub struct ReactionNum {
     pub id: u64,
     /// `created_at`, seconds since the epoch.
     pub created_at: i64,
+    /// The author's key: [`user_key`](crate::user_key) of `user.id_str`.
+    pub user_key: u64,
     /// Reply or retweet.
     pub kind: ReactionKind,
     /// Its parent: the position of an earlier reply of the thread, or
@@ -261,6 +264,12 @@ impl<'a> ThreadView<'a> {
     pub fn source_user_id(&self) -> &'a str {
         self.thread_text(&self.thread_text.source_user_id)
     }
+    /// Source author's key, [`user_key`](crate::user_key) of
+    /// [`source_user_id`](Self::source_user_id): comparable with the
+    /// reactions' [`ReactionView::user_key`].
+    pub fn source_user_key(&self) -> u64 {
+        crate::format::user_key(self.source_user_id())
+    }
     /// Source tweet text.
     pub fn source_text(&self) -> &'a str {
         self.thread_text(&self.thread_text.source_text)
@@ -326,6 +335,11 @@ impl<'a> ReactionView<'a> {
     /// `created_at`, seconds since the epoch.
     pub fn created_at(&self) -> i64 {
         self.rec.created_at.to_native()
+    }
+    /// The author's key: [`user_key`](crate::user_key) of `user.id_str`
+    /// (compare [`ThreadView::source_user_key`]).
+    pub fn user_key(&self) -> u64 {
+        self.rec.user_key.to_native()
     }
     /// Its parent: the position of an earlier reply, or [`PARENT_SOURCE`](ReactionNum::PARENT_SOURCE).
     pub fn parent(&self) -> u32 {

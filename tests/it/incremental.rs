@@ -716,3 +716,28 @@ fn one_fingerprints_file_remains_and_other_derived_files_are_kept() {
     build(&s.corpus, &s.cache, &opts(), &NoProgress).unwrap();
     assert_eq!(fingerprint_files(&s.cache), vec!["fingerprints-mine.json"]);
 }
+
+/// A cache of the previous format version (format 4 has no reaction
+/// authors) is refused with the rebuild message, and `--incremental` over
+/// it does a full build that says why and publishes a full build's bytes.
+#[test]
+fn an_older_format_version_means_a_full_build() {
+    let s = Setup::new("tests/fixtures/golden/corpus");
+    let manifest = s.cache.join(socialctx::internals::MANIFEST_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+    let old = socialctx::FORMAT_VERSION - 1;
+    v["format_version"] = old.into();
+    fs::write(&manifest, serde_json::to_vec(&v).unwrap()).unwrap();
+    let err = socialctx::Cache::open(&s.cache).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("version {old} is not supported"))
+            && err.contains("rebuild the cache"),
+        "{err}"
+    );
+    let (reused, note) = s.check("an older format version");
+    assert_eq!(reused, 0, "{note}");
+    assert!(
+        note.starts_with("full build: no usable old cache") && note.contains("rebuild the cache"),
+        "{note}"
+    );
+}
