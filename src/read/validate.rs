@@ -146,6 +146,24 @@ pub(super) fn read_manifest(dir_file: &File, dir: &Path) -> Result<(Manifest, u6
         }
         Err(e) => return Err(e),
     }
+    // The format and version first, from only those two fields: another
+    // version's manifest may lack or add fields, and must be reported as
+    // that version ("rebuild"), not as a corrupt file.
+    #[derive(serde::Deserialize)]
+    struct Header {
+        format: String,
+        format_version: u32,
+    }
+    if let Ok(h) = serde_json::from_slice::<Header>(&bytes)
+        && h.format == FORMAT_NAME
+        && h.format_version != FORMAT_VERSION
+    {
+        return Err(OpenError::UnsupportedVersion {
+            path,
+            found: h.format_version,
+            expected: FORMAT_VERSION,
+        });
+    }
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .map_err(|e| OpenError::corrupt(&path, format!("manifest is not valid: {e}")))?;
     if manifest.format != FORMAT_NAME {
