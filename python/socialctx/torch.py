@@ -394,18 +394,23 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         return self._loader
 
     def __getstate__(self) -> dict[str, Any]:
+        self._pending()  # a resume point already used up is not copied
         state = self.__dict__.copy()
         state["_loader"] = None  # each process opens its own, checked to be the same content
         if multiprocessing.context.get_spawning_popen() is None:
             # pickle.dumps / copy.deepcopy: an independent dataset (the shared
-            # array goes only to the DataLoader's spawned workers).
+            # array goes only to the DataLoader's spawned workers), which
+            # still knows that workers ran ahead of the loop.
             state["_shared"] = None
+            state["_workers_ran"] = int(self._shared[_WORKERS_RAN])
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        workers_ran = state.pop("_workers_ran", 0)
         self.__dict__.update(state)
         if self._shared is None:
             self._shared = self._new_shared()
+            self._shared[_WORKERS_RAN] = workers_ran
 
     # --- epochs and resumption ----------------------------------------
 
@@ -623,8 +628,10 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
     def __iter__(self) -> Iterator[dict[str, Any]]:
         # Not a generator function: the epoch and start are fixed here, at
         # iter(), not at the first next().
-        epoch, start, worker, workers = self._begin()
+        # The cache first: an iteration refused for a rebuilt cache leaves a
+        # loaded resume point for the next one.
         loader = self._open_loader()
+        epoch, start, worker, workers = self._begin()
         plan = self._plan(loader, epoch)
         return self._run(loader, plan, epoch, start, worker, workers)
 
