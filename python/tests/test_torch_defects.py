@@ -410,7 +410,11 @@ def test_feature_stats_and_vocabulary_pickle(corpus):
         s = copy_of(stats)
         for key in ("mean", "std", "min", "max"):
             np.testing.assert_array_equal(getattr(s, key), getattr(stats, key))
-        assert (s.count, s.threads, s.feature_names) == (stats.count, stats.threads, stats.feature_names)
+        assert (s.count, s.threads, s.feature_names) == (
+            stats.count,
+            stats.threads,
+            stats.feature_names,
+        )
         v = copy_of(vocab)
         assert v.tokens == vocab.tokens and v.field == vocab.field
         np.testing.assert_array_equal(v.counts, vocab.counts)
