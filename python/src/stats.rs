@@ -100,13 +100,17 @@ impl PyFeatureStats {
         let json = serde_json::to_string(&slf.get().inner)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let remake = slf.get_type().getattr("_from_json")?;
-        PyTuple::new(py, [remake.into_any(), (json,).into_pyobject(py)?.into_any()])
+        PyTuple::new(
+            py,
+            [remake.into_any(), (json,).into_pyobject(py)?.into_any()],
+        )
     }
 
     /// Remakes pickled statistics (see `__reduce__`), checked as `load` checks a file.
     #[staticmethod]
     fn _from_json(json: &str) -> PyResult<Self> {
-        let bad = |reason: String| PyValueError::new_err(format!("not pickled FeatureStats: {reason}"));
+        let bad =
+            |reason: String| PyValueError::new_err(format!("not pickled FeatureStats: {reason}"));
         let inner: sc::FeatureStats = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
         if inner
             .feature_names

@@ -128,7 +128,11 @@ impl Vocabulary {
         counts: Vec<u64>,
     ) -> Result<Self, String> {
         if tokens.len() != counts.len() {
-            return Err(format!("{} tokens for {} counts", tokens.len(), counts.len()));
+            return Err(format!(
+                "{} tokens for {} counts",
+                tokens.len(),
+                counts.len()
+            ));
         }
         for i in 1..tokens.len() {
             let in_order = counts[i - 1] > counts[i]
@@ -136,7 +140,8 @@ impl Vocabulary {
             if !in_order {
                 return Err(format!(
                     "tokens {:?} and {:?} are not in count order (most frequent first, ties by the token)",
-                    tokens[i - 1], tokens[i]
+                    tokens[i - 1],
+                    tokens[i]
                 ));
             }
         }
