@@ -51,6 +51,7 @@ import hashlib
 import importlib
 import multiprocessing
 import multiprocessing.context
+import operator
 import os
 import random
 import warnings
@@ -244,6 +245,19 @@ def _labels(labels: Any, count: int) -> npt.NDArray[np.int8] | None:
     return a.astype(np.int8)
 
 
+def _count(value: Any, what: str, least: int) -> int:
+    """An integer argument (NumPy's too; never a bool or a float) of at least ``least``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {value!r}") from None
+    if n < least:
+        raise ValueError(f"{what} must be at least {least}, not {n}")
+    return n
+
+
 def _digest(*arrays: npt.NDArray[Any] | None) -> str:
     h = hashlib.blake2b(digest_size=8)
     for a in arrays:
@@ -324,10 +338,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         **loader_kwargs: Any,
     ) -> None:
         super().__init__()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer of at least 1, not {batch_size!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be None or a non-negative integer, not {seed!r}")
+        batch_size = _count(batch_size, "batch_size", 1)
+        seed = None if seed is None else _count(seed, "seed", 0)
         opened = _bound_cache(cache, type(self).__name__)
         self.path = opened.path
         self.content_id = opened.content_id
@@ -424,8 +436,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         that start after this call, here and in persistent DataLoader workers
         (as ``DistributedSampler.set_epoch``). A resume point loaded for
         another epoch is dropped; one for this epoch is kept."""
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"epoch must be a non-negative integer, not {epoch!r}")
+        epoch = _count(epoch, "epoch", 0)
         self._epoch = epoch
         self._shared[_EPOCH] = epoch
         pending = self._pending()

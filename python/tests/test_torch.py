@@ -251,3 +251,25 @@ def test_graph_dataset_bag_of_words(built):
                 np.testing.assert_array_equal(bow.to_dense().numpy(), want)
                 unknowns += want[:, 1].sum()
             assert (unknowns > 0) == unknown
+
+
+def test_graph_dataset_pinned_in_process_mode_matches(built):
+    """GraphDataset(pin_memory=True) in-process: two buffer sets in turn
+    (ordinary memory without CUDA, with a warning), the same graphs; a
+    yielded graph stays valid until the next-but-one step."""
+    from socialctx.torch import GraphDataset
+
+    kw = dict(seed=3, pyg=False, kinds="both", max_cxt=20)
+    plain = list(GraphDataset(built["sample"], range(38), 5, **kw))
+    with pytest.warns(UserWarning, match="no CUDA") if not torch.cuda.is_available() else _null():
+        pinned = iter(GraphDataset(built["sample"], range(38), 5, pin_memory=True, **kw))
+        previous = None
+        for a in plain:
+            b = next(pinned)
+            for key in ("x", "edge_index", "batch", "ptr", "parent", "y", "positions"):
+                assert torch.equal(a[key], b[key]), key
+            assert (a["epoch"], a["plan_index"]) == (b["epoch"], b["plan_index"])
+            if previous is not None:  # the step before's graph, still intact
+                assert torch.equal(previous[0]["x"], previous[1]["x"])
+            previous = (a, b)
+        assert next(pinned, None) is None

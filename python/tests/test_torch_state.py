@@ -28,9 +28,12 @@ import numpy as np
 import pytest
 
 if os.environ.get("SOCIALCTX_REQUIRE_TORCH"):
+    # CI: installed there (.ci/run), so that this never silently skips.
+    import hypothesis
     import torch
 else:
     torch = pytest.importorskip("torch")
+    hypothesis = pytest.importorskip("hypothesis")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
