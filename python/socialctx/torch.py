@@ -150,6 +150,8 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         for a dataset item (its ``embedding_index[name]``, generation checked)."""
         if not isinstance(index, torch.Tensor):
             index = self._index_of(index)
+        if index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+            raise TypeError(f"embedding indices must be integers, not {index.dtype}")
         n = self.num_rows
         idx = index.to(device=self.rows.device, dtype=torch.int64, non_blocking=True)
         if idx.device.type == "cpu" and idx.numel():

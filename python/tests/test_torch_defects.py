@@ -446,6 +446,9 @@ def test_embedding_table_refuses_indices_out_of_range(corpus):
     for bad in (n, -2, n + 5):
         with pytest.raises(IndexError, match=str(bad)):
             table(torch.tensor([[0, bad]]))
+    for bad_type in (torch.tensor([0.5]), torch.tensor([True])):
+        with pytest.raises(TypeError, match="integers"):
+            table(bad_type)  # found by the red team: 0.5 was truncated to row 0
 
 
 def test_datasets_deepcopy_and_pickle_as_independent_datasets(corpus):
