@@ -263,7 +263,11 @@ def test_a_resume_point_applies_to_the_next_iteration_only(corpus):
         assert len(ds) == 8  # len() is what the next iteration yields
         dl = DataLoader(ds, batch_size=None, num_workers=workers, persistent_workers=workers > 0)
         first = list(dl)
+        # Nothing between the iterations (len() would tidy the dataset up):
+        # the next workers must themselves know the point was used.
+        second = list(DataLoader(ds, batch_size=None, num_workers=workers))
         assert [i["plan_index"] for i in first] == list(range(4, 12))
+        assert [i["plan_index"] for i in second] == list(range(12))
         assert len(ds) == 12
         assert [i["plan_index"] for i in list(dl)] == list(range(12))
 
