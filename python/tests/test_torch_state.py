@@ -165,6 +165,7 @@ WORKER_RUN = st.fixed_dictionaries(
         "workers": st.integers(1, 3),
         "method": st.sampled_from(["fork", "spawn", "forkserver", "fork"]),
         "persistent": st.booleans(),
+        "bump": st.sampled_from([None, None, 1, 3]),
     }
 )
 
@@ -187,7 +188,7 @@ class Machine(RuleBasedStateMachine):
         self.epoch = 0
         self.pending: tuple[int, int] | None = None
         self.position = (0, 0)
-        self.workers_ran = False
+        self.workers_ran: bool | None = False
         self.last_item: Any = None
         # The dataset reopens its cache by path at its next iteration (it was
         # unpickled): refused if the cache at the path is another generation.
@@ -294,10 +295,14 @@ class Machine(RuleBasedStateMachine):
     def stale(self, reopen: bool) -> bool:
         return reopen and self.gen.content_id != self._disk_id()
 
-    def take(self, source: Any, k: int | None) -> list:
+    def take(self, source: Any, k: int | None, bump: int | None = None) -> list:
         """Iterates ``source``, training on k items (all for None): the
-        loop breaks after its k-th step, as a preempted loop does."""
+        loop breaks after its k-th step, as a preempted loop does. With
+        ``bump``, ``set_epoch(bump)`` right after ``iter()``: the running
+        iteration keeps its epoch (DistributedSampler's semantics)."""
         it = iter(source)
+        if bump is not None:
+            self.ds.set_epoch(bump)
         items: list = []
         if k == 0:
             return items
@@ -344,7 +349,7 @@ class Machine(RuleBasedStateMachine):
     def another_worker_run(self, workers_run: dict[str, Any]) -> None:
         self.iterate_with_workers(**workers_run)
 
-    def iterate_with_workers(self, k, workers, method, persistent) -> None:
+    def iterate_with_workers(self, k, workers, method, persistent, bump) -> None:
         assert self.ds is not None
         self.worker_runs += 1
         if method != "fork":
@@ -366,14 +371,24 @@ class Machine(RuleBasedStateMachine):
                 self.set_epoch((self.epoch + 1) % 4)
             first = self.start()
             self.pending = None
-            items = self.take(dl, k)
+            bumped = bump if round == 0 and bump != self.epoch else None
+            items = self.take(dl, k, bumped)
             self.check_items(items, self.epoch, first)
             if items:
                 self.last_item = items[-1]
                 self.position = (self.epoch, first + len(items))
             self.workers_ran = True
-        with pytest.raises(ValueError, match="after=item"):
-            self.ds.state_dict()
+            if bumped is not None:
+                # The next iteration has the new epoch, from its start.
+                self.epoch = bumped
+                # Whether the workers began before or after set_epoch (which
+                # clears the flag) is a race: state_dict() without an item
+                # is then not asserted until the next rule settles it.
+                self.workers_ran = None
+                STATS["set_epoch right after iter(dl)"] += 1
+        if self.workers_ran:
+            with pytest.raises(ValueError, match="after=item"):
+                self.ds.state_dict()
         if self.last_item is not None:
             state = self.ds.state_dict(after=self.last_item)
             assert (state["epoch"], state["batches_done"]) == self.position
@@ -384,6 +399,8 @@ class Machine(RuleBasedStateMachine):
     @rule()
     def save(self) -> None:
         assert self.ds is not None
+        if self.workers_ran is None:
+            return
         if self.workers_ran:
             with pytest.raises(ValueError, match="after=item"):
                 self.ds.state_dict()
