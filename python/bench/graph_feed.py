@@ -9,16 +9,20 @@ model is BiGCN's shape: a top-down and a bottom-up two-layer GCN
 ``--vocab``-token reply vocabulary, BiGCN's input) concatenated with its 28
 features, mean-pooled per thread, one classifier. Measured in one run:
 (a) the model alone on one batch already on the device, (b) the data path
-alone (``GraphDataset(bag_of_words=...)`` through a DataLoader with
-``--workers`` workers, copies to the device included), (c) both, with the
-share of a step the host waits for its batch. Prints a Markdown table and
-a JSON line. Needs torch and torch_geometric.
+alone (``GraphDataset(bag_of_words=...)``, copies to the device included),
+(c) both, with the share of a step the host waits for its batch; (b) and (c)
+for both data paths: ``workers`` (the baseline: a DataLoader with
+``--workers`` workers) and ``pinned`` (in-process, ``pin_memory=True``: two
+page-locked buffer sets in turn; ordinary memory without CUDA). Prints a
+Markdown table with the ratios pinned / workers and a JSON line. Needs
+torch and torch_geometric.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,8 +56,13 @@ class BiGcnLike(nn.Module):  # type: ignore[misc]
 
 def on_device(ds: GraphDataset, workers: int, device: torch.device) -> Iterator[dict[str, Any]]:
     pin = device.type == "cuda"
+    # In-process pinned mode: the dataset pins; the DataLoader copies nothing more.
     dl = DataLoader(
-        ds, batch_size=None, num_workers=workers, pin_memory=pin, persistent_workers=workers > 0
+        ds,
+        batch_size=None,
+        num_workers=workers,
+        pin_memory=pin and not ds.pin_memory,
+        persistent_workers=workers > 0,
     )
     while True:
         for item in dl:
@@ -86,10 +95,6 @@ def main() -> None:
     cache = socialctx.open(args.cache)
     vocab = cache.vocabulary("reply", max_size=args.vocab)
     labels = np.asarray(cache.labels)
-    ds = GraphDataset(
-        args.cache, np.arange(len(cache)), args.batch, labels=labels, seed=0, pyg=False,
-        bag_of_words=vocab, kinds="replies", max_cxt=200,
-    )  # fmt: skip
     torch.manual_seed(0)
     model = BiGcnLike(28 + len(vocab) + 2, args.hidden).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -102,14 +107,24 @@ def main() -> None:
         loss.backward()
         opt.step()
 
-    it = on_device(ds, args.workers, device)
-    first = next(it)
-    times = time_feed(step, first, lambda: next(it), args.steps, lambda: sync(device))
-    figures = {"nodes_per_batch": int(first["x"].shape[0]), **times.figures(args.steps)}
+    figures: dict[str, dict[str, float]] = {}
+    for mode in ("workers", "pinned"):
+        pinned = mode == "pinned"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # pinned without CUDA
+            ds = GraphDataset(
+                args.cache, np.arange(len(cache)), args.batch, labels=labels, seed=0, pyg=False,
+                bag_of_words=vocab, kinds="replies", max_cxt=200, pin_memory=pinned,
+            )  # fmt: skip
+            it = on_device(ds, 0 if pinned else args.workers, device)
+            first = next(it)
+            times = time_feed(step, first, it.__next__, args.steps, lambda: sync(device))
+        figures[mode] = {"nodes_per_batch": int(first["x"].shape[0]), **times.figures(args.steps)}
     print(f"batch {args.batch}, vocab {len(vocab)}, {args.workers} workers, {args.device}\n")
-    print("| figure | value |\n|---|---|")
-    for k, v in figures.items():
-        print(f"| {k} | {v:.3g} |")
+    print("| figure | workers | pinned | pinned / workers |\n|---|---|---|---|")
+    for k, old in figures["workers"].items():
+        new = figures["pinned"][k]
+        print(f"| {k} | {old:.3g} | {new:.3g} | {new / old if old else float('nan'):.2f} |")
     print(json.dumps(figures))
 
 

@@ -367,7 +367,9 @@ class UniqueTexts:
 class Vocabulary:
     """Token counts of a text field, most frequent first (ties by the token).
     Indices follow AllenNLP's padded namespaces: 0 padding, 1 unknown,
-    ``tokens[i]`` is ``i + 2``."""
+    ``tokens[i]`` is ``i + 2``. Pickles (spawn and forkserver DataLoader
+    workers, ``copy.deepcopy``) with the path and content id of its cache;
+    unpickling after a rebuild with other content raises ``CacheError``."""
 
     @property
     def tokens(self) -> list[str]: ...
@@ -434,7 +436,8 @@ class Split:
         """Ids of the CSV that the cache does not hold (reported, never dropped silently)."""
 
 class FeatureStats:
-    """Per-feature count, mean, population std, min and max, for normalisation."""
+    """Per-feature count, mean, population std, min and max, for normalisation.
+    Pickles (as the JSON ``save`` writes)."""
 
     @staticmethod
     def compute(
@@ -597,7 +600,10 @@ class Loader:
     def new_batch(self, batch_size: int) -> Batch:
         """Buffers for ``batch_size`` threads: writable, C-contiguous NumPy arrays."""
     def fill(self, positions: _Positions, batch: Batch, labels: _Labels | None = None) -> None:
-        """Writes the threads at ``positions`` into ``batch`` in place (GIL released)."""
+        """Writes the threads at ``positions`` into ``batch`` in place (GIL released).
+        Positions are integers from 0 to ``len(cache) - 1`` for every Loader
+        method: a negative one is an ``IndexError`` (not counted from the end),
+        booleans and floats a ``TypeError``."""
     def fill_graph(
         self, positions: _Positions, graph: GraphBatch, labels: _Labels | None = None
     ) -> None:

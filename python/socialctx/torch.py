@@ -7,46 +7,55 @@ Importing this module needs torch; the rest of socialctx does not::
     from torch.utils.data import DataLoader
     from socialctx.torch import CacheDataset, EmbeddingTable
 
-    ds = CacheDataset("target/socialctx-cache", split.positions, 32, labels=split.labels,
+    ds = CacheDataset(cache, split.positions, 32, labels=split.labels,
                       seed=0, bucket=True, pad="longest", embeddings=["elmo-reply"])
     table = EmbeddingTable(cache, "elmo-reply", device="cuda")   # rows moved once
-    for epoch in range(10):
+    dl = DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True)
+    for epoch in range(ds.epoch, 10):
         ds.set_epoch(epoch)
-        for step in DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True):
+        for step in dl:
             x = step["features"].cuda(non_blocking=True)           # [B, T, 28]
-            e = table(step["embedding_index"]["elmo-reply"])       # [B, T, dim] on the GPU
+            e = table(step)                                        # [B, T, dim] on the GPU
+            state = ds.state_dict(after=step)                      # checkpoint this
 
 Batching happens here, not in the DataLoader (hence ``batch_size=None``).
 
+- **One generation.** A dataset is bound to the cache content it was made
+  on (:attr:`socialctx.Cache.content_id`): its positions and labels mean
+  those threads. Every process reads that generation (a fork inherits the
+  open cache) or raises :class:`socialctx.CacheError` naming the path
+  when the cache was rebuilt since; never another generation's threads.
 - **Batches never change once yielded.** Each yielded tensor is a fresh
-  tensor (in a worker, in shared memory, so that handing it to the main
-  process copies nothing more); keep them as long as you like. The one
-  opt-in exception is ``pin_memory=True`` in-process (see
-  :class:`CacheDataset`).
+  tensor (in a worker, in shared memory); the opt-in exception is
+  ``pin_memory=True`` in-process (see :class:`CacheDataset`).
 - **Sharding.** The epoch's batch plan (:meth:`socialctx.Loader.plan`) is
   the same in every process; DDP rank ``r`` of ``w`` takes batches
-  ``r, r + w, ...`` and its DataLoader workers take every k-th of those, so
-  ranks and workers are disjoint and together cover the epoch once.
-  Remainder policy: the batch count is rounded up to a multiple of the
-  world size and threads are spread evenly over the batches (no batch
-  exceeds ``batch_size``), so every rank gets the same number of batches
-  and no thread is repeated or dropped; ``drop_last=True`` instead keeps
-  only full batches, as many for every rank.
-- **Resumption.** ``state_dict()`` records the epoch and how many batches
-  this rank has consumed; ``load_state_dict`` makes the next iteration
-  start at the first unseen batch, exactly as the uninterrupted run would
-  have continued.
+  ``r, r + w, ...`` and its DataLoader workers take every k-th of those.
+- **Epochs** as ``DistributedSampler``'s: the epoch an iteration uses is
+  fixed when it starts (``iter(dataloader)``), the same in every worker.
+- **Resumption.** Each item carries its place: ``item["epoch"]`` and
+  ``item["plan_index"]`` (its batch in this rank's plan).
+  ``state_dict(after=item)`` is the state after training on ``item``
+  (with DataLoader workers, which run ahead of the loop); in-process,
+  ``state_dict()`` counts by itself, and torchdata's
+  ``StatefulDataLoader`` calls it in each worker. ``load_state_dict``
+  makes the next iteration (only) start at the first batch not trained
+  on, and refuses, naming the field, a state of another plan.
 - **torch conventions.** ``labels`` are int64, ``mask`` is bool (True for
   a real row; ``key_padding_mask`` wants its negation: ``~mask``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import multiprocessing
+import multiprocessing.context
+import operator
 import os
+import random
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +63,7 @@ import numpy.typing as npt
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from . import Cache, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
+from . import Cache, CacheError, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
 
 __all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
@@ -62,6 +71,29 @@ _TORCH_DTYPES = {
     np.dtype(np.float32): torch.float32,
     np.dtype(np.float16): torch.float16,
 }
+
+
+def _rebuilt(path: str, made_on: str, now: str, what: str) -> CacheError:
+    return CacheError(
+        f"{path}: the cache was rebuilt after this {what} was made (content id {made_on}, "
+        f"now {now}); make a new {what}, with positions and labels from the rebuilt cache"
+    )
+
+
+def _bound_cache(cache: Cache | str | os.PathLike[str], what: str) -> Cache:
+    """The open cache a dataset or table reads: ``cache`` itself, checked
+    to be the generation now at its path (positions and labels taken from
+    an older Cache object would mean other threads), or the one at a path."""
+    if not isinstance(cache, Cache):
+        return open(os.fspath(cache))
+    now = open(cache.path).content_id
+    if now != cache.content_id:
+        raise CacheError(
+            f"{cache.path}: the cache was rebuilt after this Cache object was opened "
+            f"(content id {cache.content_id}, now {now}); reopen it (socialctx.open) and take "
+            f"positions and labels from the rebuilt cache before making a {what}"
+        )
+    return cache
 
 
 class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
@@ -73,6 +105,11 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     ``embedding_index[name]``, int32 or int64 ``[B, T]``, -1 for none)
     returns ``[B, T, dim]`` rows on that device, zeros where the index is
     -1: bit for bit the rows a ``dense=True`` Loader copies on the host.
+    Called on a :class:`CacheDataset` item it takes the item's
+    ``embedding_index[name]`` and first checks that the item was read from
+    the cache generation the table was made on (``CacheError`` otherwise).
+    An index below -1 or past the rows raises ``IndexError`` (on the CPU
+    with this message; on a GPU as the device's assertion).
     ``dtype`` converts the rows once (default: the store's own dtype).
     """
 
@@ -85,8 +122,7 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(cache, Cache):
-            cache = open(os.fspath(cache))
+        cache = _bound_cache(cache, "EmbeddingTable")
         store = open_store(cache, name)
         vectors = np.asarray(store.vectors)
         unique, dim = int(store.meta["unique"]), int(store.meta["dim"])
@@ -100,6 +136,8 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
             table[:unique].copy_(host)
         self.name = name
         self.dim = dim
+        self.path = cache.path
+        self.content_id = cache.content_id
         self.register_buffer("rows", table, persistent=False)
 
     @property
@@ -107,11 +145,47 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         """Rows of the store (the zero row not counted)."""
         return int(self.rows.shape[0]) - 1
 
-    def forward(self, index: torch.Tensor) -> torch.Tensor:
-        """``[..., dim]`` rows for an index tensor (-1: the zero row)."""
+    def forward(self, index: torch.Tensor | Mapping[str, Any] | Any) -> torch.Tensor:
+        """``[..., dim]`` rows for an index tensor (-1: the zero row), or
+        for a dataset item (its ``embedding_index[name]``, generation checked)."""
+        if not isinstance(index, torch.Tensor):
+            index = self._index_of(index)
+        if index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+            raise TypeError(f"embedding indices must be integers, not {index.dtype}")
+        n = self.num_rows
         idx = index.to(device=self.rows.device, dtype=torch.int64, non_blocking=True)
-        idx = torch.where(idx < 0, self.num_rows, idx)
+        if idx.device.type == "cpu" and idx.numel():
+            # Checked where it costs no device synchronisation.
+            lo, hi = int(idx.min()), int(idx.max())
+            if lo < -1 or hi >= n:
+                bad = lo if lo < -1 else hi
+                raise IndexError(
+                    f"embedding index {bad} out of range for store {self.name!r} of {n} rows "
+                    "(-1 means none)"
+                )
+        # -1 is the zero row; anything else out of range stays out of range,
+        # so that embedding() refuses it rather than returning the zero row.
+        idx = torch.where(idx == -1, n, torch.where(idx >= n, n + 1, idx))
         return torch.nn.functional.embedding(idx, self.rows)
+
+    def _index_of(self, item: Any) -> torch.Tensor:
+        try:
+            made_on = item["content_id"]
+            index = item["embedding_index"][self.name]
+        except (KeyError, TypeError) as e:
+            raise TypeError(
+                f"EmbeddingTable({self.name!r}) takes an index tensor or a CacheDataset item "
+                f"with embedding_index[{self.name!r}] (missing: {e})"
+            ) from None
+        if made_on != self.content_id:
+            raise CacheError(
+                f"{self.path}: this EmbeddingTable was made on content id {self.content_id}, "
+                f"the item was read from content id {made_on} (the cache was rebuilt in "
+                "between): make the table and the dataset on the same cache"
+            )
+        if not isinstance(index, torch.Tensor):
+            raise TypeError(f"embedding_index[{self.name!r}] is not a tensor")
+        return index
 
     def extra_repr(self) -> str:
         return f"{self.name!r}, rows={self.num_rows}, dim={self.dim}, dtype={self.rows.dtype}"
@@ -128,16 +202,96 @@ def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
     return rank, world_size
 
 
+def _positions(positions: Any, threads: int) -> npt.NDArray[np.int64]:
+    """Positions checked as the Loader checks them: integers (no booleans,
+    no floats), none negative (-1 is not the last thread), all below the
+    cache's length."""
+    a = np.asarray(positions)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if a.ndim != 1:
+        raise ValueError(f"positions must be one-dimensional, not of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        hint = " (a boolean mask? use np.flatnonzero(mask))" if a.dtype.kind == "b" else ""
+        raise TypeError(f"positions must be integers, not {a.dtype}{hint}")
+    bad = np.flatnonzero((a < 0) | (a >= threads))
+    if len(bad):
+        raise IndexError(
+            f"thread position {a[bad[0]]} (at index {bad[0]}) out of range for a cache of "
+            f"{threads} threads (positions are 0 to {threads - 1}; negative ones do not "
+            "count from the end)"
+        )
+    return a.astype(np.int64)
+
+
+def _labels(labels: Any, count: int) -> npt.NDArray[np.int8] | None:
+    """Labels checked to be integers that int8 holds exactly, one per position."""
+    if labels is None:
+        return None
+    a = np.asarray(labels)
+    if a.size == 0:
+        a = a.astype(np.int8)
+    if a.ndim != 1:
+        raise ValueError(f"labels must be one-dimensional, not of shape {a.shape}")
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"labels must be integers, not {a.dtype}")
+    if len(a) != count:
+        raise ValueError(f"{len(a)} labels for {count} positions")
+    if a.dtype.kind != "b":
+        bad = np.flatnonzero((a < -128) | (a > 127))
+        if len(bad):
+            raise ValueError(
+                f"label {a[bad[0]]} (at index {bad[0]}) does not fit int8 (-128 to 127), the "
+                "labels' type in batches"
+            )
+    return a.astype(np.int8)
+
+
+def _count(value: Any, what: str, least: int) -> int:
+    """An integer argument (NumPy's too; never a bool or a float) of at least ``least``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {value!r}") from None
+    if n < least:
+        raise ValueError(f"{what} must be at least {least}, not {n}")
+    return n
+
+
+def _digest(*arrays: npt.NDArray[Any] | None) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for a in arrays:
+        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+# Slots of a dataset's shared array, which reaches persistent DataLoader
+# workers (they keep their copy of the dataset across iterations).
+_EPOCH = 0  # the epoch set last
+_TICKET = 1  # the pending resume point: its ticket (0: none), epoch, batches done
+_R_EPOCH = 2
+_R_DONE = 3
+_CLAIMED = 4  # the ticket the last iteration to start used up, and that iteration's key
+_CLAIMED_BY = 5
+_WORKERS_RAN = 6  # 1 while the last iteration to start ran in DataLoader workers
+_SLOTS = 7
+_KEY_MASK = (1 << 62) - 1
+
+
 class CacheDataset(IterableDataset):  # type: ignore[misc]
     """One epoch of batches over ``positions`` of a cache, for a DataLoader
     with ``batch_size=None``.
 
-    - ``cache``: a cache directory or an open :class:`socialctx.Cache` (its
-      path is used: each worker opens its own).
+    - ``cache``: an open :class:`socialctx.Cache` or its directory. The
+      dataset is bound to that cache's content (see the module's notes).
+    - ``positions``: integers from 0 to ``len(cache) - 1`` (no booleans,
+      floats or negatives; ``TypeError`` / ``IndexError`` otherwise).
     - ``labels``: one per position (e.g. ``split.labels``), replacing the
-      cache's label codes.
+      cache's label codes; integers from -128 to 127.
     - ``seed``: shuffle by ``seed + epoch`` (call :meth:`set_epoch` each
-      epoch; it reaches persistent workers too). ``None`` keeps the order.
+      epoch). ``None`` keeps the order.
     - ``bucket``, ``noise``: length-bucketed batches (see
       :meth:`socialctx.Loader.plan`); pair with ``pad="longest"``.
     - ``rank``, ``world_size``: DDP sharding; by default from
@@ -147,28 +301,29 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
       (int32 ``[B, T]``, -1 for none) for :class:`EmbeddingTable`, and with
       ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``.
     - ``pin_memory``: in-process only (``num_workers=0``): the dataset
-      fills two page-locked buffer sets in turn and yields views of them,
-      so the host-to-device copy can be asynchronous and nothing is copied
-      twice. **A yielded batch is then valid until the next-but-one step**:
-      copy it to the device (``non_blocking=True``) in the step it arrives.
+      fills two page-locked buffer sets in turn and yields views of them.
+      **A yielded batch is then valid until the next-but-one step**: copy
+      it to the device (``non_blocking=True``) in the step it arrives.
       Without a GPU it falls back to ordinary memory (with a warning).
     - other keyword arguments go to :class:`socialctx.Loader` (``kinds``,
       ``max_cxt``, ``window_s``, ``stats``, ``empty``, ``pad``,
-      ``pad_multiple``).
+      ``pad_multiple``, ``token_ids`` and ``max_tokens``).
 
     Each item is a dict: ``features`` float32 ``[B, T, 28]``, ``mask`` bool
     ``[B, T]``, ``lengths`` int64 ``[B]``, ``source_ids`` int64 ``[B]``,
     ``labels`` int64 ``[B]`` (-1 is the cache's "unknown": pass a split's
-    labels to train), ``positions`` int64 ``[B]`` and ``embedding_index`` /
-    ``embeddings`` dicts. ``B`` is at most ``batch_size``; ``T`` is
-    ``max_cxt`` with ``pad="max"``, the batch's longest selection rounded up
-    with ``pad="longest"``.
+    labels to train), ``positions`` int64 ``[B]``, ``embedding_index`` /
+    ``embeddings`` dicts, ``token_ids`` int32 ``[B, T, max_tokens]`` with
+    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints) and
+    ``content_id`` (the cache generation). ``B`` is at most ``batch_size``;
+    ``T`` is ``max_cxt`` with ``pad="max"``, the batch's longest selection
+    rounded up with ``pad="longest"``.
     """
 
     def __init__(
         self,
         cache: str | os.PathLike[str] | Cache,
-        positions: npt.NDArray[np.int64] | Sequence[int] | range,
+        positions: npt.NDArray[np.integer[Any]] | Sequence[int] | range,
         batch_size: int,
         *,
         labels: npt.NDArray[np.integer[Any]] | Sequence[int] | None = None,
@@ -185,13 +340,13 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         **loader_kwargs: Any,
     ) -> None:
         super().__init__()
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self.path = str(cache.path if isinstance(cache, Cache) else os.fspath(cache))
-        self.positions = np.asarray(positions, dtype=np.int64)
-        self.labels = None if labels is None else np.asarray(labels, dtype=np.int8)
-        if self.labels is not None and len(self.labels) != len(self.positions):
-            raise ValueError(f"{len(self.labels)} labels for {len(self.positions)} positions")
+        batch_size = _count(batch_size, "batch_size", 1)
+        seed = None if seed is None else _count(seed, "seed", 0)
+        opened = _bound_cache(cache, type(self).__name__)
+        self.path = opened.path
+        self.content_id = opened.content_id
+        self.positions = _positions(positions, len(opened))
+        self.labels = _labels(labels, len(self.positions))
         self.batch_size = batch_size
         self.seed = seed
         self.rank, self.world_size = _world(rank, world_size)
@@ -203,40 +358,270 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self.pin_memory = pin_memory
         self.stats = stats
         self.loader_kwargs = loader_kwargs
-        # Shared with the DataLoader's workers (persistent ones included):
-        # [epoch, resume epoch, batches of that epoch already consumed].
-        self._shared = multiprocessing.RawArray("q", [0, -1, 0])
-        self._consumed = 0
+        self._epoch = 0
+        # The resume point loaded last, for the next iteration only:
+        # (ticket, epoch, batches done) or None. The ticket tells the
+        # iteration that uses it up from later ones (see _begin).
+        self._resume: tuple[int, int, int] | None = None
+        # (epoch, batches done) as this process's own iterations count them.
+        self._position = (0, 0)
+        # (pid, iterations started in that process): a worker's first
+        # iteration reads the dataset as copied at iter(dataloader), later
+        # ones (persistent workers) the shared array.
+        self._iters = (os.getpid(), 0)
+        # In a DataLoader worker: [epoch, start, worker, workers, yielded]
+        # of its running iteration, and a resume point loaded there (by
+        # StatefulDataLoader) as (epoch, start, yielded).
+        self._progress: list[int] | None = None
+        self._local_resume: tuple[int, int, int] | None = None
+        self._digest = _digest(self.positions, self.labels)
+        self._shared = self._new_shared()
         self._loader: Loader | None = None
         # Fail now, in the main process, rather than in every worker.
-        self._open_loader()
-        self._count = len(self._plan(self._open_loader(), 0))
+        self._loader = self._make_loader(opened)
+        self._count = len(self._plan(self._loader, 0))
+
+    # --- processes -----------------------------------------------------
+
+    def _new_shared(self) -> Any:
+        shared = multiprocessing.RawArray("q", _SLOTS)
+        shared[_EPOCH] = self._epoch
+        if self._resume is not None:
+            shared[_TICKET], shared[_R_EPOCH], shared[_R_DONE] = self._resume
+        return shared
+
+    def _make_loader(self, cache: Cache) -> Loader:
+        return Loader(
+            cache,
+            stats=self.stats,
+            embeddings=self.embeddings,
+            dense=self.dense,
+            **self.loader_kwargs,
+        )
 
     def _open_loader(self) -> Loader:
         if self._loader is None:
-            self._loader = Loader(
-                open(self.path),
-                stats=self.stats,
-                embeddings=self.embeddings,
-                dense=self.dense,
-                **self.loader_kwargs,
-            )
+            cache = open(self.path)
+            if cache.content_id != self.content_id:
+                raise _rebuilt(self.path, self.content_id, cache.content_id, "dataset")
+            self._loader = self._make_loader(cache)
         return self._loader
 
     def __getstate__(self) -> dict[str, Any]:
+        self._pending()  # a resume point already used up is not copied
         state = self.__dict__.copy()
-        state["_loader"] = None  # each process opens its own (microseconds)
+        state["_loader"] = None  # each process opens its own, checked to be the same content
+        if multiprocessing.context.get_spawning_popen() is None:
+            # pickle.dumps / copy.deepcopy: an independent dataset (the shared
+            # array goes only to the DataLoader's spawned workers), which
+            # still knows that workers ran ahead of the loop.
+            state["_shared"] = None
+            state["_workers_ran"] = int(self._shared[_WORKERS_RAN])
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        workers_ran = state.pop("_workers_ran", 0)
+        self.__dict__.update(state)
+        if self._shared is None:
+            self._shared = self._new_shared()
+            self._shared[_WORKERS_RAN] = workers_ran
+
+    # --- epochs and resumption ----------------------------------------
 
     @property
     def epoch(self) -> int:
-        return int(self._shared[0])
+        """The epoch the next iteration reads (see :meth:`set_epoch`)."""
+        return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        """Selects epoch ``epoch``'s shuffle (with a seed), in this process
-        and in persistent DataLoader workers."""
-        self._shared[0] = epoch
-        self._consumed = 0
+        """Selects epoch ``epoch``'s shuffle (with a seed) for the iterations
+        that start after this call, here and in persistent DataLoader workers
+        (as ``DistributedSampler.set_epoch``). A resume point loaded for
+        another epoch is dropped; one for this epoch is kept."""
+        epoch = _count(epoch, "epoch", 0)
+        self._epoch = epoch
+        self._shared[_EPOCH] = epoch
+        pending = self._pending()
+        if pending is not None and pending[1] != epoch:
+            self._set_resume(None)
+            pending = None
+        self._position = (epoch, 0 if pending is None else pending[2])
+        self._shared[_WORKERS_RAN] = 0
+
+    def _set_resume(self, resume: tuple[int, int, int] | None) -> None:
+        self._resume = resume
+        self._shared[_TICKET], self._shared[_R_EPOCH], self._shared[_R_DONE] = resume or (0, 0, 0)
+
+    def _pending(self) -> tuple[int, int, int] | None:
+        """The loaded resume point if no iteration has used it up yet."""
+        if self._resume is not None and self._shared[_CLAIMED] == self._resume[0]:
+            self._set_resume(None)
+        return self._resume
+
+    def _plan_params(self) -> dict[str, Any]:
+        kw = self.loader_kwargs
+        return {
+            "content_id": self.content_id,
+            "positions": self._digest,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "bucket": self.bucket,
+            "noise": self.noise if self.bucket else None,
+            "drop_last": self.drop_last,
+            "world_size": self.world_size,
+            "pad": kw.get("pad", "max"),
+            "pad_multiple": kw.get("pad_multiple", 8),
+            "kinds": kw.get("kinds", "replies"),
+            "max_cxt": kw.get("max_cxt", 200),
+            "window_s": kw.get("window_s"),
+        }
+
+    def __len__(self) -> int:
+        """Batches the next iteration of this rank yields (the whole epoch,
+        less the batches of a loaded resume point)."""
+        pending = self._pending()
+        if pending is not None and pending[1] == self._epoch:
+            return max(self._count - pending[2], 0)
+        return self._count
+
+    def state_dict(self, after: Mapping[str, Any] | Any = None) -> dict[str, Any]:
+        """Where this rank is: the epoch and the batches of it consumed, with
+        the plan's parameters (which :meth:`load_state_dict` checks).
+
+        ``after``: the item your loop last trained on; the state is then
+        the one after it. Needed with a plain DataLoader's workers, which
+        run ahead of the loop. Without it, in-process iterations count by
+        themselves; in a DataLoader worker (torchdata's
+        ``StatefulDataLoader`` calls it there) the state is that worker's."""
+        state: dict[str, Any] = {"plan": self._plan_params()}
+        if after is not None:
+            try:
+                epoch, index, made_on = after["epoch"], after["plan_index"], after["content_id"]
+            except (KeyError, TypeError):
+                raise TypeError(
+                    "state_dict(after=...) takes an item this dataset yielded (with epoch, "
+                    "plan_index and content_id)"
+                ) from None
+            if made_on != self.content_id:
+                raise ValueError(
+                    f"this item was read from content id {made_on}, not this dataset's "
+                    f"{self.content_id}"
+                )
+            state.update(epoch=int(epoch), batches_done=int(index) + 1)
+            return state
+        if self._progress is not None and get_worker_info() is not None:
+            epoch, start, worker, workers, yielded = self._progress
+            state.update(
+                epoch=epoch,
+                batches_done=start,
+                worker={"id": worker, "num_workers": workers, "yielded": yielded},
+            )
+            return state
+        if self._shared[_WORKERS_RAN]:
+            raise ValueError(
+                "this dataset was last iterated by DataLoader workers, which run ahead of your "
+                "loop: pass the item you last trained on, ds.state_dict(after=item), or use "
+                "torchdata's StatefulDataLoader and its state_dict()"
+            )
+        epoch, done = self._position
+        state.update(epoch=epoch, batches_done=done)
+        return state
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Makes the next iteration start at the first batch of
+        ``state["epoch"]`` not yet consumed (and sets that epoch). Refuses,
+        naming the field, a state of another plan (cache content,
+        positions and labels, batch size, seed, bucketing, noise,
+        drop_last, world size, padding, selection)."""
+        try:
+            plan, epoch, done = state["plan"], int(state["epoch"]), int(state["batches_done"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                f"not a state of a {type(self).__name__} (made by state_dict()): "
+                f"{sorted(state) if isinstance(state, Mapping) else type(state).__name__}"
+            ) from None
+        mine = self._plan_params()
+        for field in mine:
+            if field not in plan or plan[field] != mine[field]:
+                raise ValueError(
+                    f"this state is of another plan: {field} {plan.get(field)!r} there, "
+                    f"{mine[field]!r} here"
+                )
+        if epoch < 0 or not 0 <= done <= self._count:
+            raise ValueError(f"batches_done {done} of epoch {epoch} is not in this plan")
+        worker = state.get("worker")
+        info = get_worker_info()
+        if info is not None:
+            # A DataLoader worker restored by StatefulDataLoader: this
+            # process's next iteration resumes, with its own count.
+            yielded = 0
+            if worker is not None:
+                if (worker["id"], worker["num_workers"]) != (info.id, info.num_workers):
+                    raise ValueError(
+                        f"state of worker {worker['id']} of {worker['num_workers']} loaded "
+                        f"into worker {info.id} of {info.num_workers}"
+                    )
+                yielded = int(worker["yielded"])
+            self._local_resume = (epoch, done, yielded)
+            return
+        if worker is not None:
+            raise ValueError(
+                "this is one DataLoader worker's state (StatefulDataLoader's): load the "
+                "loader's state with StatefulDataLoader.load_state_dict"
+            )
+        self._epoch = epoch
+        self._shared[_EPOCH] = epoch
+        self._set_resume((random.getrandbits(62) + 1, epoch, done))
+        self._position = (epoch, done)
+        self._shared[_WORKERS_RAN] = 0
+
+    def _begin(self) -> tuple[int, int, int, int]:
+        """Fixes the epoch and the start of an iteration when it begins:
+        (epoch, first batch, worker, workers)."""
+        info = get_worker_info()
+        pid = os.getpid()
+        n = self._iters[1] if self._iters[0] == pid else 0
+        self._iters = (pid, n + 1)
+        shared = self._shared
+        if info is None:
+            worker, workers = 0, 1
+            key = random.getrandbits(62) + 1
+            epoch, resume = self._epoch, self._resume
+            shared[_WORKERS_RAN] = 0
+        else:
+            worker, workers = info.id, info.num_workers
+            # Every worker of one iteration has the same key: the
+            # DataLoader's base seed for it, and how many this process ran.
+            key = (hash((info.seed - info.id, n)) & _KEY_MASK) + 1
+            if n == 0:
+                # Copied at iter(dataloader) (fork or pickle).
+                epoch, resume = self._epoch, self._resume
+            else:
+                # Persistent workers: iter(dataloader) waits until each
+                # worker has called iter(dataset), so this too is the state
+                # at iter(dataloader).
+                epoch = int(shared[_EPOCH])
+                ticket = int(shared[_TICKET])
+                resume = (ticket, int(shared[_R_EPOCH]), int(shared[_R_DONE])) if ticket else None
+            shared[_WORKERS_RAN] = 1
+        start = 0
+        if self._local_resume is not None:
+            epoch, start, yielded = self._local_resume
+            self._local_resume = None
+            return epoch, start + yielded * workers, worker, workers
+        if resume is not None:
+            ticket, r_epoch, done = resume
+            if int(shared[_CLAIMED]) != ticket:
+                shared[_CLAIMED_BY] = key
+                shared[_CLAIMED] = ticket
+                mine = True
+            else:
+                mine = int(shared[_CLAIMED_BY]) == key
+            if mine and r_epoch == epoch:
+                start = done
+            if info is None:
+                self._set_resume(None)
+        return epoch, start, worker, workers
 
     def _plan(self, loader: Loader, epoch: int) -> list[npt.NDArray[np.int64]]:
         seed = None if self.seed is None else self.seed + epoch
@@ -251,59 +636,61 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             drop_last=self.drop_last,
         )
 
-    def __len__(self) -> int:
-        """Batches this rank feeds per epoch."""
-        return self._count
-
-    def state_dict(self, batches_done: int | None = None) -> dict[str, int | None]:
-        """Where this rank is: the epoch and the batches consumed in it.
-
-        In-process (``num_workers=0``) the dataset counts the batches it
-        yielded; with DataLoader workers (which run ahead of the training
-        loop) pass ``batches_done``, the steps your loop finished this
-        epoch."""
-        done = self._consumed if batches_done is None else int(batches_done)
-        return {
-            "epoch": self.epoch,
-            "batches_done": done,
-            "seed": self.seed,
-            "rank": self.rank,
-            "world_size": self.world_size,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resumes at the first batch of ``state["epoch"]`` not yet consumed."""
-        if state.get("seed") != self.seed or state.get("world_size") != self.world_size:
-            raise ValueError(
-                f"state of seed {state.get('seed')} / world_size {state.get('world_size')} "
-                f"does not fit this dataset (seed {self.seed}, world_size {self.world_size})"
-            )
-        epoch, done = int(state["epoch"]), int(state["batches_done"])
-        self._shared[0] = epoch
-        self._shared[1] = epoch
-        self._shared[2] = done
-        self._consumed = done
+    # --- iteration --------------------------------------------------------
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        info = get_worker_info()
-        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        epoch = self.epoch
-        start = int(self._shared[2]) if int(self._shared[1]) == epoch else 0
+        # Not a generator function: the epoch and start are fixed here, at
+        # iter(), not at the first next().
+        # The cache first: an iteration refused for a rebuilt cache leaves a
+        # loaded resume point for the next one.
         loader = self._open_loader()
+        epoch, start, worker, workers = self._begin()
         plan = self._plan(loader, epoch)
-        in_process = info is None
+        return self._run(loader, plan, epoch, start, worker, workers)
+
+    def _run(
+        self,
+        loader: Loader,
+        plan: list[npt.NDArray[np.int64]],
+        epoch: int,
+        start: int,
+        worker: int,
+        workers: int,
+    ) -> Iterator[Any]:
+        in_process = get_worker_info() is None
         if in_process:
-            self._consumed = start
+            self._position = (epoch, start)
+        else:
+            self._progress = [epoch, start, worker, workers, 0]
+        todo = range(start + worker, len(plan), workers)
+        if not todo:
+            return iter(())
+        # Sized for the largest batch to come, not batch_size.
+        size = max(len(plan[k]) for k in todo)
         if in_process and self.pin_memory:
-            yield from self._iter_pinned(loader, plan, start)
-            return
-        batch = loader.new_batch(self.batch_size)
-        for k in range(start + worker, len(plan), workers):
+            return self._counted(self._iter_pinned(loader, plan, todo, size, epoch), epoch, todo)
+        return self._counted(self._iter_fresh(loader, plan, todo, size, epoch), epoch, todo)
+
+    def _counted(self, items: Iterator[Any], epoch: int, todo: range) -> Iterator[Any]:
+        """Records each item as consumed when it is handed out."""
+        progress = self._progress if get_worker_info() is not None else None
+        for k, item in zip(todo, items):
+            if progress is None:
+                self._position = (epoch, k + 1)
+            else:
+                progress[4] += 1
+            yield item
+
+    def _iter_fresh(
+        self, loader: Loader, plan: list[npt.NDArray[np.int64]], todo: range, size: int, epoch: int
+    ) -> Iterator[dict[str, Any]]:
+        shared = get_worker_info() is not None
+        batch = loader.new_batch(size)
+        for k in todo:
             picked = plan[k]
             self._fill(loader, batch, picked)
-            item = self._fresh(batch, self.positions[picked], shared=not in_process)
-            if in_process:
-                self._consumed = k + 1
+            item = self._fresh(batch, self.positions[picked], shared=shared)
+            item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
             yield item
 
     def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
@@ -335,6 +722,9 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             item["embeddings"] = {
                 k: own("e:" + k, v[:n], None) for k, v in batch.embeddings.items()
             }
+        token_ids = batch.token_ids
+        if token_ids is not None:
+            item["token_ids"] = own("token_ids", token_ids[:n], None)
         return item
 
     def _fresh(
@@ -353,42 +743,50 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         return self._item(batch, positions, own)
 
     def _iter_pinned(
-        self, loader: Loader, plan: list[npt.NDArray[np.int64]], start: int
+        self,
+        loader: Loader,
+        plan: list[npt.NDArray[np.int64]],
+        todo: range,
+        size: int,
+        epoch: int,
     ) -> Iterator[dict[str, Any]]:
-        pin = torch.cuda.is_available()
-        if not pin:
-            warnings.warn(
-                "CacheDataset(pin_memory=True): no CUDA device, using ordinary memory",
-                stacklevel=3,
-            )
-        batch = loader.new_batch(self.batch_size)
-        # Two page-locked buffer sets used in turn, each filled by one copy
-        # from the Batch (whose buffers are NumPy's) and sized for the
-        # largest batch seen (twice, to settle fast).
+        pin = _can_pin(type(self).__name__)
+        batch = loader.new_batch(size)
         twins: list[dict[str, torch.Tensor]] = [{}, {}]
-        for k in range(start, len(plan)):
-            twin = twins[k % 2]
-
-            def into(
-                key: str,
-                a: npt.NDArray[Any],
-                dtype: torch.dtype | None,
-                twin: dict[str, torch.Tensor] = twin,
-            ) -> torch.Tensor:
-                src = torch.from_numpy(np.ascontiguousarray(a))
-                want = dtype or src.dtype
-                buf = twin.get(key)
-                if buf is None or buf.numel() < src.numel() or buf.dtype != want:
-                    buf = torch.empty(max(src.numel(), 1) * 2, dtype=want, pin_memory=pin)
-                    twin[key] = buf
-                out = buf[: src.numel()].view(src.shape)
-                out.copy_(src)
-                return out
-
+        for turn, k in enumerate(todo):
             self._fill(loader, batch, plan[k])
-            item = self._item(batch, self.positions[plan[k]], into)
-            self._consumed = k + 1
+            item = self._item(batch, self.positions[plan[k]], _into(twins[turn % 2], pin))
+            item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
             yield item
+
+
+def _can_pin(who: str) -> bool:
+    pin = torch.cuda.is_available()
+    if not pin:
+        warnings.warn(
+            f"{who}(pin_memory=True): no CUDA device, using ordinary memory", stacklevel=4
+        )
+    return bool(pin)
+
+
+def _into(
+    twin: dict[str, torch.Tensor], pin: bool
+) -> Callable[[str, npt.NDArray[Any], torch.dtype | None], torch.Tensor]:
+    """Copies an array into ``twin``'s (page-locked) buffer for its key,
+    grown to twice the largest size seen (to settle fast)."""
+
+    def into(key: str, a: npt.NDArray[Any], dtype: torch.dtype | None) -> torch.Tensor:
+        src = torch.from_numpy(np.ascontiguousarray(a))
+        want = dtype or src.dtype
+        buf = twin.get(key)
+        if buf is None or buf.numel() < src.numel() or buf.dtype != want:
+            buf = torch.empty(max(src.numel(), 1) * 2, dtype=want, pin_memory=pin)
+            twin[key] = buf
+        out = buf[: src.numel()].view(src.shape)
+        out.copy_(src)
+        return out
+
+    return into
 
 
 def _pyg_batch() -> Any:
@@ -404,8 +802,8 @@ class GraphDataset(CacheDataset):
     """One epoch of graph batches (threads as propagation trees, see
     :class:`socialctx.GraphBatch`) over ``positions`` of a cache, for a
     DataLoader with ``batch_size=None``; batching, shuffling, bucketing, DDP
-    sharding and resumption as :class:`CacheDataset` (``embeddings``,
-    ``dense`` and ``pin_memory`` are not offered).
+    sharding, generations, epochs and resumption as :class:`CacheDataset`
+    (``embeddings``, ``dense`` and ``token_ids`` are not offered).
 
     Each item is a dict of fresh tensors: ``x`` float32 ``[N, 28]`` (each
     graph's root first, a zero row; then its selected reactions in time
@@ -413,9 +811,16 @@ class GraphDataset(CacheDataset):
     top-down, parent to child; the last ``E/2`` the same edges bottom-up),
     ``batch`` int64 ``[N]``, ``ptr`` int64 ``[B + 1]``, ``parent`` int64
     ``[N]`` (-1 for roots), ``y`` int64 ``[B]`` (the labels), ``source_ids``
-    and ``positions`` int64 ``[B]``. When ``torch_geometric`` is importable
-    (and ``pyg`` is not False) the item is a ``torch_geometric.data.Batch``
-    with these attributes instead; ``pyg=True`` requires it.
+    and ``positions`` int64 ``[B]``, and its place: ``epoch``,
+    ``plan_index`` and ``content_id``. When ``torch_geometric`` is
+    importable (and ``pyg`` is not False) the item is a
+    ``torch_geometric.data.Batch`` with these attributes instead;
+    ``pyg=True`` requires it.
+
+    ``pin_memory=True`` (in-process, ``num_workers=0``) copies each graph
+    into two page-locked buffer sets used in turn, as
+    :class:`CacheDataset`'s: a yielded graph is valid until the
+    next-but-one step.
 
     With ``bag_of_words=vocab`` (a :class:`socialctx.Vocabulary` counted on
     this cache) each item also has ``bow``: every node's bag of words
@@ -430,7 +835,7 @@ class GraphDataset(CacheDataset):
     def __init__(
         self,
         cache: str | os.PathLike[str] | Cache,
-        positions: npt.NDArray[np.int64] | Sequence[int] | range,
+        positions: npt.NDArray[np.integer[Any]] | Sequence[int] | range,
         batch_size: int,
         *,
         pyg: bool | None = None,
@@ -440,7 +845,7 @@ class GraphDataset(CacheDataset):
     ) -> None:
         self.bag_of_words = bag_of_words
         self.bow_unknown = bow_unknown
-        for opt in ("embeddings", "dense", "pin_memory"):
+        for opt in ("embeddings", "dense", "token_ids", "max_tokens"):
             if kwargs.get(opt):
                 raise ValueError(f"GraphDataset does not take {opt}")
         self._batch_type = None if pyg is False else _pyg_batch()
@@ -448,37 +853,75 @@ class GraphDataset(CacheDataset):
             raise ImportError("GraphDataset(pyg=True) needs torch_geometric")
         super().__init__(cache, positions, batch_size, **kwargs)
 
-    def __iter__(self) -> Iterator[Any]:
-        info = get_worker_info()
-        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
-        epoch = self.epoch
-        start = int(self._shared[2]) if int(self._shared[1]) == epoch else 0
-        loader = self._open_loader()
-        plan = self._plan(loader, epoch)
-        in_process = info is None
+    def _plan_params(self) -> dict[str, Any]:
+        params = super()._plan_params()
+        params["graph"] = True
+        return params
+
+    def _run(
+        self,
+        loader: Loader,
+        plan: list[npt.NDArray[np.int64]],
+        epoch: int,
+        start: int,
+        worker: int,
+        workers: int,
+    ) -> Iterator[Any]:
+        in_process = get_worker_info() is None
         if in_process:
-            self._consumed = start
+            self._position = (epoch, start)
+        else:
+            self._progress = [epoch, start, worker, workers, 0]
+        todo = range(start + worker, len(plan), workers)
+        pin = in_process and self.pin_memory
+        return self._counted(self._iter_graphs(loader, plan, todo, epoch, pin), epoch, todo)
+
+    def _iter_graphs(
+        self,
+        loader: Loader,
+        plan: list[npt.NDArray[np.int64]],
+        todo: range,
+        epoch: int,
+        pin: bool,
+    ) -> Iterator[Any]:
+        twins: list[dict[str, torch.Tensor]] | None = None
+        if pin:
+            twins = [{}, {}]
+            pinned = _can_pin(type(self).__name__)
         graph = GraphBatch()
-        for k in range(start + worker, len(plan), workers):
+        for turn, k in enumerate(todo):
             picked = plan[k]
             labels = None if self.labels is None else self.labels[picked]
             loader.fill_graph(self.positions[picked], graph, labels)
-            item = self._graph_item(graph)
-            if in_process:
-                self._consumed = k + 1
-            yield item
+            item = self._graph_item(
+                graph, None if twins is None else _into(twins[turn % 2], pinned)
+            )
+            extra = {"epoch": epoch, "plan_index": k, "content_id": self.content_id}
+            if self._batch_type is None:
+                item.update(extra)
+                yield item
+            else:
+                yield self._batch_type(**item, **extra)
 
-    def _graph_item(self, graph: GraphBatch) -> Any:
-        # The getters return fresh arrays: from_numpy shares them, no copy more.
-        item = {
-            "x": torch.from_numpy(graph.x),
-            "edge_index": torch.from_numpy(graph.edge_index),
-            "batch": torch.from_numpy(graph.batch),
-            "ptr": torch.from_numpy(graph.ptr),
-            "parent": torch.from_numpy(graph.parent),
-            "y": torch.from_numpy(graph.labels.astype(np.int64)),
-            "source_ids": torch.from_numpy(graph.source_ids.view(np.int64)),
-            "positions": torch.from_numpy(graph.positions),
+    def _graph_item(
+        self,
+        graph: GraphBatch,
+        into: Callable[[str, npt.NDArray[Any], torch.dtype | None], torch.Tensor] | None,
+    ) -> dict[str, Any]:
+        # The getters return fresh arrays: from_numpy shares them, no copy
+        # more; pinned, one copy each into the turn's buffers.
+        def own(key: str, a: npt.NDArray[Any]) -> torch.Tensor:
+            return torch.from_numpy(a) if into is None else into(key, a, None)
+
+        item: dict[str, Any] = {
+            "x": own("x", graph.x),
+            "edge_index": own("edge_index", graph.edge_index),
+            "batch": own("batch", graph.batch),
+            "ptr": own("ptr", graph.ptr),
+            "parent": own("parent", graph.parent),
+            "y": own("y", graph.labels.astype(np.int64)),
+            "source_ids": own("source_ids", graph.source_ids.view(np.int64)),
+            "positions": own("positions", graph.positions),
         }
         if self.bag_of_words is not None:
             vocab = self.bag_of_words
@@ -496,6 +939,4 @@ class GraphDataset(CacheDataset):
                     # Valid by construction (ascending indices, monotone indptr).
                     check_invariants=False,
                 )
-        if self._batch_type is None:
-            return item
-        return self._batch_type(**item)
+        return item

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 use socialctx as sc;
 
@@ -91,6 +93,36 @@ impl PyFeatureStats {
     fn feature_names(&self) -> Vec<String> {
         self.inner.feature_names.clone()
     }
+    /// Pickling (spawn and forkserver DataLoader workers, `copy.deepcopy`):
+    /// the JSON `save` writes.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let json = serde_json::to_string(&slf.get().inner)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let remake = slf.get_type().getattr("_from_json")?;
+        PyTuple::new(
+            py,
+            [remake.into_any(), (json,).into_pyobject(py)?.into_any()],
+        )
+    }
+
+    /// Remakes pickled statistics (see `__reduce__`), checked as `load` checks a file.
+    #[staticmethod]
+    fn _from_json(json: &str) -> PyResult<Self> {
+        let bad =
+            |reason: String| PyValueError::new_err(format!("not pickled FeatureStats: {reason}"));
+        let inner: sc::FeatureStats = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
+        if inner
+            .feature_names
+            .iter()
+            .map(String::as_str)
+            .ne(sc::Feature::NAMES)
+        {
+            return Err(bad("feature names differ from this library's".into()));
+        }
+        Ok(PyFeatureStats { inner })
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "socialctx.FeatureStats(threads={}, count={})",

@@ -16,7 +16,7 @@ use socialctx as sc;
 use crate::batch::PyBatch;
 use crate::cache::PyCache;
 use crate::convert::Reader;
-use crate::error::{PyScError, Result};
+use crate::error::{CacheError, PyScError, Result};
 use crate::graph::PyGraphBatch;
 
 /// Tokens of one text field and their counts, most frequent first (ties by
@@ -215,6 +215,50 @@ impl PyVocabulary {
                 counts.into_pyarray(py).into_any(),
             ],
         )?)
+    }
+
+    /// Pickling (spawn and forkserver DataLoader workers, `copy.deepcopy`):
+    /// the tokens and counts, with the path and content id of the cache
+    /// counted on, reopened on unpickling.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let this = slf.get();
+        let args = (
+            this.reader.dir().to_string_lossy().into_owned(),
+            this.reader.content_id(),
+            this.inner.field().as_str(),
+            this.inner.tokens().to_vec(),
+            this.inner.counts().to_vec(),
+        );
+        let remake = slf.get_type().getattr("_from_parts")?;
+        PyTuple::new(py, [remake.into_any(), args.into_pyobject(py)?.into_any()])
+    }
+
+    /// Remakes a pickled Vocabulary (see `__reduce__`). CacheError if the
+    /// cache it was counted on is gone or was rebuilt with other content.
+    #[staticmethod]
+    fn _from_parts(
+        py: Python<'_>,
+        cache_dir: PathBuf,
+        content_id: &str,
+        field: &str,
+        tokens: Vec<String>,
+        counts: Vec<u64>,
+    ) -> Result<Self> {
+        let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
+        let inner = sc::Vocabulary::from_parts(field, tokens, counts)
+            .map_err(|e| PyValueError::new_err(format!("not a pickled Vocabulary: {e}")))?;
+        let reader: Arc<Reader> = Arc::new(py.detach(|| sc::LazyCache::open(&cache_dir))?);
+        let now = reader.content_id();
+        if now != content_id {
+            return Err(CacheError::new_err(format!(
+                "{}: the cache this Vocabulary was counted on was rebuilt (content id {content_id}, \
+                 now {now}); count a new one on the rebuilt cache",
+                cache_dir.display()
+            ))
+            .into());
+        }
+        Ok(PyVocabulary { inner, reader })
     }
 
     fn __len__(&self) -> usize {

@@ -72,7 +72,7 @@ def test_fill_writes_in_place_with_given_labels(built):
     for a in arrays:
         assert a.flags.writeable and a.flags.c_contiguous
     batch.features[...] = np.nan
-    loader.fill([0, 2, -1], batch, labels=[1, 0, 1])
+    loader.fill([0, 2, len(cache) - 1], batch, labels=[1, 0, 1])
     assert [
         a.ctypes.data
         for a in (

@@ -52,8 +52,8 @@ for name in ("reply", "desc"):
     assert emb.any(), name
 assert unique.counts.sum() > len(unique.counts)
 """,
-    'rows = table(item["embedding_index"]["reply"])': """
-assert state["batches_done"] == len(ds), (state, len(ds))
+    "rows = table(item)": """
+assert state["epoch"] == 1 and state["batches_done"] == len(ds), (state, len(ds))
 assert rows.shape[-1] == 4
 """,
     "fold.event, fold.train, fold.test, fold.leakage": """

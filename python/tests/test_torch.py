@@ -104,7 +104,8 @@ def test_resumption_equals_the_uninterrupted_run(built, workers):
         seen.append(s)
         if k == 3:
             break
-    state = ds.state_dict(None if workers == 0 else 4)
+    # In-process the dataset counts by itself; workers run ahead, so name the item.
+    state = ds.state_dict() if workers == 0 else ds.state_dict(after=seen[-1])
     assert state["epoch"] == 5 and state["batches_done"] == 4
     again = CacheDataset(built["sample"], range(36), 3, seed=2, bucket=True, pad="longest")
     again.load_state_dict(state)
@@ -250,3 +251,25 @@ def test_graph_dataset_bag_of_words(built):
                 np.testing.assert_array_equal(bow.to_dense().numpy(), want)
                 unknowns += want[:, 1].sum()
             assert (unknowns > 0) == unknown
+
+
+def test_graph_dataset_pinned_in_process_mode_matches(built):
+    """GraphDataset(pin_memory=True) in-process: two buffer sets in turn
+    (ordinary memory without CUDA, with a warning), the same graphs; a
+    yielded graph stays valid until the next-but-one step."""
+    from socialctx.torch import GraphDataset
+
+    kw = dict(seed=3, pyg=False, kinds="both", max_cxt=20)
+    plain = list(GraphDataset(built["sample"], range(38), 5, **kw))
+    with pytest.warns(UserWarning, match="no CUDA") if not torch.cuda.is_available() else _null():
+        pinned = iter(GraphDataset(built["sample"], range(38), 5, pin_memory=True, **kw))
+        previous = None
+        for a in plain:
+            b = next(pinned)
+            for key in ("x", "edge_index", "batch", "ptr", "parent", "y", "positions"):
+                assert torch.equal(a[key], b[key]), key
+            assert (a["epoch"], a["plan_index"]) == (b["epoch"], b["plan_index"])
+            if previous is not None:  # the step before's graph, still intact
+                assert torch.equal(previous[0]["x"], previous[1]["x"])
+            previous = (a, b)
+        assert next(pinned, None) is None

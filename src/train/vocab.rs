@@ -118,6 +118,46 @@ impl Vocabulary {
         })
     }
 
+    /// The vocabulary of `tokens` with their `counts`, as [`tokens`](Self::tokens)
+    /// and [`counts`](Self::counts) return them (how a pickled vocabulary is
+    /// remade). Fails, naming the reason, for unequal lengths, a repeated
+    /// token or an order other than [`count`](Self::count)'s.
+    pub fn from_parts(
+        field: TextField,
+        tokens: Vec<String>,
+        counts: Vec<u64>,
+    ) -> Result<Self, String> {
+        if tokens.len() != counts.len() {
+            return Err(format!(
+                "{} tokens for {} counts",
+                tokens.len(),
+                counts.len()
+            ));
+        }
+        for i in 1..tokens.len() {
+            let in_order = counts[i - 1] > counts[i]
+                || (counts[i - 1] == counts[i] && tokens[i - 1] < tokens[i]);
+            if !in_order {
+                return Err(format!(
+                    "tokens {:?} and {:?} are not in count order (most frequent first, ties by the token)",
+                    tokens[i - 1],
+                    tokens[i]
+                ));
+            }
+        }
+        let index = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32 + 2))
+            .collect();
+        Ok(Vocabulary {
+            field,
+            tokens,
+            counts,
+            index,
+        })
+    }
+
     /// The text field the tokens were counted on (and that token ids and
     /// bags of words read).
     pub fn field(&self) -> TextField {
