@@ -198,6 +198,8 @@ struct Run {
     plan: Plan,
     prev: Option<Prev>,
     not_reused: Option<String>,
+    /// Why an interrupted embed of another model was started over.
+    restarted: Option<String>,
     reuse_from: Vec<Option<u32>>,
     todo: Vec<u32>,
     done: usize,
@@ -328,26 +330,37 @@ impl StoreWriter {
         } else {
             None
         };
-        let reuse_from = match &prev {
-            Some(p) => unique.positions_in(&p.store.keys().collect::<Vec<_>>()),
-            None => vec![None; unique.len()],
-        };
-        let todo: Vec<u32> = (0..unique.len() as u32)
-            .filter(|&u| reuse_from[u as usize].is_none())
-            .collect();
-        let reused = unique.len() - todo.len();
-        let (compact, dropped) = match &prev {
-            None => (true, 0),
-            Some(p) => {
-                let rows = p.store.rows() + todo.len();
-                let dead = rows - unique.len();
-                let (num, den) = COMPACT_DEAD_SHARE;
-                let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
-                (
-                    self.compact || dead * den > rows * num || segments > MAX_SEGMENTS,
-                    p.store.rows() - reused,
-                )
+        let mut prev = prev;
+        let (reuse_from, todo, compact, dropped) = loop {
+            let reuse_from = match &prev {
+                Some(p) => unique.positions_in(&p.store.keys().collect::<Vec<_>>()),
+                None => vec![None; unique.len()],
+            };
+            let todo: Vec<u32> = (0..unique.len() as u32)
+                .filter(|&u| reuse_from[u as usize].is_none())
+                .collect();
+            let reused = unique.len() - todo.len();
+            let Some(p) = &prev else {
+                break (reuse_from, todo, true, 0);
+            };
+            let rows = p.store.rows() + todo.len();
+            let dead = rows - unique.len();
+            let (num, den) = COMPACT_DEAD_SHARE;
+            let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
+            let compact = self.compact || dead * den > rows * num || segments > MAX_SEGMENTS;
+            // Compaction copies the reused rows, so it verifies them in
+            // full first: a copy must not give damaged rows a fresh
+            // checksum. (Appending links them instead, and every reader of
+            // the new store verifies them.)
+            if compact
+                && let Err(e) =
+                    EmbeddingStore::open_checked(&derived, None, &self.name, Verify::All)
+            {
+                not_reused = Some(e.to_string());
+                prev = None;
+                continue;
             }
+            break (reuse_from, todo, compact, p.store.rows() - reused);
         };
         let plan = Plan {
             cache_content_id: cache.content_id(),
@@ -374,6 +387,7 @@ impl StoreWriter {
             plan,
             prev,
             not_reused,
+            restarted: None,
             reuse_from,
             todo,
             done: 0,
@@ -459,6 +473,12 @@ impl StoreWriter {
     /// not be read.
     pub fn not_reused(&self) -> Option<&str> {
         self.run.as_ref().and_then(|r| r.not_reused.as_deref())
+    }
+
+    /// Why an interrupted embed was not resumed, where it was of another
+    /// model (it is started over, never mixed).
+    pub fn restarted(&self) -> Option<&str> {
+        self.run.as_ref().and_then(|r| r.restarted.as_deref())
     }
 
     /// Writes batch `b`'s float32 rows (`[inputs(b).len(), dim]`, C order).
@@ -652,9 +672,18 @@ impl StoreWriter {
 impl Run {
     /// The progress of an interrupted embed with the same plan whose files
     /// are there, else None.
-    fn resumable(&self) -> Option<Progress> {
+    fn resumable(&mut self) -> Option<Progress> {
         let text = fs::read(self.partial.join(PROGRESS_FILE)).ok()?;
         let p: Progress = serde_json::from_slice(&text).ok()?;
+        if p.plan.model_id != self.plan.model_id {
+            self.restarted = Some(format!(
+                "{}: the interrupted embed was of model {:?}, not {:?}; starting over",
+                self.partial.display(),
+                p.plan.model_id,
+                self.plan.model_id
+            ));
+            return None;
+        }
         let seg = self.partial.join(segment_file(self.seg_no));
         let files = [INDEX_FILE, KEYS_FILE]
             .iter()
@@ -787,14 +816,11 @@ impl Run {
         self.save_progress()
     }
 
-    /// Compacting with a previous store: its rows of reused inputs, copied
-    /// to their inputs' positions in the one new segment, and synced. The
-    /// previous store is verified in full first: a copy must not give
-    /// damaged rows a fresh checksum.
+    /// Compacting with a previous store (verified in full by `begin`): its
+    /// rows of reused inputs, copied to their inputs' positions in the one
+    /// new segment, and synced.
     fn copy_reused(&mut self, dtype: Dtype, dim: usize) -> Result<()> {
         let Some(p) = &self.prev else { return Ok(()) };
-        let derived = self.root.parent().unwrap_or(&self.root);
-        EmbeddingStore::open_checked(derived, None, p.store.meta().name.as_str(), Verify::All)?;
         let path = self.partial.join(segment_file(0));
         let (file, at) = create_segment(&path, dtype, self.unique.len(), dim)?;
         let row = dim * dtype.size();
