@@ -196,12 +196,16 @@ impl PyStoreWriter {
             .ok_or_else(|| EmbeddingError::new_err("the store writer is closed"))?;
         if let Ok(a) = rows.extract::<PyReadonlyArray2<'_, f32>>() {
             let dim = a.shape()[1];
-            let s = a.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let s = a
+                .as_slice()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
             py.detach(|| w.write_f32(b, s, dim))?;
         } else {
             let a = rows.extract::<PyReadonlyArray2<'_, u16>>()?;
             let dim = a.shape()[1];
-            let s = a.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let s = a
+                .as_slice()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
             py.detach(|| w.write_f16(b, s, dim))?;
         }
         Ok(())

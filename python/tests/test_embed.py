@@ -4,7 +4,6 @@ kill, atomic replacement) and Loader(embeddings=...)."""
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
