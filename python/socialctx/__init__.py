@@ -53,8 +53,9 @@ from ._socialctx import (
     read_split,
     shuffled,
 )
-from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
+from .embed import EmbeddingError, EmbedSummary, embed
 from .folds import Fold, folds
+from .store import Embeddings, open_store
 
 __version__ = "0.1.0"
 

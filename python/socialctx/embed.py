@@ -21,17 +21,12 @@ and writes the result beside the cache::
         batch.embeddings["elmo-reply"]   # [B, T, dim]: zeros where due
 
 A store is the directory ``<cache>/derived/embeddings/<name>/``: immutable
-row segments ``seg-NNNNN.npy`` (``[rows, dim]`` float32 or float16 each,
-``np.load(mmap_mode="r")`` works on each; global row ``r`` is row ``r`` of
-their concatenation), ``index.npy`` (``uint32 [reactions]``, each reaction's
-global row, ``0xFFFFFFFF`` for a zero row), ``keys.npy`` (each row's content
-key, what a later embed reuses rows by) and ``meta.json``. The crate writes
-it (``src/store/``: lock, staging, rows synced per batch, resumption,
-checksums, one atomic swap) and verifies every store it opens; this module
-only calls the model. A nightly embed of a rebuilt cache (given a
-``model_id``) calls the model for the new inputs only and adds one segment
-of their rows, linking the previous segments; compaction rewrites the store
-as one segment, byte for byte a from-scratch embed.
+row segments ``seg-NNNNN.npy`` (each loads with ``np.load(mmap_mode="r")``;
+global row ``r`` is row ``r`` of their concatenation), ``index.npy`` (each
+reaction's global row, ``NONE`` for zeros), ``keys.npy`` (each row's content
+key) and ``meta.json``. The crate writes it (``src/store/``: the lock,
+staging, rows synced per batch, resumption, checksums, one atomic swap) and
+verifies every store it opens; this module only calls the model.
 """
 
 from __future__ import annotations
@@ -40,13 +35,12 @@ import json
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import numpy.typing as npt
 
 from . import _socialctx
 
@@ -185,16 +179,12 @@ def _embed(
             inputs = w.inputs(b)
             rows = np.asarray(fn(inputs))
             calls += 1
-            if rows.ndim != 2 or rows.shape[0] != len(inputs):
+            if rows.ndim != 2 or rows.shape[0] != len(inputs) or rows.shape[1] < 1:
+                n = len(inputs)
                 raise ValueError(
-                    f"fn returned shape {rows.shape} for {len(inputs)} inputs; "
-                    f"expected [{len(inputs)}, dim]"
+                    f"fn returned shape {rows.shape} for {n} inputs; expected [{n}, dim]"
                 )
-            if rows.shape[1] < 1:
-                raise ValueError("fn returned rows of dimension 0")
-            if w.dim is not None and rows.shape[1] != w.dim:
-                if calls > 1 or not (w.resumed or w.reused):
-                    raise ValueError(f"fn returned rows of dimension {rows.shape[1]} after {w.dim}")
+            if w.dim not in (None, rows.shape[1]) and calls == 1 and (w.resumed or w.reused):
                 # The model changed since the interrupted run or the store
                 # it would reuse: its rows cannot be mixed; start over.
                 warnings.warn(
@@ -208,28 +198,18 @@ def _embed(
                 )
             with np.errstate(over="ignore", invalid="ignore"):
                 cast = np.ascontiguousarray(rows, dtype=_DTYPES[dtype])
-            if not np.isfinite(cast).all():
-                raise ValueError(
-                    f"fn returned values that are not finite as {dtype} for inputs of batch {b}"
-                )
+            # The writer checks the width and that every value is finite
+            # (ValueError otherwise).
             w.write(b, cast.view(np.uint16) if dtype == "float16" else cast)
             if progress is not None:
                 progress(b + 1, w.batches)
-        summary = EmbedSummary(
-            calls=calls,
-            unique=w.unique,
-            dim=0,
-            reactions=w.reactions,
-            resumed=w.resumed,
-            new=w.new_inputs,
-            reused=w.reused,
-            dropped=w.dropped,
-            compacted=w.compacting,
-        )
-        meta = json.loads(w.finish())
+        counts = (w.unique, w.reactions, w.resumed, w.new_inputs, w.reused, w.dropped)
+        compacted = w.compacting
+        dim = int(json.loads(w.finish())["dim"])
     finally:
         w.close()
-    return replace(summary, dim=int(meta["dim"]))
+    unique, reactions, resumed, new, reused, dropped = counts
+    return EmbedSummary(calls, unique, dim, reactions, resumed, new, reused, dropped, compacted)
 
 
 class _ProgressBar:
@@ -254,76 +234,3 @@ class _ProgressBar:
     def close(self) -> None:
         if self.drawn:
             sys.stderr.write("\n")
-
-
-class Embeddings:
-    """An opened embedding store: ``segments`` (memory maps, ``[rows, dim]``
-    each, in global row order), ``index`` ``uint32 [reactions]`` (each
-    reaction's global row) and ``meta``. Made by :func:`open_store`."""
-
-    def __init__(
-        self,
-        path: Path,
-        meta: dict[str, Any],
-        segments: list[npt.NDArray[Any]],
-        index: npt.NDArray[np.uint32],
-    ):
-        self.path = path
-        self.meta = meta
-        self.segments = segments
-        self.index = index
-        self.starts = np.cumsum([0] + [len(s) for s in segments])
-
-    @property
-    def dim(self) -> int:
-        return int(self.meta["dim"])
-
-    @property
-    def vectors(self) -> npt.NDArray[Any]:
-        """All rows ``[rows, dim]``: the segment's memory map for a store of
-        one segment, else a copy joining them."""
-        if len(self.segments) == 1:
-            return self.segments[0]
-        dt = _DTYPES[self.meta["dtype"]]
-        if not self.segments:
-            return np.zeros((0, self.dim), dtype=dt)
-        return np.concatenate(self.segments)
-
-    def __repr__(self) -> str:
-        m = self.meta
-        return (
-            f"socialctx.Embeddings({m['name']!r}, field={m['field']!r}, unique={m['unique']}, "
-            f"dim={m['dim']}, segments={len(self.segments)})"
-        )
-
-    def rows(self, reactions: Sequence[int] | npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
-        """The rows of these reactions (cache-order indices), zeros where due."""
-        idx = self.index[np.asarray(reactions, dtype=np.int64)].astype(np.int64)
-        out = np.zeros((len(idx), self.dim), dtype=_DTYPES[self.meta["dtype"]])
-        has = idx != NONE
-        seg = np.searchsorted(self.starts, idx, side="right") - 1
-        for k, rows in enumerate(self.segments):
-            at = has & (seg == k)
-            out[at] = rows[idx[at] - self.starts[k]]
-        return out
-
-
-def open_store(
-    cache: _socialctx.Cache, name: str, *, validate: Literal["lazy", "all"] = "all"
-) -> Embeddings:
-    """Opens store ``name`` of ``cache``, verified in full by the crate's
-    reader (metadata, that it belongs to this content of the cache, every
-    file's size and checksum, the arrays' headers, every index entry,
-    finite rows): any fault is an :class:`EmbeddingError` naming the file.
-    ``validate`` is accepted for compatibility; every open verifies all."""
-    if validate not in ("lazy", "all"):
-        raise ValueError(f'validate must be "lazy" or "all", not {validate!r}')
-    path = store_dir(cache, name)
-    meta_json, segments = _socialctx._open_store(cache, name)
-    meta = json.loads(meta_json)
-    try:
-        rows = [np.load(p, mmap_mode="r") for p, _ in segments]
-        index = np.load(path / "index.npy", mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise EmbeddingError(f"{path}: unreadable store arrays: {e}") from None
-    return Embeddings(path, meta, rows, index)

@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use socialctx as sc;
 
 use crate::cache::PyCache;
-use crate::convert::Reader;
+use crate::convert::{Keywords, Reader};
 use crate::error::{EmbeddingError, Result};
 
 use std::sync::Arc;
@@ -70,29 +70,28 @@ impl PyStoreWriter {
 #[pymethods]
 impl PyStoreWriter {
     #[new]
-    #[pyo3(signature = (cache, name, *, field, half=false, batch_size=256, model_id=None, compact=false, reuse=true, resume=true))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(
+        signature = (cache, name, **options),
+        text_signature = "(cache, name, *, field, half=False, batch_size=256, model_id=None, compact=False, reuse=True, resume=True)"
+    )]
     fn new(
         py: Python<'_>,
         cache: &Bound<'_, PyCache>,
         name: &str,
-        field: &str,
-        half: bool,
-        batch_size: usize,
-        model_id: Option<String>,
-        compact: bool,
-        reuse: bool,
-        resume: bool,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> Result<Self> {
+        let mut kw = Keywords::new("StoreWriter()", options);
+        let field: String = kw.get("field", String::new())?;
         let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
-        let reader = Arc::clone(&cache.get().reader);
         let w = sc::StoreWriter::new(name, field)
-            .half(half)
-            .batch_size(batch_size)
-            .model_id(model_id.as_deref())
-            .compact(compact)
-            .reuse(reuse)
-            .resume(resume);
+            .half(kw.get("half", false)?)
+            .batch_size(kw.get("batch_size", 256)?)
+            .model_id(kw.get::<Option<String>>("model_id", None)?.as_deref())
+            .compact(kw.get("compact", false)?)
+            .reuse(kw.get("reuse", true)?)
+            .resume(kw.get("resume", true)?);
+        kw.finish()?;
+        let reader = Arc::clone(&cache.get().reader);
         let c: &Reader = &*reader;
         let w = py.detach(|| w.begin(c))?;
         Ok(PyStoreWriter {
@@ -188,27 +187,31 @@ impl PyStoreWriter {
     }
 
     /// Writes batch `b`'s rows: float32, or float16 as uint16 bits,
-    /// `[len(inputs(b)), dim]` C-contiguous.
+    /// `[len(inputs(b)), dim]` C-contiguous. Rows that do not fit (width,
+    /// count, values not finite) are a ValueError.
     fn write(&mut self, py: Python<'_>, b: usize, rows: &Bound<'_, PyAny>) -> Result<()> {
         let w = self
             .inner
             .as_mut()
             .ok_or_else(|| EmbeddingError::new_err("the store writer is closed"))?;
-        if let Ok(a) = rows.extract::<PyReadonlyArray2<'_, f32>>() {
+        let written = if let Ok(a) = rows.extract::<PyReadonlyArray2<'_, f32>>() {
             let dim = a.shape()[1];
             let s = a
                 .as_slice()
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            py.detach(|| w.write_f32(b, s, dim))?;
+            py.detach(|| w.write_f32(b, s, dim))
         } else {
             let a = rows.extract::<PyReadonlyArray2<'_, u16>>()?;
             let dim = a.shape()[1];
             let s = a
                 .as_slice()
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-            py.detach(|| w.write_f16(b, s, dim))?;
+            py.detach(|| w.write_f16(b, s, dim))
+        };
+        match written {
+            Err(sc::EmbeddingError::Rows { reason }) => Err(PyValueError::new_err(reason).into()),
+            other => Ok(other?),
         }
-        Ok(())
     }
 
     /// Publishes the store; returns its metadata as JSON. Closes the writer.
