@@ -633,3 +633,43 @@ def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_befo
     assert night.new == 3 and night.resumed == batches_before_kill, night
     assert model.calls == 3 - batches_before_kill
     _assert_rows_of(cache, tmp_path, batch_size=1)
+
+
+def test_every_reader_reads_a_two_segment_store_as_its_rows(tmp_path):
+    """Loader (index and dense), EmbeddingTable and open_store read a
+    nightly store of two segments by global row, each as a from-scratch
+    embed's rows; after compaction, the same."""
+    torch = pytest.importorskip("torch")
+    from socialctx.torch import EmbeddingTable
+
+    _, cache = _a_changed_night(tmp_path, edits=4)
+    socialctx.embed(cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    _assert_rows_of(cache, tmp_path)
+    for compact in (False, True):
+        if compact:
+            socialctx.embed(
+                cache,
+                Model(),
+                field="reply",
+                name="r",
+                batch_size=16,
+                model_id="toy-1",
+                compact=True,
+            )
+        store = socialctx.open_store(cache, "r")
+        assert len(store.segments) == (1 if compact else 2)
+        table = EmbeddingTable(cache, "r")
+        assert table.num_rows == store.meta["rows"] == sum(len(s) for s in store.segments)
+        loader = socialctx.Loader(cache, embeddings=["r"], dense=True, kinds="both")
+        seen = 0
+        for batch in loader.epoch(range(len(cache)), 8, seed=1):
+            index = np.asarray(batch.embedding_index["r"])
+            dense = np.asarray(batch.embeddings["r"])
+            got = table(torch.from_numpy(index.astype(np.int64))).numpy()
+            assert np.array_equal(got, dense)
+            # The global rows name the rows open_store reads.
+            has = index >= 0
+            flat = np.concatenate(store.segments) if len(store.segments) > 1 else store.segments[0]
+            assert np.array_equal(dense[has], np.asarray(flat)[index[has]])
+            seen += int(has.sum())
+        assert seen > 0
