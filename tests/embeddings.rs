@@ -588,3 +588,37 @@ fn damaged_stores_are_refused_with_the_file_and_the_reason() {
         .to_string();
     assert!(err.contains("no embedding store"), "{err}");
 }
+
+#[test]
+fn a_resume_keeps_only_the_batches_whose_rows_read_back_as_written() {
+    // Rows are synced about once a second, so after a power loss the
+    // progress file may claim rows the disk never got: here batch 2 of 4
+    // written reads back as zeros, and the resumed embed redoes it and all
+    // after it, to the bytes of an uninterrupted embed.
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = golden(tmp.path());
+    let want = {
+        let t = tempfile::tempdir().unwrap();
+        let copy = t.path().join("cache");
+        copy_dir(cache.dir(), &copy);
+        let c = Cache::open(&copy).unwrap();
+        embed(&c, "s", 8, false, None);
+        store_bytes(&c.derived_dir().join("embeddings/s"))
+    };
+    let (calls, _, _) = embed(&cache, "s", 8, false, Some(4));
+    assert_eq!(calls, 4);
+    let seg = cache.derived_dir().join("embeddings/.s.partial/seg-00000.npy");
+    let bytes = std::fs::read(&seg).unwrap();
+    let at = npy_header(Dtype::F32, &[0, 0]).len().next_multiple_of(64);
+    let h = socialctx::internals::store_format::parse_npy(&bytes).unwrap();
+    assert_eq!(h.data_offset, at);
+    let row = DIM * 4;
+    let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &vec![0u8; 8 * row], (at + 2 * 8 * row) as u64)
+        .unwrap();
+    let (calls, resumed, meta) = embed(&cache, "s", 8, false, None);
+    assert_eq!(resumed, 2);
+    let total = meta.unwrap().unique.div_ceil(8);
+    assert_eq!(calls, total - 2);
+    assert_eq!(store_bytes(&cache.derived_dir().join("embeddings/s")), want);
+}

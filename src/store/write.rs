@@ -149,7 +149,20 @@ struct Progress {
     plan: Plan,
     done: usize,
     dim: Option<usize>,
+    /// Per batch written, the xxh3-64 of its rows' bytes: a resumed embed
+    /// keeps the batches whose rows read back the same (rows are synced
+    /// about once a second, not per batch, so after a power loss the
+    /// progress may claim rows that never reached the disk).
+    #[serde(default)]
+    hashes: Vec<u64>,
 }
+
+/// Rows are synced at most this often while batches come in (and always
+/// before publication): a sync per batch cost 3.5 ms on the disk measured,
+/// 40% of a from-scratch embed at 385 batches, and buys nothing the
+/// per-batch hashes do not (at most this much model time is redone after a
+/// power loss).
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Writes an embedding store of a cache from rows the caller computes, one
 /// batch of inputs at a time: configure it ([`new`](Self::new) and the
@@ -210,6 +223,9 @@ struct Run {
     /// appending, 0 when compacting).
     seg_no: usize,
     dropped: usize,
+    /// Per batch written, its rows' xxh3-64 ([`Progress::hashes`]).
+    hashes: Vec<u64>,
+    last_sync: std::time::Instant,
 }
 
 impl Drop for Run {
@@ -396,6 +412,8 @@ impl StoreWriter {
             seg: None,
             seg_no,
             dropped,
+            hashes: Vec::new(),
+            last_sync: std::time::Instant::now(),
         };
         match self.resume.then(|| run.resumable()).flatten() {
             Some(p) => run.resume_from(p)?,
@@ -548,27 +566,14 @@ impl StoreWriter {
             run.dim = Some(dim);
         }
         let (file, at) = run.seg.as_ref().expect("created above");
-        let first = b * batch_size;
-        if run.plan.compact {
-            // Rows go to their inputs' positions: runs of consecutive ones.
-            let picked = &run.todo[first..first + n];
-            let mut i = 0;
-            while i < n {
-                let mut j = i + 1;
-                while j < n && picked[j] == picked[j - 1] + 1 {
-                    j += 1;
-                }
-                let off = *at + picked[i] as usize * row;
-                io(
-                    &path,
-                    file.write_all_at(&bytes[i * row..j * row], off as u64),
-                )?;
-                i = j;
-            }
-        } else {
-            io(&path, file.write_all_at(bytes, (*at + first * row) as u64))?;
+        for (from, to, off) in run.batch_runs(b, batch_size, *at, row) {
+            io(&path, file.write_all_at(&bytes[from..to], off))?;
         }
-        io(&path, file.sync_data())?;
+        if run.last_sync.elapsed() >= SYNC_EVERY {
+            io(&path, file.sync_data())?;
+            run.last_sync = std::time::Instant::now();
+        }
+        run.hashes.push(xxhash_rust::xxh3::xxh3_64(bytes));
         run.done = b + 1;
         run.save_progress()
     }
@@ -599,8 +604,9 @@ impl StoreWriter {
             }));
         }
         if let Some((file, _)) = run.seg.take() {
-            drop(file);
             let path = run.partial.join(segment_file(run.seg_no));
+            io(&path, file.sync_data())?;
+            drop(file);
             let f = hash_file(&path)?;
             segments.push(StoreSegment {
                 file: segment_file(run.seg_no),
@@ -692,9 +698,13 @@ impl Run {
     }
 
     fn resume_from(&mut self, p: Progress) -> Result<()> {
+        if p.hashes.len() != p.done {
+            return self.start();
+        }
         self.done = p.done;
         self.resumed = p.done;
         self.dim = p.dim;
+        self.hashes = p.hashes;
         let path = self.partial.join(segment_file(self.seg_no));
         if let Some(dim) = p.dim
             && path.is_file()
@@ -709,11 +719,64 @@ impl Run {
             if head != header {
                 return self.start();
             }
+            // Keep the batches whose rows read back as written.
+            let (at, row) = (
+                header.len(),
+                dim * Dtype::of_meta(&self.plan.dtype)
+                    .unwrap_or(Dtype::F32)
+                    .size(),
+            );
+            let mut good = 0;
+            let mut buf = Vec::new();
+            while good < self.done {
+                let n = (self.todo.len() - good * self.plan.batch_size).min(self.plan.batch_size);
+                buf.resize(n * row, 0);
+                for (from, to, off) in self.batch_runs(good, self.plan.batch_size, at, row) {
+                    io(&path, f.read_exact_at(&mut buf[from..to], off))?;
+                }
+                if xxhash_rust::xxh3::xxh3_64(&buf) != self.hashes[good] {
+                    break;
+                }
+                good += 1;
+            }
+            self.done = good;
+            self.resumed = good;
+            self.hashes.truncate(good);
             self.seg = Some((f, header.len()));
         } else if p.done > 0 {
             return self.start();
         }
         Ok(())
+    }
+
+    /// Where batch `b`'s rows go: (start, end) in the batch's bytes and the
+    /// file offset, per run of rows (one run when appending; when
+    /// compacting, rows go to their inputs' positions, in runs of
+    /// consecutive ones).
+    fn batch_runs(
+        &self,
+        b: usize,
+        batch_size: usize,
+        at: usize,
+        row: usize,
+    ) -> Vec<(usize, usize, u64)> {
+        let first = b * batch_size;
+        let picked =
+            &self.todo[first.min(self.todo.len())..(first + batch_size).min(self.todo.len())];
+        if !self.plan.compact {
+            return vec![(0, picked.len() * row, (at + first * row) as u64)];
+        }
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < picked.len() {
+            let mut j = i + 1;
+            while j < picked.len() && picked[j] == picked[j - 1] + 1 {
+                j += 1;
+            }
+            runs.push((i * row, j * row, (at + picked[i] as usize * row) as u64));
+            i = j;
+        }
+        runs
     }
 
     fn seg_rows(&self) -> usize {
@@ -733,6 +796,7 @@ impl Run {
         }
         io(&self.partial, fs::create_dir(&self.partial))?;
         self.done = 0;
+        self.hashes.clear();
         self.resumed = 0;
         self.dim = None;
         self.seg = None;
@@ -862,6 +926,7 @@ impl Run {
             plan: self.plan.clone(),
             done: self.done,
             dim: self.dim,
+            hashes: self.hashes.clone(),
         };
         let path = self.partial.join(PROGRESS_FILE);
         let tmp = self.partial.join(format!("{PROGRESS_FILE}.tmp"));
