@@ -90,17 +90,18 @@ from nightly import Toy
 cache = socialctx.open(sys.argv[1])
 model = Toy(int(sys.argv[2]), float(sys.argv[3]))
 t0 = time.perf_counter()
-socialctx.embed(cache, model, field="reply", name="r", batch_size=int(sys.argv[4]),
+socialctx.embed(cache, model, field="reply", name=sys.argv[6], batch_size=int(sys.argv[4]),
                 model_id="toy", progress=False)
 print(time.perf_counter() - t0)
 """
 
 
 def scratch_s(py: str, cache: Path, dim: int, call_s: float, batch: int) -> float:
+    """Seconds of a from-scratch embed of store ``r{dim}`` by ``py``."""
     shutil.rmtree(cache / "derived", ignore_errors=True)
     warm([cache])
     here = str(Path(__file__).parent)
-    args = [py, "-c", SCRATCH, str(cache), str(dim), str(call_s), str(batch), here]
+    args = [py, "-c", SCRATCH, str(cache), str(dim), str(call_s), str(batch), here, f"r{dim}"]
     out = subprocess.run(args, check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -202,7 +203,7 @@ def main() -> None:
         figures["segments_before_compaction"] = len(socialctx.open_store(cache, "two").segments)
         scratch_s(sys.executable, scratch_dir, dim, call_s, args.batch)
         figures["compacted_byte_identical"] = files(stores / f"r{dim}") == files(
-            scratch_dir / "derived/embeddings/r"
+            scratch_dir / f"derived/embeddings/r{dim}"
         )
         warm([cache_dir])
         for dense in (False, True):
