@@ -607,7 +607,9 @@ fn a_resume_keeps_only_the_batches_whose_rows_read_back_as_written() {
     };
     let (calls, _, _) = embed(&cache, "s", 8, false, Some(4));
     assert_eq!(calls, 4);
-    let seg = cache.derived_dir().join("embeddings/.s.partial/seg-00000.npy");
+    let seg = cache
+        .derived_dir()
+        .join("embeddings/.s.partial/seg-00000.npy");
     let bytes = std::fs::read(&seg).unwrap();
     let at = npy_header(Dtype::F32, &[0, 0]).len().next_multiple_of(64);
     let h = socialctx::internals::store_format::parse_npy(&bytes).unwrap();

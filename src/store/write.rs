@@ -11,7 +11,7 @@
 //! [`MAX_SEGMENTS`]) writes the store as one segment instead, byte for byte
 //! what a from-scratch embed writes.
 
-use std::fs::{self, File, TryLockError};
+use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ use super::format::{
 };
 use super::read::{EmbeddingStore, Verify, check_name, non_finite};
 use crate::error::EmbeddingError;
-use crate::ingest::publish::swap_dir;
+use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
 use crate::train::texts::{TextField, UniqueTexts};
 
@@ -305,19 +305,9 @@ impl StoreWriter {
         io(&root, fs::create_dir_all(&root))?;
         let target = root.join(&self.name);
         let lock_path = root.join(lock_name(&self.name));
-        let lock = io(
-            &lock_path,
-            File::options()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock_path),
-        )?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(EmbeddingError::Locked { path: target }),
-            Err(TryLockError::Error(e)) => return Err(io_err(&lock_path, e)),
-        }
+        let Some(lock) = io(&lock_path, try_lock(&lock_path))? else {
+            return Err(EmbeddingError::Locked { path: target });
+        };
         let unique =
             UniqueTexts::collect(cache, self.field, None).map_err(|e| EmbeddingError::Damaged {
                 path: cache.dir().to_owned(),
