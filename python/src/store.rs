@@ -201,7 +201,13 @@ impl PyStoreWriter {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
             py.detach(|| w.write_f32(b, s, dim))
         } else {
-            let a = rows.extract::<PyReadonlyArray2<'_, u16>>()?;
+            let a = rows
+                .extract::<PyReadonlyArray2<'_, u16>>()
+                .map_err(|_| {
+                    PyValueError::new_err(
+                        "rows must be a 2-d float32 array, or uint16 (float16 bits) for a float16 store",
+                    )
+                })?;
             let dim = a.shape()[1];
             let s = a
                 .as_slice()

@@ -230,14 +230,21 @@ pub(super) fn read_meta(dir: &Path, derived: &Path, name: &str) -> Result<StoreM
             format!("dtype {:?} is not float32 or float16", meta.dtype),
         ));
     }
+    if let Some(s) = meta
+        .segments
+        .iter()
+        .find(|s| s.file.starts_with('.') || s.file.contains(['/', '\\', '\0']))
+    {
+        return Err(damaged(
+            &meta_path,
+            format!("segment file {:?} is not a file name in the store", s.file),
+        ));
+    }
     let in_segments: usize = meta.segments.iter().map(|s| s.rows).sum();
     if in_segments != meta.rows
         || meta.unique > meta.rows
         || (meta.dim == 0) != (meta.rows == 0)
-        || meta
-            .segments
-            .iter()
-            .any(|s| s.rows == 0 || s.file.starts_with('.') || s.file.contains(['/', '\\', '\0']))
+        || meta.segments.iter().any(|s| s.rows == 0)
     {
         return Err(damaged(
             &meta_path,

@@ -672,11 +672,13 @@ impl Run {
         let text = fs::read(self.partial.join(PROGRESS_FILE)).ok()?;
         let p: Progress = serde_json::from_slice(&text).ok()?;
         if p.plan.model_id != self.plan.model_id {
+            let show =
+                |id: &Option<String>| id.as_ref().map_or("None".into(), |s| format!("{s:?}"));
             self.restarted = Some(format!(
-                "{}: the interrupted embed was of model {:?}, not {:?}; starting over",
+                "{}: the interrupted embed was of model {}, not {}; starting over",
                 self.partial.display(),
-                p.plan.model_id,
-                self.plan.model_id
+                show(&p.plan.model_id),
+                show(&self.plan.model_id)
             ));
             return None;
         }
