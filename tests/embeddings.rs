@@ -624,3 +624,25 @@ fn a_resume_keeps_only_the_batches_whose_rows_read_back_as_written() {
     assert_eq!(calls, total - 2);
     assert_eq!(store_bytes(&cache.derived_dir().join("embeddings/s")), want);
 }
+
+#[test]
+fn a_resume_starts_over_when_the_index_or_keys_are_not_as_written() {
+    // Index and keys are synced only at publication: after a power loss
+    // they may be short or stale, and the progress file must not be
+    // trusted with them.
+    for file in ["index.npy", "keys.npy"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = golden(tmp.path());
+        let (calls, _, _) = embed(&cache, "s", 8, false, Some(3));
+        assert_eq!(calls, 3);
+        let p = cache.derived_dir().join("embeddings/.s.partial").join(file);
+        let mut b = std::fs::read(&p).unwrap();
+        b.truncate(b.len() - 16);
+        std::fs::write(&p, b).unwrap();
+        let (_, resumed, meta) = embed(&cache, "s", 8, false, None);
+        assert_eq!(resumed, 0, "{file}");
+        let store = EmbeddingStore::open(&cache, "s").unwrap();
+        assert_eq!(store.unique(), meta.unwrap().unique);
+        assert_rows_follow_inputs(&cache, &store);
+    }
+}

@@ -64,13 +64,13 @@ fn sync_path(path: &Path) -> Result<()> {
     io(path, File::open(path).and_then(|f| f.sync_all()))
 }
 
-/// Writes a whole `.npy` file durably; returns its size and checksum.
+/// Writes a whole `.npy` file (synced with the rest at publication; a
+/// resumed embed checks it against the returned size and checksum).
 fn write_npy(path: &Path, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<StoreFile> {
     let mut bytes = npy_header(dtype, shape);
     bytes.extend_from_slice(data);
     let f = io(path, File::create(path))?;
     io(path, f.write_all_at(&bytes, 0))?;
-    io(path, f.sync_all())?;
     Ok(StoreFile {
         bytes: bytes.len() as u64,
         xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
@@ -155,6 +155,10 @@ struct Progress {
     /// progress may claim rows that never reached the disk).
     #[serde(default)]
     hashes: Vec<u64>,
+    /// The index's and the keys' size and checksum, as written (they are
+    /// synced only at publication).
+    #[serde(default)]
+    files: std::collections::BTreeMap<String, StoreFile>,
 }
 
 /// Rows are synced at most this often while batches come in (and always
@@ -226,6 +230,8 @@ struct Run {
     /// Per batch written, its rows' xxh3-64 ([`Progress::hashes`]).
     hashes: Vec<u64>,
     last_sync: std::time::Instant,
+    /// [`Progress::files`].
+    files: std::collections::BTreeMap<String, StoreFile>,
 }
 
 impl Drop for Run {
@@ -404,6 +410,7 @@ impl StoreWriter {
             dropped,
             hashes: Vec::new(),
             last_sync: std::time::Instant::now(),
+            files: Default::default(),
         };
         match self.resume.then(|| run.resumable()).flatten() {
             Some(p) => run.resume_from(p)?,
@@ -593,11 +600,16 @@ impl StoreWriter {
                 }
             }));
         }
+        let mut to_sync = vec![
+            run.partial.join(INDEX_FILE),
+            run.partial.join(KEYS_FILE),
+            run.partial.join(META_FILE),
+        ];
         if let Some((file, _)) = run.seg.take() {
             let path = run.partial.join(segment_file(run.seg_no));
-            io(&path, file.sync_data())?;
             drop(file);
             let f = hash_file(&path)?;
+            to_sync.push(path);
             segments.push(StoreSegment {
                 file: segment_file(run.seg_no),
                 rows: if run.plan.compact {
@@ -609,9 +621,11 @@ impl StoreWriter {
                 xxh3: f.xxh3,
             });
         }
-        let mut files = std::collections::BTreeMap::new();
+        let mut files = run.files.clone();
         for name in [INDEX_FILE, KEYS_FILE] {
-            files.insert(name.to_owned(), hash_file(&run.partial.join(name))?);
+            if !files.contains_key(name) {
+                files.insert(name.to_owned(), hash_file(&run.partial.join(name))?);
+            }
         }
         let rows = segments.iter().map(|s| s.rows).sum();
         let meta = StoreMeta {
@@ -636,7 +650,16 @@ impl StoreWriter {
         text.push(b'\n');
         let f = io(&meta_path, File::create(&meta_path))?;
         io(&meta_path, f.write_all_at(&text, 0))?;
-        io(&meta_path, f.sync_all())?;
+        drop(f);
+        // Every file synced at once, from one thread each: the file system
+        // commits them together rather than one journal commit per file.
+        std::thread::scope(|s| {
+            let syncs: Vec<_> = to_sync.iter().map(|p| s.spawn(|| sync_path(p))).collect();
+            syncs.into_iter().try_for_each(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(rows_err("a sync thread panicked")))
+            })
+        })?;
         let progress = run.partial.join(PROGRESS_FILE);
         if progress.exists() {
             io(&progress, fs::remove_file(&progress))?;
@@ -682,11 +705,26 @@ impl Run {
             ));
             return None;
         }
+        if p.plan != self.plan {
+            return None;
+        }
+        // Index and keys as written, and every linked segment there (none
+        // of them synced before publication).
+        let files = [INDEX_FILE, KEYS_FILE].iter().all(|f| {
+            hash_file(&self.partial.join(f))
+                .is_ok_and(|h| p.files.get(*f).is_some_and(|want| *want == h))
+        });
+        let linked = match (&self.prev, self.plan.compact) {
+            (Some(prev), false) => prev.store.meta().segments.iter().enumerate().all(|(k, s)| {
+                fs::metadata(self.partial.join(segment_file(k))).is_ok_and(|m| m.len() == s.bytes)
+            }),
+            _ => true,
+        };
+        // Compacting with a previous store, the segment holds the reused
+        // rows from the start.
         let seg = self.partial.join(segment_file(self.seg_no));
-        let files = [INDEX_FILE, KEYS_FILE]
-            .iter()
-            .all(|f| self.partial.join(f).is_file());
-        (p.plan == self.plan && files && (p.done == 0 || seg.is_file())).then_some(p)
+        let seg_needed = p.done > 0 || (self.plan.compact && self.prev.is_some());
+        (files && linked && (!seg_needed || seg.is_file())).then_some(p)
     }
 
     fn resume_from(&mut self, p: Progress) -> Result<()> {
@@ -697,6 +735,7 @@ impl Run {
         self.resumed = p.done;
         self.dim = p.dim;
         self.hashes = p.hashes;
+        self.files = p.files;
         let path = self.partial.join(segment_file(self.seg_no));
         if let Some(dim) = p.dim
             && path.is_file()
@@ -836,18 +875,19 @@ impl Run {
             .iter()
             .flat_map(|&k| [k as u64, (k >> 64) as u64])
             .collect();
-        write_npy(
+        let index = write_npy(
             &self.partial.join(INDEX_FILE),
             Dtype::U32,
             &[index.len()],
             zerocopy::IntoBytes::as_bytes(index.as_slice()),
         )?;
-        write_npy(
+        let keys = write_npy(
             &self.partial.join(KEYS_FILE),
             Dtype::U64,
             &[keys.len(), 2],
             zerocopy::IntoBytes::as_bytes(key_words.as_slice()),
         )?;
+        self.files = [(INDEX_FILE.to_owned(), index), (KEYS_FILE.to_owned(), keys)].into();
         if let Some(p) = &self.prev {
             let dim = p.store.dim();
             self.dim = Some(dim);
@@ -868,7 +908,6 @@ impl Run {
                 }
             }
         }
-        sync_path(&self.partial)?;
         self.save_progress()
     }
 
@@ -919,6 +958,7 @@ impl Run {
             done: self.done,
             dim: self.dim,
             hashes: self.hashes.clone(),
+            files: self.files.clone(),
         };
         let path = self.partial.join(PROGRESS_FILE);
         let tmp = self.partial.join(format!("{PROGRESS_FILE}.tmp"));
