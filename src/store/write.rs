@@ -244,8 +244,8 @@ impl Drop for Run {
 
 impl StoreWriter {
     /// A writer of store `name` of the `field` inputs: float32 rows, 256
-    /// inputs per batch, no model id, compaction by
-    /// [`COMPACT_DEAD_SHARE`] and [`MAX_SEGMENTS`].
+    /// inputs per batch, no model id, compaction when the rows no reaction
+    /// uses exceed a quarter of the rows or the segments would exceed 32.
     pub fn new(name: &str, field: TextField) -> StoreWriter {
         StoreWriter {
             name: name.to_owned(),
