@@ -673,3 +673,128 @@ def test_every_reader_reads_a_two_segment_store_as_its_rows(tmp_path):
             assert np.array_equal(dense[has], np.asarray(flat)[index[has]])
             seen += int(has.sum())
         assert seen > 0
+
+
+# --- The store's state space: nights, compactions and interruptions --------
+
+
+@pytest.fixture(scope="module")
+def night_variants(tmp_path_factory) -> list[Path]:
+    """data-samples built as four contents (each a different few replies
+    rewritten), to switch the working cache between: a rebuild, in a copy."""
+    root = tmp_path_factory.mktemp("nights")
+    out = []
+    for v in range(4):
+        corpus = root / f"corpus-{v}"
+        shutil.copytree(REPO / "data-samples/corpus", corpus)
+        for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[v * 3 : v * 3 + 3]):
+            tweet = json.loads(reply.read_text())
+            tweet["text"] = tweet["full_text"] = f"variant {v} reply {n} rewritten"
+            reply.write_text(json.dumps(tweet))
+        out.append(root / f"cache-{v}")
+        socialctx.build(corpus, out[-1], progress=False)
+    return out
+
+
+def test_the_store_state_machine(night_variants, tmp_path):
+    """Random sequences of nightly embeds of another content, compactions
+    and embeds interrupted after a few calls, against a reference (every
+    reaction reads its input's toy row): every published store reads as the
+    reference, keeps the dead rows within a quarter of its rows (else it
+    compacts), and a compacted one equals a from-scratch embed byte for byte."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+    scratch: dict[int, dict[str, bytes]] = {}
+
+    def scratch_bytes(v: int) -> dict[str, bytes]:
+        if v not in scratch:
+            fresh = tmp_path / f"scratch-{v}"
+            shutil.copytree(night_variants[v], fresh, ignore=shutil.ignore_patterns("derived"))
+            c = socialctx.open(fresh)
+            socialctx.embed(c, Model(), field="reply", name="r", batch_size=4, model_id="m")
+            scratch[v] = _store_bytes(c, "r")
+        return scratch[v]
+
+    class Store(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dir = tmp_path / f"work-{id(self)}"
+            shutil.copytree(night_variants[0], self.dir)
+            self.variant = 0
+            self.published = False
+
+        def cache(self) -> socialctx.Cache:
+            return socialctx.open(self.dir)
+
+        @rule(v=st.integers(0, 3))
+        def rebuild(self, v: int) -> None:
+            for p in night_variants[v].iterdir():
+                if p.is_file():
+                    shutil.copy(p, self.dir / p.name)
+            self.variant = v
+
+        @rule(compact=st.booleans())
+        def embed(self, compact: bool) -> None:
+            s = socialctx.embed(
+                self.cache(),
+                toy_model,
+                field="reply",
+                name="r",
+                batch_size=4,
+                model_id="m",
+                compact=compact,
+            )
+            self.published = True
+            if s.compacted:
+                assert _store_bytes(self.cache(), "r") == scratch_bytes(self.variant)
+
+        @rule(calls=st.integers(0, 2))
+        def interrupted(self, calls: int) -> None:
+            n = 0
+
+            def fn(batch: list[list[str]]) -> np.ndarray:
+                nonlocal n
+                n += 1
+                if n > calls:
+                    raise Interrupt
+                return toy_model(batch)
+
+            try:
+                socialctx.embed(
+                    self.cache(), fn, field="reply", name="r", batch_size=4, model_id="m"
+                )
+                self.published = True
+            except Interrupt:
+                pass
+
+        @invariant()
+        def reads_as_the_reference(self) -> None:
+            if not self.published:
+                return
+            try:
+                store = socialctx.open_store(self.cache(), "r")
+            except socialctx.EmbeddingError as e:
+                assert "rebuilt since" in str(e)  # stale until the next embed
+                return
+            unique = self.cache().unique_texts("reply")
+            want = np.zeros((len(store.index), store.dim), np.float32)
+            has = np.asarray(unique.index) != socialctx.UniqueTexts.NONE
+            rows = np.stack([toy(unique[i]) for i in range(len(unique))])
+            want[has] = rows[np.asarray(unique.index)[has]]
+            assert np.array_equal(store.rows(np.arange(len(store.index))), want)
+            m = store.meta
+            assert 4 * (m["rows"] - m["unique"]) <= m["rows"] and len(store.segments) <= 32
+
+    Store.TestCase.settings = settings(
+        max_examples=12,
+        stateful_step_count=8,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    Store.TestCase().runTest()
+
+
+def toy_model(batch: list[list[str]]) -> np.ndarray:
+    return np.stack([toy(t) for t in batch])
