@@ -37,7 +37,8 @@ pub enum Error {
     Embedding(#[from] EmbeddingError),
 }
 
-/// Why an [`EmbeddingStore`](crate::EmbeddingStore) cannot be opened.
+/// Why an [`EmbeddingStore`](crate::EmbeddingStore) cannot be opened, or
+/// a [`StoreWriter`](crate::StoreWriter) cannot write one.
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum EmbeddingError {
@@ -73,6 +74,28 @@ pub enum EmbeddingError {
     Damaged {
         /// The file.
         path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing the store failed (a full disk reads "No space left on
+    /// device"); the published store, if any, is as it was.
+    #[error("{path}: {source} while writing an embedding store")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Another embed of the same store holds its lock.
+    #[error("{path}: another embed of this store is running")]
+    Locked {
+        /// The store's directory.
+        path: PathBuf,
+    },
+    /// Rows handed to a [`StoreWriter`](crate::StoreWriter) do not fit the
+    /// store (shape, width, non-finite values, order of batches).
+    #[error("{reason}")]
+    Rows {
         /// What is wrong.
         reason: String,
     },

@@ -38,12 +38,12 @@ mod ingest;
 mod merge;
 mod read;
 mod schema;
+mod store;
 #[doc(hidden)]
 pub mod summary;
 mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
-pub use format::embeddings::StoreMeta;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
 pub use format::{FORMAT_VERSION, user_key};
@@ -52,10 +52,10 @@ pub use ingest::plan::{Plan, build_partition};
 pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
 pub use merge::merge;
 pub use read::{
-    Cache, EmbeddingStore, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView,
-    TokenList,
+    Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView, TokenList,
 };
 pub use schema::{Annotated, Feature, Label, ParentHow, ReactionKind, Veracity};
+pub use store::{EmbeddingStore, StoreMeta, StoreWriter};
 pub use train::batches::Batching;
 pub use train::graph::GraphBatch;
 pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, Pad, shuffle};
@@ -72,7 +72,6 @@ pub use train::vocab::Vocabulary;
 /// API; nothing else belongs here.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::format::embeddings::{self as store_format, Dtype, npy_header};
     pub use crate::format::footer;
     pub use crate::format::layout::MANIFEST_FILE;
     pub use crate::format::report::write_jsonl;
@@ -80,6 +79,7 @@ pub mod internals {
     pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
     pub use crate::ingest::{discover, features, parents, parse};
+    pub use crate::store::format::{self as store_format, Dtype, npy_header};
 }
 
 /// The README's Rust examples, compiled as doctests so that they stay true.

@@ -1,28 +1,34 @@
 """The nightly job, measured: an incremental rebuild after ~1% of threads
-changed, then an embed that reuses the previous store's rows, against a
-from-scratch embed of the same cache, in one run.
+changed, then an embed that reuses the previous store's rows, at two row
+widths, in one run.
 
     python python/bench/nightly.py [CORPUS_DIR] [--changed 0.01] [--call-us 100]
-                                   [--batch 256] [--repeat 5]
+                                   [--batch 256] [--repeat 5] [--dims 64,1024]
+                                   [--baseline-python PY]
 
 CORPUS_DIR defaults to the PHEME-sized corpus of ``benches/measure.sh``
 (``/tmp/socialctx-bench/pheme``); it is hard-linked into a temporary
 directory and never modified (edited files are replaced, not written in
 place). The toy model costs ``--call-us`` per call (busy-waited) and is
-deterministic, so the two stores must be byte-identical.
+deterministic.
 
-Both embeds start from the same page-cache state, measured twice: "warm"
-(every file of the cache and of the previous store read first) and "cold"
-(their pages dropped with ``posix_fadvise(DONTNEED)``: what a nightly job
-meets after a build, whose shards are written with ``O_DIRECT``). Each is
-repeated ``--repeat`` times (the nightly embed from the same previous
-store each time); medians are reported. Prints a Markdown table and a
-JSON line.
+Figures, medians of ``--repeat`` runs with warm page caches:
 
-It also times the least the nightly embed could spend on its rows file:
-copying the previous one inside the kernel and syncing it (the new inputs
-shift the rows, so the file is rewritten; it must be durable before it is
-published), in the same states and run.
+- per width: the nightly embed (from the same previous store each time),
+  the model's own time inside it (the calls for the new inputs), and the
+  from-scratch embed of the same cache; the targets are nightly(1024) <=
+  1.5 x nightly(64) and nightly <= 2 x model + 50 ms at each width; also
+  what any nightly embed pays first, store or not: opening the rebuilt
+  cache and collecting its distinct inputs;
+- from scratch against the baseline: the same embed run by
+  ``--baseline-python`` (an interpreter with the previous socialctx
+  installed, e.g. main's), in the same run;
+- a Loader epoch (index mode and dense mode) over the two-segment store
+  the nightly embed left, against the same store compacted; the target is
+  <= 1.1x;
+- that the compacted store is byte-identical to a from-scratch embed.
+
+Prints a Markdown table and a JSON line.
 """
 
 from __future__ import annotations
@@ -33,69 +39,81 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import socialctx
 
-DIM = 64
 
+class Toy:
+    """A deterministic model of ``dim`` columns costing ``call_s`` per call;
+    ``spent`` adds up the seconds spent inside it."""
 
-def make_model(call_s: float):  # type: ignore[no-untyped-def]
-    def toy(batch: list[list[str]]) -> np.ndarray:
-        until = time.perf_counter() + call_s
-        while time.perf_counter() < until:
+    def __init__(self, dim: int, call_s: float) -> None:
+        self.dim, self.call_s, self.spent = dim, call_s, 0.0
+
+    def __call__(self, batch: list[list[str]]) -> np.ndarray:
+        t0 = time.perf_counter()
+        while time.perf_counter() < t0 + self.call_s:
             pass
-        out = np.empty((len(batch), DIM), dtype=np.float32)
+        out = np.empty((len(batch), self.dim), dtype=np.float32)
         for i, tokens in enumerate(batch):
             out[i] = (len(tokens) + sum(map(len, tokens))) % 97
+        self.spent += time.perf_counter() - t0
         return out
-
-    return toy
 
 
 def files(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir())}
 
 
-def settle(dirs: list[Path], state: str) -> None:
-    """Puts every file under ``dirs`` into the page-cache ``state``:
-    "warm" (read in full) or "cold" (dropped; written back first)."""
-    os.sync()
+def warm(dirs: list[Path]) -> None:
     for d in dirs:
         for p in d.rglob("*"):
-            if not p.is_file():
-                continue
-            with open(p, "rb") as f:
-                if state == "cold":
-                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-                else:
+            if p.is_file():
+                with open(p, "rb") as f:
                     while f.read(1 << 20):
                         pass
 
 
-def durable_copy_s(src: Path, dst: Path) -> float:
-    """Seconds to copy ``src`` into a new file inside the kernel and sync
-    it: the least a nightly embed can spend on its rows file, which it must
-    rewrite (new inputs shift the rows) and make durable before publishing."""
-    size = src.stat().st_size
+# The from-scratch embed as a separate process: the same code path for this
+# socialctx and for the baseline interpreter's (whose embed has the same
+# signature). Prints the seconds the embed took.
+SCRATCH = """
+import sys, time
+import numpy as np, socialctx
+sys.path.insert(0, sys.argv[5])
+from nightly import Toy
+cache = socialctx.open(sys.argv[1])
+model = Toy(int(sys.argv[2]), float(sys.argv[3]))
+t0 = time.perf_counter()
+socialctx.embed(cache, model, field="reply", name=sys.argv[6], batch_size=int(sys.argv[4]),
+                model_id="toy", progress=False)
+print(time.perf_counter() - t0)
+"""
+
+
+def scratch_s(py: str, cache: Path, dim: int, call_s: float, batch: int) -> float:
+    """Seconds of a from-scratch embed of store ``r{dim}`` by ``py``."""
+    shutil.rmtree(cache / "derived", ignore_errors=True)
+    warm([cache])
+    here = str(Path(__file__).parent)
+    args = [py, "-c", SCRATCH, str(cache), str(dim), str(call_s), str(batch), here, f"r{dim}"]
+    out = subprocess.run(args, check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def epoch_s(cache: socialctx.Cache, name: str, dense: bool) -> float:
+    loader = socialctx.Loader(cache, embeddings=[name], dense=dense)
     t0 = time.perf_counter()
-    s_fd = os.open(src, os.O_RDONLY)
-    d_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        done = 0
-        while done < size:
-            done += os.copy_file_range(s_fd, d_fd, size - done, done, done)
-        os.fsync(d_fd)
-    finally:
-        os.close(s_fd)
-        os.close(d_fd)
-    elapsed = time.perf_counter() - t0
-    dst.unlink()
-    return elapsed
+    for _ in loader.epoch(range(len(cache)), 32, seed=0):
+        pass
+    return time.perf_counter() - t0
 
 
 def main() -> None:
@@ -105,8 +123,12 @@ def main() -> None:
     ap.add_argument("--call-us", type=float, default=100.0)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dims", default="64,1024")
+    ap.add_argument("--baseline-python", help="an interpreter with the previous socialctx")
     args = ap.parse_args()
-    model = make_model(args.call_us * 1e-6)
+    dims = [int(d) for d in args.dims.split(",")]
+    call_s = args.call_us * 1e-6
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="socialctx-nightly-") as tmp:
         work = Path(tmp)
         corpus = work / "corpus"
@@ -114,79 +136,107 @@ def main() -> None:
         cache_dir = work / "cache"
         socialctx.build(corpus, cache_dir, progress=False)
         cache = socialctx.open(cache_dir)
-        kw = dict(field="reply", name="r", batch_size=args.batch, model_id="toy", progress=False)
-        socialctx.embed(cache, model, **kw)
+        kw = dict(field="reply", batch_size=args.batch, model_id="toy", progress=False)
+        for dim in dims:
+            socialctx.embed(cache, Toy(dim, call_s), name=f"r{dim}", **kw)
 
         # The night's change: one reply rewritten in ~1% of the threads.
         threads = sorted({p.parent.parent for p in corpus.rglob("reactions/*.json")})
         step = max(1, round(1 / args.changed))
-        edited = 0
         for n, t in enumerate(threads[::step]):
             reply = sorted((t / "reactions").glob("*.json"))[0]
             tweet = json.loads(reply.read_text())
-            tweet["text"] = f"nightly edit {n}: {tweet.get('text', '')}"
-            tweet["full_text"] = tweet["text"]
+            tweet["text"] = tweet["full_text"] = f"nightly edit {n}: {tweet.get('text', '')}"
             tmp_file = reply.with_suffix(".tmp")
             tmp_file.write_text(json.dumps(tweet))
             os.replace(tmp_file, reply)  # a new inode: the hard-linked original stays
-            edited += 1
-
+        figures["threads"] = len(threads)
+        figures["threads_edited"] = len(threads[::step])
         t0 = time.perf_counter()
         socialctx.build(corpus, cache_dir, progress=False, incremental=True)
-        build_s = time.perf_counter() - t0
-        store = cache_dir / "derived/embeddings/r"
-        previous = work / "previous-store"
-        shutil.copytree(store, previous)
+        figures["incremental_build_s"] = time.perf_counter() - t0
+
+        stores = cache_dir / "derived/embeddings"
         scratch_dir = work / "scratch"
         shutil.copytree(cache_dir, scratch_dir, ignore=shutil.ignore_patterns("derived"))
-        times: dict[str, dict[str, list[float]]] = {}
-        for state in ("warm", "cold"):
-            times[state] = {"nightly": [], "scratch": [], "floor": []}
-            for _ in range(args.repeat):
-                settle([previous], state)
-                times[state]["floor"].append(
-                    durable_copy_s(previous / "vectors.npy", work / "rows-copy")
-                )
+        # The widths alternate within each repeat, so that a change in the
+        # machine's load meets both.
+        nightly: dict[int, list[float]] = {dim: [] for dim in dims}
+        model: dict[int, list[float]] = {dim: [] for dim in dims}
+        # What any nightly embed pays before touching a store: opening the
+        # rebuilt cache (its shards checked on first use) and collecting
+        # its distinct inputs.
+        collect = []
+        for _ in range(args.repeat):
+            warm([cache_dir])
+            t0 = time.perf_counter()
+            socialctx.open(cache_dir).unique_texts("reply")
+            collect.append(time.perf_counter() - t0)
+        figures["open_and_collect_inputs_s"] = statistics.median(collect)
+        for dim in dims:
+            shutil.copytree(stores / f"r{dim}", work / f"previous-{dim}")
+        for _ in range(args.repeat):
+            for dim in dims:
+                store = stores / f"r{dim}"
                 shutil.rmtree(store)
-                shutil.copytree(previous, store)
-                settle([cache_dir], state)
+                shutil.copytree(work / f"previous-{dim}", store)
                 cache = socialctx.open(cache_dir)
+                warm([cache_dir])
+                toy = Toy(dim, call_s)
                 t0 = time.perf_counter()
-                night = socialctx.embed(cache, model, **kw)
-                times[state]["nightly"].append(time.perf_counter() - t0)
-
-                shutil.rmtree(scratch_dir / "derived", ignore_errors=True)
-                settle([scratch_dir], state)
-                scratch = socialctx.open(scratch_dir)
-                t0 = time.perf_counter()
-                full = socialctx.embed(scratch, model, **kw)
-                times[state]["scratch"].append(time.perf_counter() - t0)
-        same = files(store) == files(Path(scratch.derived_dir) / "embeddings/r")
-    figures: dict[str, object] = {
-        "threads": len(threads),
-        "threads_edited": edited,
-        "incremental_build_s": build_s,
-        "unique_inputs": night.unique,
-        "new_inputs": night.new,
-        "new_share": night.new / night.unique,
-        "model_calls_nightly": night.calls,
-        "model_calls_scratch": full.calls,
-        "batch_size": args.batch,
-    }
-    for state, runs in times.items():
-        nightly_s, scratch_s = (
-            statistics.median(runs["nightly"]),
-            statistics.median(runs["scratch"]),
+                night = socialctx.embed(cache, toy, name=f"r{dim}", **kw)
+                nightly[dim].append(time.perf_counter() - t0)
+                model[dim].append(toy.spent)
+        figures["new_inputs"] = night.new
+        figures["unique_inputs"] = night.unique
+        for dim in dims:
+            figures[f"nightly_s_{dim}"] = n_s = statistics.median(nightly[dim])
+            figures[f"model_s_{dim}"] = m_s = statistics.median(model[dim])
+            figures[f"nightly_over_2model_plus_50ms_{dim}"] = n_s / (2 * m_s + 0.05)
+        if len(dims) > 1:
+            figures["nightly_widest_over_narrowest"] = statistics.median(
+                w / n for w, n in zip(nightly[dims[-1]], nightly[dims[0]])
+            )
+        for dim in dims:
+            # This socialctx and the baseline alternate, so that a change in
+            # the machine's load meets both.
+            ours, base = [], []
+            for _ in range(args.repeat):
+                ours.append(scratch_s(sys.executable, scratch_dir, dim, call_s, args.batch))
+                if args.baseline_python:
+                    py = args.baseline_python
+                    base.append(scratch_s(py, scratch_dir, dim, call_s, args.batch))
+            figures[f"scratch_s_{dim}"] = statistics.median(ours)
+            if base:
+                figures[f"scratch_baseline_s_{dim}"] = statistics.median(base)
+                figures[f"scratch_over_baseline_{dim}"] = statistics.median(
+                    o / b for o, b in zip(ours, base)
+                )
+        # Loader epochs: the two-segment store against it compacted.
+        dim = dims[0]
+        shutil.copytree(stores / f"r{dim}", stores / "two")
+        cache = socialctx.open(cache_dir)
+        socialctx.embed(cache, Toy(dim, call_s), name=f"r{dim}", compact=True, **kw)
+        figures["segments_before_compaction"] = len(socialctx.open_store(cache, "two").segments)
+        scratch_s(sys.executable, scratch_dir, dim, call_s, args.batch)
+        figures["compacted_byte_identical"] = files(stores / f"r{dim}") == files(
+            scratch_dir / f"derived/embeddings/r{dim}"
         )
-        figures[f"embed_nightly_s_{state}"] = nightly_s
-        figures[f"embed_scratch_s_{state}"] = scratch_s
-        figures[f"nightly_over_scratch_{state}"] = nightly_s / scratch_s
-        # The durable rewrite of the rows file alone, against the same scratch embed.
-        floor_s = statistics.median(runs["floor"])
-        figures[f"rows_copy_and_sync_s_{state}"] = floor_s
-        figures[f"rows_copy_and_sync_over_scratch_{state}"] = floor_s / scratch_s
+        warm([cache_dir])
+        for dense in (False, True):
+            mode = "dense" if dense else "index"
+            two, one = [], []
+            for _ in range(4 * args.repeat):  # an epoch is short: more rounds, alternating
+                two.append(epoch_s(cache, "two", dense))
+                one.append(epoch_s(cache, f"r{dim}", dense))
+            figures[f"epoch_{mode}_two_segments_s"] = statistics.median(two)
+            figures[f"epoch_{mode}_compacted_s"] = statistics.median(one)
+            figures[f"epoch_{mode}_two_over_compacted"] = statistics.median(
+                t / o for t, o in zip(two, one)
+            )
     figures["repeats"] = args.repeat
-    figures["byte_identical"] = same
+    figures["call_us"] = args.call_us
+    figures["batch_size"] = args.batch
     print("| figure | value |\n|---|---|")
     for k, v in figures.items():
         print(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")

@@ -55,9 +55,10 @@ from ._socialctx import (
     shuffled,
 )
 from .describe import Description, describe
-from .embed import EmbeddingError, Embeddings, EmbedSummary, embed, open_store
+from .embed import EmbeddingError, EmbedSummary, embed
 from .folds import Fold, folds
 from .sample import sample_corpus
+from .store import Embeddings, open_store
 
 __version__ = "0.1.0"
 

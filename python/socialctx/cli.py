@@ -379,6 +379,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dtype", choices=("float32", "float16"), default="float32", help="[float32]")
     p.add_argument(
+        "--compact",
+        action="store_true",
+        help="write the store as one segment without the rows no reaction uses (otherwise "
+        "when those exceed a quarter of the rows); byte for byte a from-scratch embed",
+    )
+    p.add_argument(
         "-q", "--quiet", action="store_true", help="do not show a progress bar on a terminal"
     )
     p.set_defaults(run=_embed)
@@ -521,6 +527,10 @@ def _store_info(store: Path, content_id: str) -> dict[str, Any]:
         return out
     for key in ("field", "dtype", "dim", "unique", "reactions"):
         out[key] = meta.get(key)
+    # Version 2 had one rows file and no segments.
+    segments = meta.get("segments")
+    out["rows"] = meta.get("rows", meta.get("unique"))
+    out["segments"] = len(segments) if isinstance(segments, list) else 1
     out["current"] = meta.get("cache_content_id") == content_id
     return out
 
@@ -564,13 +574,15 @@ def _embed(a: argparse.Namespace) -> int:
         dtype=a.dtype,
         model_id=a.model_id,
         progress=False if a.quiet else None,
+        compact=a.compact,
     )
     _out(
         f"store      {Path(cache.derived_dir) / 'embeddings' / a.name}\n"
         f"inputs     {r.unique} distinct ({r.reactions} reactions), dim {r.dim}\n"
         f"new        {r.new} (embedded now, {r.calls} model calls)\n"
         f"reused     {r.reused} (rows of the previous store)\n"
-        f"dropped    {r.dropped} (rows no longer needed)\n"
+        f"dropped    {r.dropped} (rows no reaction uses; "
+        f"{'removed: compacted' if r.compacted else 'kept until compaction'})\n"
         f"resumed    {r.resumed} batches from an interrupted run\n"
         f"seconds    {time.monotonic() - started:.3f}\n"
     )
@@ -606,7 +618,8 @@ def _info(a: argparse.Namespace) -> int:
         else:
             lines.append(
                 f"  embeddings/{s['name']}: field {s['field']}, {s['dtype']} x {s['dim']}, "
-                f"{s['unique']} distinct inputs, {state(s['current'])}"
+                f"{s['unique']} distinct inputs, {s['rows']} rows in {s['segments']} "
+                f"segment{'s' if s['segments'] != 1 else ''}, {state(s['current'])}"
             )
     for f in d["fingerprints"]:
         lines.append(f"  {f['file']}: incremental-build fingerprints, {state(f['current'])}")

@@ -124,16 +124,17 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         super().__init__()
         cache = _bound_cache(cache, "EmbeddingTable")
         store = open_store(cache, name)
-        vectors = np.asarray(store.vectors)
-        unique, dim = int(store.meta["unique"]), int(store.meta["dim"])
-        src_dtype = _TORCH_DTYPES[vectors.dtype]
-        table = torch.zeros((unique + 1, max(dim, 1)), dtype=dtype or src_dtype, device=device)
-        if unique:
+        # Global rows: the segments in order, each copied from its memory
+        # map once into its slice of the table.
+        rows, dim = int(store.meta["rows"]), int(store.meta["dim"])
+        src_dtype = _TORCH_DTYPES[np.dtype(store.meta["dtype"])]
+        table = torch.zeros((rows + 1, max(dim, 1)), dtype=dtype or src_dtype, device=device)
+        for first, segment in zip(store.starts.tolist(), store.segments):
             with warnings.catch_warnings():
                 # The map is read-only; torch only reads it here.
                 warnings.simplefilter("ignore", UserWarning)
-                host = torch.from_numpy(vectors)
-            table[:unique].copy_(host)
+                host = torch.from_numpy(np.asarray(segment))
+            table[first : first + len(segment)].copy_(host)
         self.name = name
         self.dim = dim
         self.path = cache.path
@@ -142,7 +143,7 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
 
     @property
     def num_rows(self) -> int:
-        """Rows of the store (the zero row not counted)."""
+        """Rows of the store, all segments (the zero row not counted)."""
         return int(self.rows.shape[0]) - 1
 
     def forward(self, index: torch.Tensor | Mapping[str, Any] | Any) -> torch.Tensor:

@@ -50,9 +50,8 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build::merge, m)?)?;
     m.add_function(wrap_pyfunction!(split::read_split, m)?)?;
     m.add_function(wrap_pyfunction!(loader::shuffled, m)?)?;
-    m.add_function(wrap_pyfunction!(store::_verify_store, m)?)?;
-    m.add_function(wrap_pyfunction!(texts::_xxh3_file, m)?)?;
-    m.add_function(wrap_pyfunction!(texts::_publish_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(store::_open_store, m)?)?;
+    m.add_class::<store::PyStoreWriter>()?;
     m.add_class::<cache::PyCache>()?;
     m.add_class::<arrow::PyArrowData>()?;
     m.add_class::<cache::CacheIter>()?;

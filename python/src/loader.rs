@@ -387,7 +387,7 @@ impl PyLoader {
         let opts = LoaderOptions::from_keywords(options)?;
         let mut stores = Vec::with_capacity(opts.embeddings.len());
         for name in &opts.embeddings {
-            let store = py.detach(|| reader.embeddings(name))?;
+            let store = py.detach(|| sc::EmbeddingStore::open(&*reader, name))?;
             if store.dim() == 0 {
                 return Err(EmbeddingError::new_err(format!(
                     "{}: store {name:?} has no rows (no input to embed)",

@@ -1,9 +1,7 @@
 //! Texts for embedding: the distinct inputs of a text field
-//! (`Cache.unique_texts`) and the helpers `socialctx.embed` writes its store
-//! with (checksums, atomic publication). Stores are read by the crate's
-//! `EmbeddingStore` (see `loader.rs`).
+//! (`Cache.unique_texts`). Stores are written and read by the crate (see
+//! `store.rs` and `loader.rs`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
@@ -14,7 +12,7 @@ use pyo3::types::{PyList, PyString};
 use socialctx as sc;
 
 use crate::convert::{Reader, py_index};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The distinct non-empty inputs of one text field over a set of threads,
 /// ordered by token count, with their counts and a per-reaction index.
@@ -167,41 +165,4 @@ impl PyUniqueTexts {
     fn NONE() -> u32 {
         sc::UniqueTexts::NONE
     }
-}
-
-/// xxh3-64 of a file's bytes as 16 hex digits (read in blocks, GIL released).
-#[pyfunction]
-pub(crate) fn _xxh3_file(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    use std::io::Read;
-    let hash = py.detach(|| -> std::io::Result<u64> {
-        let mut f = std::fs::File::open(&path)?;
-        let mut h = xxhash_rust::xxh3::Xxh3Default::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                return Ok(h.digest());
-            }
-            h.update(&buf[..n]);
-        }
-    });
-    hash.map(|h| format!("{h:016x}"))
-        .map_err(|e| Error::new_err(format!("{}: {e}", path.display())))
-}
-
-/// Publishes the finished directory `staging` as `target` atomically: a
-/// plain rename when `target` does not exist, else an exchange of the two
-/// (renameat2 RENAME_EXCHANGE), after which `staging` holds the old store
-/// for the caller to remove. Readers see the old store or the new, never a
-/// mixture or nothing. Returns whether an old store was exchanged out.
-#[pyfunction]
-pub(crate) fn _publish_dir(staging: PathBuf, target: PathBuf) -> PyResult<bool> {
-    // The crate's routine, the one that publishes caches.
-    sc::internals::swap_dir(&staging, &target).map_err(|e| {
-        Error::new_err(format!(
-            "publishing {} as {}: {e}",
-            staging.display(),
-            target.display()
-        ))
-    })
 }

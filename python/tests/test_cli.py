@@ -508,6 +508,12 @@ def test_nightly_recipe_one_command_per_stage(tmp_path):
     cli("build", corpus, cache, "--incremental", "-q")
     night = cli(*embed)
     assert "new        1 (embedded now, 1 model calls)" in night, night
+    # The night's row is a second segment until --compact rewrites the store as one.
+    assert "in 2 segments" in cli("info", cache)
+    compacted = cli(*embed, "--compact")
+    assert "new        0 " in compacted and "removed: compacted" in compacted, compacted
+    info = json.loads(cli("info", cache, "--json"))["embeddings"][0]
+    assert (info["segments"], info["rows"]) == (1, info["unique"]), info
     bad = subprocess.run(
         [script(), "embed", cache, "--model", "nosuchmodule:f", "--name", "x"],
         capture_output=True,

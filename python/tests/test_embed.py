@@ -4,7 +4,6 @@ kill, atomic replacement) and Loader(embeddings=...)."""
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 
 import socialctx
 from conftest import CORPORA, REPO, TOKEN_ORACLES, jsonl
@@ -209,7 +209,7 @@ def test_bad_model_output_is_a_clear_error_and_publishes_nothing(golden):
 
 def test_validate_all_detects_a_damaged_store(golden):
     socialctx.embed(golden, Model(), field=FIELDS[-1], name="e")
-    path = Path(golden.derived_dir) / "embeddings/e/vectors.npy"
+    path = Path(golden.derived_dir) / "embeddings/e/seg-00000.npy"
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -298,12 +298,12 @@ def _fix_meta(store: Path) -> None:
     """Makes meta.json's sizes and checksums agree with the files again, so
     that only the deeper checks can catch a damage."""
     meta = json.loads((store / "meta.json").read_text())
-    for fname in ("vectors.npy", "index.npy", "keys.npy"):
-        p = store / fname
-        meta["files"][fname] = {
-            "bytes": p.stat().st_size,
-            "xxh3": socialctx._socialctx._xxh3_file(p),
-        }
+    for entry, fname in [
+        *((meta["files"][f], f) for f in ("index.npy", "keys.npy")),
+        *((s, s["file"]) for s in meta["segments"]),
+    ]:
+        data = (store / fname).read_bytes()
+        entry.update(bytes=len(data), xxh3=f"{xxhash.xxh3_64_intdigest(data):016x}")
     (store / "meta.json").write_text(json.dumps(meta))
 
 
@@ -370,9 +370,9 @@ def test_a_same_model_resume_reuses_the_written_batches(golden):
 def test_nan_bytes_in_a_store_are_detected_even_with_matching_checksums(golden):
     socialctx.embed(golden, Model(), field="reply", name="e")
     store = Path(golden.derived_dir) / "embeddings/e"
-    data = bytearray((store / "vectors.npy").read_bytes())
+    data = bytearray((store / "seg-00000.npy").read_bytes())
     data[-4:] = np.array([np.nan], dtype=np.float32).tobytes()
-    (store / "vectors.npy").write_bytes(bytes(data))
+    (store / "seg-00000.npy").write_bytes(bytes(data))
     _fix_meta(store)
     for open_it in (
         lambda: socialctx.open_store(golden, "e"),
@@ -385,8 +385,8 @@ def test_nan_bytes_in_a_store_are_detected_even_with_matching_checksums(golden):
 def test_a_fortran_ordered_store_is_refused(golden):
     socialctx.embed(golden, Model(), field="reply", name="e")
     store = Path(golden.derived_dir) / "embeddings/e"
-    rows = np.load(store / "vectors.npy")
-    np.save(store / "vectors.npy", np.asfortranarray(rows))
+    rows = np.load(store / "seg-00000.npy")
+    np.save(store / "seg-00000.npy", np.asfortranarray(rows))
     _fix_meta(store)
     with pytest.raises(socialctx.EmbeddingError, match="Fortran"):
         socialctx.Loader(golden, embeddings=["e"])
@@ -398,8 +398,8 @@ def test_a_fortran_ordered_store_is_refused(golden):
         (lambda s: (s / "meta.json").write_text("{"), False),
         (lambda s: (s / "meta.json").write_text("[]"), False),
         (lambda s: (s / "meta.json").write_text('{"format": "socialctx-embeddings"}'), False),
-        (lambda s: (s / "vectors.npy").write_bytes(b"\x93NUMPY\x01\x00\xff\x00{'descr'"), True),
-        (lambda s: (s / "vectors.npy").write_bytes(b"PK\x03\x04"), True),
+        (lambda s: (s / "seg-00000.npy").write_bytes(b"\x93NUMPY\x01\x00\xff\x00{'descr'"), True),
+        (lambda s: (s / "seg-00000.npy").write_bytes(b"PK\x03\x04"), True),
         (lambda s: (s / "index.npy").unlink(), False),
     ],
     ids=["truncated-meta", "meta-list", "meta-keys", "cut-header", "not-npy", "no-index"],
@@ -431,7 +431,7 @@ def test_embed_on_a_full_disk_is_an_error_and_leaves_no_half_file(built, tmp_pat
         with pytest.raises(socialctx.EmbeddingError, match="No space left on device"):
             socialctx.embed(cache, wide, field="reply", name="big")
         partial = Path(cache.derived_dir) / "embeddings/.big.partial"
-        assert not (partial / "vectors.npy").exists()
+        assert not list(partial.glob("seg-*.npy")), "no half segment left"
         assert not (Path(cache.derived_dir) / "embeddings/big").exists()
         del cache  # its maps keep the file system busy
     finally:
@@ -483,13 +483,16 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     assert night.new == 2 and sum(len(b) for b in calls) == 2, night
     assert night.reused == night.unique - 2
     assert night.dropped == first.unique - night.reused
-    nightly = _store_bytes(cache, "r")
-    # Byte for byte what a from-scratch embed writes.
-    fresh = tmp_path / "fresh"
-    shutil.copytree(out, fresh, ignore=shutil.ignore_patterns("derived"))
-    scratch = socialctx.open(fresh)
-    socialctx.embed(scratch, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
-    assert nightly == _store_bytes(scratch, "r")
+    # The new rows are one new segment; the old one is linked, not copied.
+    store = socialctx.open_store(cache, "r")
+    assert [len(s) for s in store.segments][1:] == [2]
+    _assert_rows_of(cache, tmp_path)
+    # Compacted: byte for byte what a from-scratch embed writes.
+    compacted = socialctx.embed(
+        cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1", compact=True
+    )
+    assert compacted.compacted and compacted.calls == 0
+    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
     # Exactly one generation, nothing else left behind.
     names = sorted(p.name for p in (Path(cache.derived_dir) / "embeddings").iterdir())
     assert names == [".r.lock", "r"]
@@ -531,6 +534,7 @@ def _scratch_bytes(
 ) -> dict[str, bytes]:
     """Store "r" as a from-scratch embed of a copy of ``cache`` writes it."""
     fresh = tmp_path / "fresh"
+    shutil.rmtree(fresh, ignore_errors=True)
     shutil.copytree(cache.path, fresh, ignore=shutil.ignore_patterns("derived"))
     scratch = socialctx.open(fresh)
     socialctx.embed(
@@ -539,31 +543,28 @@ def _scratch_bytes(
     return _store_bytes(scratch, "r")
 
 
-@pytest.mark.parametrize("path", ["copy_file_range", "numpy"])
-def test_reused_rows_are_copied_exactly_by_either_path(tmp_path, monkeypatch, path):
-    """The reused rows are copied on a helper thread while the model embeds
-    the new ones: in the kernel (runs of consecutive rows) or, where it
-    cannot, through NumPy, writing only the reused rows. Either way the
-    store is a from-scratch embed's, byte for byte."""
+def _assert_rows_of(cache: socialctx.Cache, tmp_path: Path, batch_size: int = 16) -> None:
+    """Every reaction reads, from store "r", the row a from-scratch embed gives it."""
+    _scratch_bytes(tmp_path, cache, batch_size)
+    scratch = socialctx.open_store(socialctx.open(tmp_path / "fresh"), "r")
+    store = socialctx.open_store(cache, "r")
+    every = np.arange(len(store.index))
+    assert np.array_equal(store.rows(every), scratch.rows(every))
+
+
+def test_reused_rows_are_linked_never_copied(tmp_path):
+    """A nightly embed writes only the new inputs' rows: the previous
+    segments are the same files (links), and the rows every reaction reads
+    are a from-scratch embed's."""
     _, cache = _a_changed_night(tmp_path, edits=1)
-    kernel_copies = []
-    real = os.copy_file_range
-
-    def counted(*args):
-        kernel_copies.append(args[2])
-        if path == "numpy":
-            raise OSError(errno.EXDEV, "refused for the test")
-        return real(*args)
-
-    monkeypatch.setattr(os, "copy_file_range", counted)
+    seg = Path(cache.derived_dir) / "embeddings/r/seg-00000.npy"
+    inode = seg.stat().st_ino
     model = Model()
     night = socialctx.embed(cache, model, field="reply", name="r", batch_size=16, model_id="toy-1")
     assert night.new == 1 and model.calls == 1 and night.reused == night.unique - 1, night
-    assert kernel_copies, "one long run of reused rows takes the kernel path first"
-    if path == "copy_file_range":
-        row = 4 * night.dim
-        assert sum(kernel_copies) == night.reused * row
-    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
+    assert not night.compacted and seg.stat().st_ino == inode
+    assert (Path(cache.derived_dir) / "embeddings/r/seg-00001.npy").stat().st_size < 256
+    _assert_rows_of(cache, tmp_path)
 
 
 @pytest.mark.parametrize("calls_before", [0, 1])
@@ -590,21 +591,28 @@ def test_ctrl_c_during_a_nightly_embed_leaves_no_helper_running(tmp_path, calls_
     model = Model()
     night = socialctx.embed(cache, model, field="reply", name="r", batch_size=1, model_id="toy-1")
     assert night.new == 2 and night.resumed == calls_before and model.calls == 2 - calls_before
-    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache, batch_size=1)
+    _assert_rows_of(cache, tmp_path, batch_size=1)
 
 
 def test_a_damaged_previous_store_is_not_reused(tmp_path):
-    """A previous store that fails verification is not a source of rows:
-    the embed says so (a warning at the caller's line) and embeds
+    """A damaged segment is never laundered: linked, it stays refused by
+    every reader; compaction, which copies rows, reuses none of a store
+    that fails verification (a warning at the caller's line) and embeds
     everything, to the bytes of a from-scratch embed."""
     _, cache = _a_changed_night(tmp_path, edits=1)
-    vectors = Path(cache.derived_dir) / "embeddings/r/vectors.npy"
+    vectors = Path(cache.derived_dir) / "embeddings/r/seg-00000.npy"
     raw = bytearray(vectors.read_bytes())
     raw[-1] ^= 0x40
     vectors.write_bytes(bytes(raw))
+    # A nightly embed links the segment without reading it (its cost is the
+    # night's change); the new store's readers verify it and refuse it.
+    socialctx.embed(cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    with pytest.raises(socialctx.EmbeddingError, match="seg-00000.npy: checksum"):
+        socialctx.open_store(cache, "r")
+    # Compaction copies rows, so it verifies them first and reuses none.
     with pytest.warns(UserWarning, match="not reusing") as warned:
         night = socialctx.embed(
-            cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+            cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1", compact=True
         )
     assert warned[0].filename == __file__
     assert night.reused == 0 and night.new == night.unique
@@ -613,10 +621,9 @@ def test_a_damaged_previous_store_is_not_reused(tmp_path):
 
 @pytest.mark.parametrize("batches_before_kill", [0, 1])
 def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_before_kill):
-    """A nightly embed copies the reused rows, then embeds the new ones; it
-    is killed before its first batch (the copied rows never synced, no
-    progress recorded) or after it. Either way the next embed ends with
-    exactly the bytes of a from-scratch embed."""
+    """A nightly embed links the previous segments, then embeds the new
+    ones; it is killed before its first batch or after it. Either way the
+    next embed resumes and every reaction reads a from-scratch embed's row."""
     _, cache = _a_changed_night(tmp_path, edits=3, batch_size=1)
     child = _killed_embed(cache, batches_before_kill, "reply", "r", 1, "toy-1")
     assert child.returncode == -signal.SIGKILL, child.stderr
@@ -625,4 +632,169 @@ def test_a_killed_nightly_embed_resumes_to_the_same_bytes(tmp_path, batches_befo
     night = socialctx.embed(cache, model, field="reply", name="r", batch_size=1, model_id="toy-1")
     assert night.new == 3 and night.resumed == batches_before_kill, night
     assert model.calls == 3 - batches_before_kill
-    assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache, batch_size=1)
+    _assert_rows_of(cache, tmp_path, batch_size=1)
+
+
+def test_every_reader_reads_a_two_segment_store_as_its_rows(tmp_path):
+    """Loader (index and dense), EmbeddingTable and open_store read a
+    nightly store of two segments by global row, each as a from-scratch
+    embed's rows; after compaction, the same."""
+    torch = pytest.importorskip("torch")
+    from socialctx.torch import EmbeddingTable
+
+    _, cache = _a_changed_night(tmp_path, edits=4)
+    socialctx.embed(cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
+    _assert_rows_of(cache, tmp_path)
+    for compact in (False, True):
+        if compact:
+            socialctx.embed(
+                cache,
+                Model(),
+                field="reply",
+                name="r",
+                batch_size=16,
+                model_id="toy-1",
+                compact=True,
+            )
+        store = socialctx.open_store(cache, "r")
+        assert len(store.segments) == (1 if compact else 2)
+        table = EmbeddingTable(cache, "r")
+        assert table.num_rows == store.meta["rows"] == sum(len(s) for s in store.segments)
+        loader = socialctx.Loader(cache, embeddings=["r"], dense=True, kinds="both")
+        seen = 0
+        for batch in loader.epoch(range(len(cache)), 8, seed=1):
+            index = np.asarray(batch.embedding_index["r"])
+            dense = np.asarray(batch.embeddings["r"])
+            got = table(torch.from_numpy(index.astype(np.int64))).numpy()
+            assert np.array_equal(got, dense)
+            # The global rows name the rows open_store reads.
+            has = index >= 0
+            flat = np.concatenate(store.segments) if len(store.segments) > 1 else store.segments[0]
+            assert np.array_equal(dense[has], np.asarray(flat)[index[has]])
+            seen += int(has.sum())
+        assert seen > 0
+
+
+# --- The store's state space: nights, compactions and interruptions --------
+
+
+@pytest.fixture(scope="module")
+def night_variants(tmp_path_factory) -> list[Path]:
+    """data-samples built as four contents (each a different few replies
+    rewritten), to switch the working cache between: a rebuild, in a copy."""
+    root = tmp_path_factory.mktemp("nights")
+    out = []
+    for v in range(4):
+        corpus = root / f"corpus-{v}"
+        shutil.copytree(REPO / "data-samples/corpus", corpus)
+        for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[v * 3 : v * 3 + 3]):
+            tweet = json.loads(reply.read_text())
+            tweet["text"] = tweet["full_text"] = f"variant {v} reply {n} rewritten"
+            reply.write_text(json.dumps(tweet))
+        out.append(root / f"cache-{v}")
+        socialctx.build(corpus, out[-1], progress=False)
+    return out
+
+
+def test_the_store_state_machine(night_variants, tmp_path):
+    """Random sequences of nightly embeds of another content, compactions
+    and embeds interrupted after a few calls, against a reference (every
+    reaction reads its input's toy row): every published store reads as the
+    reference, keeps the dead rows within a quarter of its rows (else it
+    compacts), and a compacted one equals a from-scratch embed byte for byte."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+    scratch: dict[int, dict[str, bytes]] = {}
+
+    def scratch_bytes(v: int) -> dict[str, bytes]:
+        if v not in scratch:
+            fresh = tmp_path / f"scratch-{v}"
+            shutil.copytree(night_variants[v], fresh, ignore=shutil.ignore_patterns("derived"))
+            c = socialctx.open(fresh)
+            socialctx.embed(c, Model(), field="reply", name="r", batch_size=4, model_id="m")
+            scratch[v] = _store_bytes(c, "r")
+        return scratch[v]
+
+    class Store(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dir = tmp_path / f"work-{id(self)}"
+            shutil.copytree(night_variants[0], self.dir)
+            self.variant = 0
+            self.published = False
+
+        def cache(self) -> socialctx.Cache:
+            return socialctx.open(self.dir)
+
+        @rule(v=st.integers(0, 3))
+        def rebuild(self, v: int) -> None:
+            for p in night_variants[v].iterdir():
+                if p.is_file():
+                    shutil.copy(p, self.dir / p.name)
+            self.variant = v
+
+        @rule(compact=st.booleans())
+        def embed(self, compact: bool) -> None:
+            s = socialctx.embed(
+                self.cache(),
+                toy_model,
+                field="reply",
+                name="r",
+                batch_size=4,
+                model_id="m",
+                compact=compact,
+            )
+            self.published = True
+            if s.compacted:
+                assert _store_bytes(self.cache(), "r") == scratch_bytes(self.variant)
+
+        @rule(calls=st.integers(0, 2))
+        def interrupted(self, calls: int) -> None:
+            n = 0
+
+            def fn(batch: list[list[str]]) -> np.ndarray:
+                nonlocal n
+                n += 1
+                if n > calls:
+                    raise Interrupt
+                return toy_model(batch)
+
+            try:
+                socialctx.embed(
+                    self.cache(), fn, field="reply", name="r", batch_size=4, model_id="m"
+                )
+                self.published = True
+            except Interrupt:
+                pass
+
+        @invariant()
+        def reads_as_the_reference(self) -> None:
+            if not self.published:
+                return
+            try:
+                store = socialctx.open_store(self.cache(), "r")
+            except socialctx.EmbeddingError as e:
+                assert "rebuilt since" in str(e)  # stale until the next embed
+                return
+            unique = self.cache().unique_texts("reply")
+            want = np.zeros((len(store.index), store.dim), np.float32)
+            has = np.asarray(unique.index) != socialctx.UniqueTexts.NONE
+            rows = np.stack([toy(unique[i]) for i in range(len(unique))])
+            want[has] = rows[np.asarray(unique.index)[has]]
+            assert np.array_equal(store.rows(np.arange(len(store.index))), want)
+            m = store.meta
+            assert 4 * (m["rows"] - m["unique"]) <= m["rows"] and len(store.segments) <= 32
+
+    Store.TestCase.settings = settings(
+        max_examples=12,
+        stateful_step_count=8,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    Store.TestCase().runTest()
+
+
+def toy_model(batch: list[list[str]]) -> np.ndarray:
+    return np.stack([toy(t) for t in batch])

@@ -21,7 +21,6 @@
 //! tantivy's segment footers: a reader checks the footer, the checksum and
 //! rkyv's bytecheck once, then reads the memory map without copying.
 
-pub mod embeddings;
 pub mod footer;
 pub mod layout;
 pub mod manifest;

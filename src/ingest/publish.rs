@@ -685,3 +685,21 @@ fn no_exchange() -> std::io::Error {
         "no atomic directory exchange (renameat2 RENAME_EXCHANGE) here",
     )
 }
+
+/// Creates (if need be) and exclusively locks `path` without waiting: the
+/// lock of caches and embedding stores alike. `None` when another process
+/// holds it; the OS drops it when the holder dies, so there are no stale
+/// locks. Unlock explicitly before dropping the file (a child forked
+/// meanwhile shares it).
+pub(crate) fn try_lock(path: &Path) -> std::io::Result<Option<File>> {
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}

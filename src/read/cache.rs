@@ -166,19 +166,6 @@ impl Core {
         self.content_id
     }
 
-    /// Store `name` under `derived/`, checked against this content when
-    /// `same_content`.
-    pub(super) fn embeddings(
-        &self,
-        name: &str,
-        same_content: bool,
-    ) -> Result<super::EmbeddingStore, crate::EmbeddingError> {
-        let derived = self.dir.join(crate::format::layout::DERIVED_DIR);
-        let content = format!("{:016x}", self.content_id);
-        let expected = same_content.then_some((content.as_str(), self.manifest.reactions));
-        super::EmbeddingStore::open_checked(&derived, expected, name)
-    }
-
     /// Reads the manifest and opens every file it names, all through one
     /// directory handle: the cache then reads the generation it opened, for
     /// every shard, even after a rebuild swaps in the next one. If a

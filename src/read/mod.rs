@@ -6,12 +6,10 @@
 //! version reads the same.
 
 mod cache;
-mod embeddings;
 mod source;
 mod validate;
 mod view;
 
 pub use cache::{Cache, LazyCache};
-pub use embeddings::EmbeddingStore;
 pub use source::ThreadSource;
 pub use view::{NumView, ReactionNum, ReactionView, ThreadView, TokenList};

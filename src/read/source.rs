@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::EmbeddingStore;
 use super::cache::Core;
 use super::view::{NumView, ThreadView};
-use crate::error::{EmbeddingError, LoadError, OpenError};
+use crate::error::{LoadError, OpenError};
 use crate::format::manifest::Manifest;
 use crate::format::report::BadInput;
 
@@ -107,22 +106,9 @@ pub trait ThreadSource: Sealed {
         self.dir().join(crate::format::layout::DERIVED_DIR)
     }
 
-    /// Opens embedding store `name` (made by `socialctx.embed`), verified
-    /// in full and checked to belong to this content of the cache.
-    fn embeddings(&self, name: &str) -> Result<EmbeddingStore, EmbeddingError> {
-        self.core().embeddings(name, true)
-    }
-
-    /// Opens embedding store `name` verified in full, whatever cache
-    /// content it was computed for: the source of rows to reuse when a
-    /// rebuilt cache is embedded again.
-    fn embeddings_of_any_content(&self, name: &str) -> Result<EmbeddingStore, EmbeddingError> {
-        self.core().embeddings(name, false)
-    }
-
     /// Per thread position, its first reaction's index in cache order
     /// (threads by position, reactions by time), plus the total at the end:
-    /// what an [`EmbeddingStore`]'s per-reaction index is addressed by.
+    /// what an [`EmbeddingStore`](crate::EmbeddingStore)'s per-reaction index is addressed by.
     fn reaction_offsets(&self) -> Result<Vec<u64>, LoadError> {
         let mut offsets = Vec::with_capacity(self.len() + 1);
         let mut next = 0u64;

@@ -1,23 +1,38 @@
-//! The embedding store's format, both directions: what `socialctx.embed`
-//! writes under `CACHE_DIR/derived/embeddings/<name>/` and what
+//! The embedding store's format, both directions: what
+//! [`StoreWriter`](crate::StoreWriter) writes under
+//! `CACHE_DIR/derived/embeddings/<name>/` and what
 //! [`EmbeddingStore`](crate::EmbeddingStore) reads.
 //!
 //! ```text
 //! <name>/
-//!   vectors.npy   [unique, dim] float32 or float16, C order: one row per
-//!                 distinct input, in UniqueTexts order
-//!   index.npy     uint32 [reactions]: each reaction's row (cache order:
-//!                 threads by position, reactions by time), NO_ROW for none
-//!   keys.npy      uint64 [unique, 2]: each row's input as a content key
-//!                 (xxh3-128 of its tokens, low then high half), so that a
-//!                 later embed of a rebuilt cache can reuse the row
-//!   meta.json     StoreMeta: field, dtype, dim, counts, the cache's content
-//!                 id, the model's id, size and xxh3-64 of both files
+//!   seg-00000.npy  [rows, dim] float32 or float16, C order: immutable row
+//!   seg-00001.npy  segments; global row r is row r of their concatenation
+//!   ...            (segment k holds rows sum(rows of 0..k) ..), so a row's
+//!                  segment follows from meta.json's row counts
+//!   index.npy      uint32 [reactions]: each reaction's global row (cache
+//!                  order: threads by position, reactions by time), NO_ROW
+//!                  for none
+//!   keys.npy       uint64 [rows, 2]: each global row's input as a content
+//!                  key (xxh3-128 of its tokens, low then high half), what a
+//!                  later embed of a rebuilt cache reuses rows by
+//!   meta.json      StoreMeta: field, dtype, dim, counts, the cache's content
+//!                  id, the model's id, size and xxh3-64 of every file
 //! ```
 //!
+//! A from-scratch embed writes one segment, its rows in
+//! [`UniqueTexts`](crate::UniqueTexts) order. A nightly embed of a rebuilt
+//! cache hard-links the previous store's segments into the new store
+//! (never copying a row), adds one segment of the new inputs' rows, and
+//! writes a new index and keys. Rows no reaction uses any more stay until
+//! compaction rewrites the store as one segment in `UniqueTexts` order:
+//! byte for byte what a from-scratch embed writes.
+//!
 //! The `.npy` files are NumPy's format 1.0 (a 64-byte-aligned text header,
-//! then the raw little-endian array), so that NumPy memory-maps them as
-//! they are and the rows start aligned.
+//! then the raw little-endian array), so that NumPy memory-maps each of
+//! them as it is and the rows start aligned.
+//!
+//! Version 2 (one `vectors.npy`, no segments) is read as a store of one
+//! segment ([`StoreMeta::upgrade`]).
 
 use std::collections::BTreeMap;
 
@@ -25,23 +40,56 @@ use serde::{Deserialize, Serialize};
 
 /// `meta.json`'s `format`.
 pub const STORE_FORMAT: &str = "socialctx-embeddings";
-/// `meta.json`'s `version` (2: rows carry content keys, `keys.npy`).
-pub const STORE_VERSION: u32 = 2;
-/// The rows file.
-pub const VECTORS_FILE: &str = "vectors.npy";
+/// `meta.json`'s `version` (3: rows in segments).
+pub const STORE_VERSION: u32 = 3;
+/// Version 2: one rows file, [`V2_VECTORS_FILE`]; read as one segment.
+pub const STORE_VERSION_V2: u32 = 2;
+/// Version 2's rows file.
+pub const V2_VECTORS_FILE: &str = "vectors.npy";
 /// The per-reaction index file.
 pub const INDEX_FILE: &str = "index.npy";
 /// The per-row content keys file.
 pub const KEYS_FILE: &str = "keys.npy";
 /// The metadata file.
 pub const META_FILE: &str = "meta.json";
+/// An unfinished embed's progress, in the staging directory only.
+pub const PROGRESS_FILE: &str = "progress.json";
 /// Where stores live under the cache's `derived/`.
 pub const STORES_DIR: &str = "embeddings";
 pub use crate::schema::NO_ROW;
 
+/// The file name of segment `n` of a store.
+pub fn segment_file(n: usize) -> String {
+    format!("seg-{n:05}.npy")
+}
+
+/// The staging directory of store `name`, beside it: an unfinished embed,
+/// kept across interruptions so that the next one resumes.
+pub fn staging_name(name: &str) -> String {
+    format!(".{name}.partial")
+}
+
+/// The lock file of store `name`, beside it.
+pub fn lock_name(name: &str) -> String {
+    format!(".{name}.lock")
+}
+
 /// Size and checksum of one file of a store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreFile {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// xxh3-64 of the bytes, 16 hex digits.
+    pub xxh3: String,
+}
+
+/// One row segment of a store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreSegment {
+    /// Its file name.
+    pub file: String,
+    /// Its rows.
+    pub rows: usize,
     /// Size in bytes.
     pub bytes: u64,
     /// xxh3-64 of the bytes, 16 hex digits.
@@ -63,8 +111,12 @@ pub struct StoreMeta {
     pub dtype: String,
     /// Row width (0 for a store with no rows).
     pub dim: usize,
-    /// Rows: distinct inputs.
+    /// Distinct inputs of the cache: the rows some reaction uses.
     pub unique: usize,
+    /// Rows in all segments: `unique` plus the rows no reaction uses any
+    /// more (until compaction).
+    #[serde(default)]
+    pub rows: usize,
     /// Index entries: the cache's reactions.
     pub reactions: usize,
     /// The content id of the cache the store was computed from.
@@ -77,8 +129,45 @@ pub struct StoreMeta {
     /// Model calls a from-scratch embed makes.
     #[serde(default)]
     pub calls: usize,
-    /// [`VECTORS_FILE`], [`INDEX_FILE`] and [`KEYS_FILE`]: size and checksum.
+    /// [`INDEX_FILE`] and [`KEYS_FILE`]: size and checksum.
     pub files: BTreeMap<String, StoreFile>,
+    /// The row segments, in global row order.
+    #[serde(default)]
+    pub segments: Vec<StoreSegment>,
+}
+
+impl StoreMeta {
+    /// A version-2 store's metadata as version 3's: its one rows file is
+    /// the one segment. Later versions are left as they are (and refused).
+    pub fn upgrade(mut self) -> StoreMeta {
+        if self.version == STORE_VERSION_V2 {
+            self.rows = self.unique;
+            if let Some(f) = self.files.remove(V2_VECTORS_FILE)
+                && self.unique > 0
+            {
+                self.segments = vec![StoreSegment {
+                    file: V2_VECTORS_FILE.into(),
+                    rows: self.unique,
+                    bytes: f.bytes,
+                    xxh3: f.xxh3,
+                }];
+            }
+            self.version = STORE_VERSION;
+        }
+        self
+    }
+
+    /// Each segment's first global row, and the total rows at the end.
+    pub fn segment_starts(&self) -> Vec<usize> {
+        let mut starts = Vec::with_capacity(self.segments.len() + 1);
+        let mut at = 0;
+        for s in &self.segments {
+            starts.push(at);
+            at += s.rows;
+        }
+        starts.push(at);
+        starts
+    }
 }
 
 /// Element types of `.npy` files in a store.
@@ -120,6 +209,14 @@ impl Dtype {
             "float32" => Some(Dtype::F32),
             "float16" => Some(Dtype::F16),
             _ => None,
+        }
+    }
+
+    /// The name `meta.json` gives a vectors' dtype.
+    pub fn meta_name(self) -> &'static str {
+        match self {
+            Dtype::F16 => "float16",
+            _ => "float32",
         }
     }
 }

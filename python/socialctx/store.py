@@ -1,0 +1,89 @@
+"""Reading an embedding store from Python: :func:`open_store` (verified in
+full by the crate's reader) and :class:`Embeddings`, its segments as NumPy
+memory maps. Written by :func:`socialctx.embed`; the format is the crate's
+(``src/store/format.rs``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _socialctx
+from .embed import _DTYPES, NONE, EmbeddingError, store_dir
+
+__all__ = ["Embeddings", "open_store"]
+
+
+class Embeddings:
+    """An opened embedding store: ``segments`` (memory maps, ``[rows, dim]``
+    each, in global row order), ``index`` ``uint32 [reactions]`` (each
+    reaction's global row) and ``meta``. Made by :func:`open_store`."""
+
+    def __init__(
+        self,
+        path: Path,
+        meta: dict[str, Any],
+        segments: list[npt.NDArray[Any]],
+        index: npt.NDArray[np.uint32],
+    ):
+        self.path = path
+        self.meta = meta
+        self.segments = segments
+        self.index = index
+        self.starts = np.cumsum([0] + [len(s) for s in segments])
+
+    @property
+    def dim(self) -> int:
+        return int(self.meta["dim"])
+
+    @property
+    def vectors(self) -> npt.NDArray[Any]:
+        """All rows ``[rows, dim]``: the memory map of a store of one
+        segment, else a copy joining them."""
+        if len(self.segments) == 1:
+            return self.segments[0]
+        return np.concatenate(self.segments or [np.zeros((0, 0), _DTYPES[self.meta["dtype"]])])
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return (
+            f"socialctx.Embeddings({m['name']!r}, field={m['field']!r}, unique={m['unique']}, "
+            f"dim={m['dim']}, segments={len(self.segments)})"
+        )
+
+    def rows(self, reactions: Sequence[int] | npt.NDArray[np.integer[Any]]) -> npt.NDArray[Any]:
+        """The rows of these reactions (cache-order indices), zeros where due."""
+        idx = self.index[np.asarray(reactions, dtype=np.int64)].astype(np.int64)
+        out = np.zeros((len(idx), self.dim), dtype=_DTYPES[self.meta["dtype"]])
+        has = idx != NONE
+        seg = np.searchsorted(self.starts, idx, side="right") - 1
+        for k, rows in enumerate(self.segments):
+            at = has & (seg == k)
+            out[at] = rows[idx[at] - self.starts[k]]
+        return out
+
+
+def open_store(
+    cache: _socialctx.Cache, name: str, *, validate: Literal["lazy", "all"] = "all"
+) -> Embeddings:
+    """Opens store ``name`` of ``cache``, verified in full by the crate's
+    reader (metadata, that it belongs to this content of the cache, every
+    file's size and checksum, the arrays' headers, every index entry,
+    finite rows): any fault is an :class:`EmbeddingError` naming the file.
+    ``validate`` is accepted for compatibility; every open verifies all."""
+    if validate not in ("lazy", "all"):
+        raise ValueError(f'validate must be "lazy" or "all", not {validate!r}')
+    path = store_dir(cache, name)
+    meta_json, segments = _socialctx._open_store(cache, name)
+    meta = json.loads(meta_json)
+    try:
+        rows = [np.load(p, mmap_mode="r") for p, _ in segments]
+        index = np.load(path / "index.npy", mmap_mode="r")
+    except (OSError, ValueError) as e:
+        raise EmbeddingError(f"{path}: unreadable store arrays: {e}") from None
+    return Embeddings(path, meta, rows, index)
