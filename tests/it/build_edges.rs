@@ -3,7 +3,6 @@
 //! cannot be written; and a refused or failed build leaves no lock file
 //! beside a path that never became a cache.
 
-
 use std::fs;
 use std::path::Path;
 

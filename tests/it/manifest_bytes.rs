@@ -2,7 +2,6 @@
 //! one-byte change anywhere, the build options included, is refused when
 //! the cache is opened, with an error naming `manifest.json`.
 
-
 use std::fs;
 
 use crate::common::*;

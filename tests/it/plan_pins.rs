@@ -5,7 +5,6 @@
 //! partition builds, after which the merge either is refused or equals a
 //! full build of the corpus as it is.
 
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};

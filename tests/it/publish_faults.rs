@@ -18,7 +18,6 @@
 //! Kills and errors are also injected into the recovering build itself, at
 //! each of its recovery steps, followed by a third build.
 
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
