@@ -44,9 +44,9 @@ pub mod summary;
 mod train;
 
 pub use error::{BuildError, EmbeddingError, Error, LoadError, OpenError, Result};
+pub use format::FORMAT_VERSION;
 pub use format::manifest::{BuildInfo, FileInfo, Manifest, ShardInfo};
 pub use format::report::BadInput;
-pub use format::{FORMAT_VERSION, user_key};
 pub use incremental::build_incremental;
 pub use ingest::plan::{Plan, build_partition};
 pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};

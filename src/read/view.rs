@@ -121,7 +121,8 @@ pub struct ReactionNum {
     pub id: u64,
     /// `created_at`, seconds since the epoch.
     pub created_at: i64,
-    /// The author's key: [`user_key`](crate::user_key) of `user.id_str`.
+    /// The author's key: `user.id_str` as a number when it is a decimal id,
+    /// else its xxh3-64 with the top bit set (the features' keying).
     pub user_key: u64,
     /// Reply or retweet.
     pub kind: ReactionKind,
@@ -264,7 +265,7 @@ impl<'a> ThreadView<'a> {
     pub fn source_user_id(&self) -> &'a str {
         self.thread_text(&self.thread_text.source_user_id)
     }
-    /// Source author's key, [`user_key`](crate::user_key) of
+    /// Source author's key (the keying of [`ReactionView::user_key`]) of
     /// [`source_user_id`](Self::source_user_id): comparable with the
     /// reactions' [`ReactionView::user_key`].
     pub fn source_user_key(&self) -> u64 {
@@ -336,7 +337,8 @@ impl<'a> ReactionView<'a> {
     pub fn created_at(&self) -> i64 {
         self.rec.created_at.to_native()
     }
-    /// The author's key: [`user_key`](crate::user_key) of `user.id_str`
+    /// The author's key: `user.id_str` as a number when it is a decimal id,
+    /// else its xxh3-64 with the top bit set
     /// (compare [`ThreadView::source_user_key`]).
     pub fn user_key(&self) -> u64 {
         self.rec.user_key.to_native()
