@@ -127,6 +127,9 @@ def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
     replied = threads[replies > 0]
     veracity = threads["veracity"]
     annotated = bool(veracity.notna().any())
+    # A veracity is a rumour's: PHEME annotates some non-rumours too (an
+    # "unclear" is_rumour reads as unverified), which no column counts.
+    rumour = threads["label_code"] == 1
 
     def count(mask: Any) -> int:
         return int(mask.sum())
@@ -139,9 +142,9 @@ def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
         "rumours": count(threads["label_code"] == 1),
         "non_rumours": count(threads["label_code"] == 0),
         "unlabelled": count(~threads["label_code"].isin([0, 1])),
-        "true": count(veracity == "true") if annotated else None,
-        "false": count(veracity == "false") if annotated else None,
-        "unverified": count(veracity == "unverified") if annotated else None,
+        "true": count((veracity == "true") & rumour) if annotated else None,
+        "false": count((veracity == "false") & rumour) if annotated else None,
+        "unverified": count((veracity == "unverified") & rumour) if annotated else None,
         "replies": int(replies.sum()),
         "retweets": int(threads["retweets"].astype("int64").sum()),
         "users": int(users.nunique()),
