@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -383,6 +383,35 @@ def test_threads_positions_follow_the_order_given(built: dict[str, Path]) -> Non
     empty = cache.to_arrow(positions=[])
     assert len(empty) == 0 and pa.table(empty).num_rows == 0
     assert pa.table(empty).schema.equals(pa.table(cache.to_arrow()).schema)
+
+
+def test_an_empty_selection_reads_everywhere(built: dict[str, Path]) -> None:
+    # No thread selected (an empty filter, an empty cache): a stream of no
+    # batch is a table whose columns have no chunk, which `datasets` cannot
+    # cast ("cannot construct ChunkedArray from empty vector"); one empty
+    # batch reads everywhere.
+    datasets = pytest.importorskip("datasets")
+    cache = socialctx.open(built["golden"])
+    levels: list[Literal["reactions", "threads"]] = ["reactions", "threads"]
+    for level in levels:
+        empty = cache.to_arrow(level=level, positions=[])
+        assert len(datasets.Dataset(pa.table(empty))) == 0
+        assert pa.table(empty).schema.equals(pa.table(cache.to_arrow(level=level)).schema)
+
+
+def test_a_mask_is_not_positions(built: dict[str, Path]) -> None:
+    # A list of booleans (a mask) read as the positions 1 and 0 gave rows of
+    # the first two threads, silently; positions are integers (as Loader's).
+    cache = socialctx.open(built["golden"])
+    mask = [bool(i % 2) for i in range(len(cache))]
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.to_arrow(positions=mask)
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.to_arrow(level="threads", positions=np.array(mask))
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.unique_texts(positions=mask)
+    picked = pa.table(cache.to_arrow(level="threads", positions=np.flatnonzero(mask)))
+    assert picked.column("position").to_pylist() == list(np.flatnonzero(mask))
 
 
 def test_bad_arguments_are_clear_errors(built: dict[str, Path]) -> None:
