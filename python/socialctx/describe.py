@@ -37,6 +37,7 @@ Needs pandas and pyarrow; the figures and the page need matplotlib
 
 from __future__ import annotations
 
+import errno
 import html
 import io
 import json as _json
@@ -334,10 +335,21 @@ class Description:
         return _write_atomic(Path(path), self.html().encode("utf-8"))
 
 
+def _cannot_write(path: Path, e: OSError) -> OSError:
+    """``e`` naming ``path``, the file the user asked for, not the
+    temporary file beside it."""
+    return type(e)(e.errno, f"cannot write {path}: {e.strerror or e}")
+
+
 def _temp_beside(path: Path) -> tuple[int, str]:
     """A temporary file beside ``path`` with the mode a new file gets
     (mkstemp's is 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _cannot_write(path, e) from None
     umask = os.umask(0)
     os.umask(umask)
     os.fchmod(fd, 0o666 & ~umask)
@@ -352,6 +364,9 @@ def _write_atomic(path: Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, e) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -407,6 +422,9 @@ def write_parquet(
     try:
         pq.write_table(table, tmp)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, e) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

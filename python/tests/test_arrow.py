@@ -477,6 +477,28 @@ def test_export_parquet_reads_back_equal(
     assert pq.read_table(out).column_names == ["thread_id", "event"]
 
 
+def test_export_errors_name_the_output_not_a_temporary_file(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    # The error named the temporary file beside OUT ("No such file or
+    # directory: '.../.x.parquet.abc123.tmp'", "Is a directory:
+    # '.../.out.xyz.tmp' -> 'out'"), a file the user never named.
+    (tmp_path / "a-dir").mkdir()
+    for out, why in [
+        (tmp_path / "a-dir", "is a directory"),
+        (tmp_path / "missing" / "x.parquet", "No such file or directory"),
+    ]:
+        r = run_cli("export", str(built["golden"]), str(out))
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert str(out) in r.stderr and why in r.stderr, r.stderr
+        assert ".tmp" not in r.stderr, r.stderr
+        d = socialctx.describe(socialctx.open(built["golden"]))
+        with pytest.raises(OSError, match=re.escape(str(out))):
+            d.write_html(out)
+    assert [p.name for p in tmp_path.iterdir()] == ["a-dir"]
+    assert list((tmp_path / "a-dir").iterdir()) == []
+
+
 def test_export_errors_leave_nothing_behind(built: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
     r = run_cli("export", str(built["golden"]), str(out), "--columns", "thread_id,nope")
