@@ -414,6 +414,10 @@ def write_parquet(
         import pyarrow.parquet as pq
     except ImportError:
         _require("pyarrow")
+    if columns is not None and not columns:
+        # Parquet keeps no row count without a column: the file would read
+        # back empty.
+        raise ValueError("no column to write (columns is empty)")
     data = cache.to_arrow(level=level, columns=columns)
     table = _pa().table(data)
     path = Path(path)

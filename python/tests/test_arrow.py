@@ -499,6 +499,17 @@ def test_export_errors_name_the_output_not_a_temporary_file(
     assert list((tmp_path / "a-dir").iterdir()) == []
 
 
+def test_export_of_no_column_is_an_error(built: dict[str, Path], tmp_path: Path) -> None:
+    # `--columns ""` (or ",") chose no column: the file written had no row
+    # (Parquet keeps no row count without a column) while the command said
+    # "wrote OUT: 2,xxx rows".
+    out = tmp_path / "out.parquet"
+    for columns in ("", ","):
+        r = run_cli("export", str(built["golden"]), str(out), "--columns", columns)
+        assert r.returncode == 1 and "no column" in r.stderr and "Traceback" not in r.stderr
+        assert list(tmp_path.iterdir()) == []
+
+
 def test_export_errors_leave_nothing_behind(built: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "out.parquet"
     r = run_cli("export", str(built["golden"]), str(out), "--columns", "thread_id,nope")
