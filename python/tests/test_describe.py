@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -217,6 +218,28 @@ def test_latex_escapes_what_tex_reads_as_commands() -> None:
     assert _latex_escape("a_b&c%d$e#f{g}h~i^j\\k") == (
         r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k"
     )
+
+
+def test_dollar_signs_in_event_names_are_text_in_the_figures(tmp_path: Path) -> None:
+    # matplotlib reads "$...$" as mathtext: an event folder named like
+    # "p$\\badcmd{$q" made `describe --html` fail ("error: " and a pyparsing
+    # message, no page), and "u$x_1$v" was drawn as math.
+    pytest.importorskip("matplotlib")
+    rnr = REPO / "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours"
+    threads = sorted(p for p in rnr.iterdir() if p.is_dir())[:2]
+    events = ["p$\\badcmd{$q", "u$x_1$v"]
+    for event, thread in zip(events, threads):
+        shutil.copytree(thread, tmp_path / "corpus" / event / "rumours" / thread.name)
+    socialctx.build(tmp_path / "corpus", tmp_path / "cache", progress=False)
+    d = socialctx.describe(socialctx.open(tmp_path / "cache"))
+    assert sorted(f.event for f in d.folds) == sorted(events)
+    page = d.write_html(tmp_path / "page.html").read_text()
+    assert "p$\\badcmd{$q" in page and "<svg" in page
+    folds = d.figures()["folds"]
+    folds.canvas.draw()
+    ticks = folds.axes[0].get_yticklabels()
+    assert sorted(t.get_text() for t in ticks) == sorted(events)
+    assert not any(t.get_parse_math() for t in ticks)
 
 
 def test_html_page_is_whole_and_self_contained(built: dict[str, Path], tmp_path: Path) -> None:
