@@ -182,6 +182,9 @@ def _latex_escape(s: str) -> str:
             out.append(r"\textasciicircum{}")
         elif c == "\\":
             out.append(r"\textbackslash{}")
+        elif c in "<>|":
+            # OT1 (LaTeX's default encoding) prints them as ¡ ¿ and a dash.
+            out.append({"<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}[c])
         else:
             out.append(c)
     return "".join(out)

@@ -218,6 +218,9 @@ def test_latex_escapes_what_tex_reads_as_commands() -> None:
     assert _latex_escape("a_b&c%d$e#f{g}h~i^j\\k") == (
         r"a\_b\&c\%d\$e\#f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k"
     )
+    # In text mode with LaTeX's default (OT1) encoding, < > | print as
+    # inverted marks and a dash: a paper's table would show "a¡b¿c—d".
+    assert _latex_escape("a<b>c|d") == r"a\textless{}b\textgreater{}c\textbar{}d"
 
 
 def test_dollar_signs_in_event_names_are_text_in_the_figures(tmp_path: Path) -> None:
