@@ -155,7 +155,8 @@ def make_figures(d: Description) -> dict[str, Figure]:
     tests = [len(f.test) for f in d.folds]
     ax.barh(slots, tests, color="#e67e22", label="test (held out)")
     ax.barh(slots, [len(f.train) for f in d.folds], left=tests, color="#95a5a6", label="train")
-    ax.set_yticks(slots, names)
+    # Event names are folder names: "$...$" in one is text, not mathtext.
+    ax.set_yticks(slots, names, parse_math=False)
     ax.invert_yaxis()
     ax.set_xlabel("threads")
     ax.set_title("Leave-one-event-out folds")

@@ -37,6 +37,7 @@ Needs pandas and pyarrow; the figures and the page need matplotlib
 
 from __future__ import annotations
 
+import errno
 import html
 import io
 import json as _json
@@ -127,6 +128,9 @@ def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
     replied = threads[replies > 0]
     veracity = threads["veracity"]
     annotated = bool(veracity.notna().any())
+    # A veracity is a rumour's: PHEME annotates some non-rumours too (an
+    # "unclear" is_rumour reads as unverified), which no column counts.
+    rumour = threads["label_code"] == 1
 
     def count(mask: Any) -> int:
         return int(mask.sum())
@@ -139,9 +143,9 @@ def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
         "rumours": count(threads["label_code"] == 1),
         "non_rumours": count(threads["label_code"] == 0),
         "unlabelled": count(~threads["label_code"].isin([0, 1])),
-        "true": count(veracity == "true") if annotated else None,
-        "false": count(veracity == "false") if annotated else None,
-        "unverified": count(veracity == "unverified") if annotated else None,
+        "true": count((veracity == "true") & rumour) if annotated else None,
+        "false": count((veracity == "false") & rumour) if annotated else None,
+        "unverified": count((veracity == "unverified") & rumour) if annotated else None,
         "replies": int(replies.sum()),
         "retweets": int(threads["retweets"].astype("int64").sum()),
         "users": int(users.nunique()),
@@ -178,6 +182,9 @@ def _latex_escape(s: str) -> str:
             out.append(r"\textasciicircum{}")
         elif c == "\\":
             out.append(r"\textbackslash{}")
+        elif c in "<>|":
+            # OT1 (LaTeX's default encoding) prints them as ¡ ¿ and a dash.
+            out.append({"<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}[c])
         else:
             out.append(c)
     return "".join(out)
@@ -331,10 +338,21 @@ class Description:
         return _write_atomic(Path(path), self.html().encode("utf-8"))
 
 
+def _cannot_write(path: Path, e: OSError) -> OSError:
+    """``e`` naming ``path``, the file the user asked for, not the
+    temporary file beside it."""
+    return type(e)(e.errno, f"cannot write {path}: {e.strerror or e}")
+
+
 def _temp_beside(path: Path) -> tuple[int, str]:
     """A temporary file beside ``path`` with the mode a new file gets
     (mkstemp's is 0600)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _cannot_write(path, e) from None
     umask = os.umask(0)
     os.umask(umask)
     os.fchmod(fd, 0o666 & ~umask)
@@ -349,6 +367,9 @@ def _write_atomic(path: Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, e) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -396,6 +417,10 @@ def write_parquet(
         import pyarrow.parquet as pq
     except ImportError:
         _require("pyarrow")
+    if columns is not None and not columns:
+        # Parquet keeps no row count without a column: the file would read
+        # back empty.
+        raise ValueError("no column to write (columns is empty)")
     data = cache.to_arrow(level=level, columns=columns)
     table = _pa().table(data)
     path = Path(path)
@@ -404,6 +429,9 @@ def write_parquet(
     try:
         pq.write_table(table, tmp)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, e) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

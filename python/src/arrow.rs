@@ -541,6 +541,11 @@ fn batches(
         });
     }
     flush(&mut run, &mut out)?;
+    if out.is_empty() {
+        // No thread: one empty batch, not none (a table of no chunks is
+        // one `datasets` cannot cast).
+        out.push(RecordBatch::new_empty(schema.clone()));
+    }
     Ok(out)
 }
 

@@ -6,12 +6,15 @@
 use std::time::Duration;
 
 use numpy::ndarray::{ArrayView1, ArrayView2};
-use numpy::{Element, PyArray1, PyArray2, PyArrayMethods};
+use numpy::{
+    Element, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict};
 
 use socialctx as sc;
 
@@ -53,8 +56,27 @@ pub(crate) fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<u
         let ro = array.readonly();
         return ro.as_array().iter().map(|&i| check(i)).collect();
     }
-    let v: Vec<i64> = obj.extract()?;
-    v.into_iter().map(check).collect()
+    // A boolean mask is no list of positions: read as integers, its
+    // True/False would pick threads 1 and 0, silently (as Loader's).
+    if let Ok(array) = obj.cast::<PyUntypedArray>() {
+        let kind = array.dtype().kind();
+        if kind != b'i' && kind != b'u' {
+            return Err(PyTypeError::new_err(format!(
+                "positions must be integers, not an array of {} (a boolean mask? \
+                 use np.flatnonzero(mask))",
+                array.dtype()
+            )));
+        }
+    }
+    let v: Vec<Bound<'_, PyAny>> = obj.extract()?;
+    if v.iter().any(|item| item.is_instance_of::<PyBool>()) {
+        return Err(PyTypeError::new_err(
+            "positions must be integers, not booleans (a mask? use np.flatnonzero(mask))",
+        ));
+    }
+    v.iter()
+        .map(|item| item.extract::<i64>().and_then(check))
+        .collect()
 }
 
 /// Positions when given (and not None), else None.

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -385,6 +385,35 @@ def test_threads_positions_follow_the_order_given(built: dict[str, Path]) -> Non
     assert pa.table(empty).schema.equals(pa.table(cache.to_arrow()).schema)
 
 
+def test_an_empty_selection_reads_everywhere(built: dict[str, Path]) -> None:
+    # No thread selected (an empty filter, an empty cache): a stream of no
+    # batch is a table whose columns have no chunk, which `datasets` cannot
+    # cast ("cannot construct ChunkedArray from empty vector"); one empty
+    # batch reads everywhere.
+    datasets = pytest.importorskip("datasets")
+    cache = socialctx.open(built["golden"])
+    levels: list[Literal["reactions", "threads"]] = ["reactions", "threads"]
+    for level in levels:
+        empty = cache.to_arrow(level=level, positions=[])
+        assert len(datasets.Dataset(pa.table(empty))) == 0
+        assert pa.table(empty).schema.equals(pa.table(cache.to_arrow(level=level)).schema)
+
+
+def test_a_mask_is_not_positions(built: dict[str, Path]) -> None:
+    # A list of booleans (a mask) read as the positions 1 and 0 gave rows of
+    # the first two threads, silently; positions are integers (as Loader's).
+    cache = socialctx.open(built["golden"])
+    mask = [bool(i % 2) for i in range(len(cache))]
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.to_arrow(positions=mask)
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.to_arrow(level="threads", positions=np.array(mask))
+    with pytest.raises(TypeError, match="flatnonzero"):
+        cache.unique_texts(positions=mask)
+    picked = pa.table(cache.to_arrow(level="threads", positions=np.flatnonzero(mask)))
+    assert picked.column("position").to_pylist() == list(np.flatnonzero(mask))
+
+
 def test_bad_arguments_are_clear_errors(built: dict[str, Path]) -> None:
     cache = socialctx.open(built["golden"])
     with pytest.raises(ValueError, match="level must be"):
@@ -446,6 +475,39 @@ def test_export_parquet_reads_back_equal(
     r = run_cli("export", str(built["pheme-veracity"]), str(out), "--columns", "thread_id,event")
     assert r.returncode == 0, r.stderr
     assert pq.read_table(out).column_names == ["thread_id", "event"]
+
+
+def test_export_errors_name_the_output_not_a_temporary_file(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    # The error named the temporary file beside OUT ("No such file or
+    # directory: '.../.x.parquet.abc123.tmp'", "Is a directory:
+    # '.../.out.xyz.tmp' -> 'out'"), a file the user never named.
+    (tmp_path / "a-dir").mkdir()
+    for out, why in [
+        (tmp_path / "a-dir", "is a directory"),
+        (tmp_path / "missing" / "x.parquet", "No such file or directory"),
+    ]:
+        r = run_cli("export", str(built["golden"]), str(out))
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert str(out) in r.stderr and why in r.stderr, r.stderr
+        assert ".tmp" not in r.stderr, r.stderr
+        d = socialctx.describe(socialctx.open(built["golden"]))
+        with pytest.raises(OSError, match=re.escape(str(out))):
+            d.write_html(out)
+    assert [p.name for p in tmp_path.iterdir()] == ["a-dir"]
+    assert list((tmp_path / "a-dir").iterdir()) == []
+
+
+def test_export_of_no_column_is_an_error(built: dict[str, Path], tmp_path: Path) -> None:
+    # `--columns ""` (or ",") chose no column: the file written had no row
+    # (Parquet keeps no row count without a column) while the command said
+    # "wrote OUT: 2,xxx rows".
+    out = tmp_path / "out.parquet"
+    for columns in ("", ","):
+        r = run_cli("export", str(built["golden"]), str(out), "--columns", columns)
+        assert r.returncode == 1 and "no column" in r.stderr and "Traceback" not in r.stderr
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_export_errors_leave_nothing_behind(built: dict[str, Path], tmp_path: Path) -> None:
