@@ -798,3 +798,45 @@ def test_the_store_state_machine(night_variants, tmp_path):
 
 def toy_model(batch: list[list[str]]) -> np.ndarray:
     return np.stack([toy(t) for t in batch])
+
+
+def test_open_store_never_mixes_a_store_swapped_in_after_its_check(tmp_path, monkeypatch):
+    """Red team: ``open_store`` had the crate verify the store, then
+    ``np.load``-ed its files again by path; a nightly rebuild + embed
+    publishing in between gave the old metadata (one segment) with the new
+    store's index, and 40 reactions silently read zeros or rows of other
+    inputs. The files read must be the ones verified (or an error)."""
+    corpus, cache = _a_changed_night(tmp_path, edits=0)
+    old = socialctx.open(tmp_path / "cache")
+    real = socialctx._socialctx._open_store
+    swapped = []
+
+    def nightly_in_between(c, name):
+        out = real(c, name)
+        if not swapped:
+            swapped.append(1)
+            for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:3]):
+                tweet = json.loads(reply.read_text())
+                tweet["text"] = tweet["full_text"] = f"a reply of the next night {n}"
+                reply.write_text(json.dumps(tweet))
+            socialctx.build(corpus, tmp_path / "cache", progress=False, incremental=True)
+            socialctx.embed(
+                socialctx.open(tmp_path / "cache"),
+                Model(),
+                field="reply",
+                name="r",
+                batch_size=16,
+                model_id="toy-1",
+            )
+        return out
+
+    monkeypatch.setattr(socialctx._socialctx, "_open_store", nightly_in_between)
+    try:
+        store = socialctx.open_store(old, "r")
+    except socialctx.EmbeddingError:
+        return  # refusing is fine: the store is not the old content's any more
+    want = np.stack(
+        [toy(t) if t else np.zeros(4, np.float32) for th in old for t in th.reply_tokens]
+    )
+    assert len(store.index) == len(want)
+    assert np.array_equal(store.rows(np.arange(len(want))), want)
