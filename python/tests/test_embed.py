@@ -840,3 +840,83 @@ def test_open_store_never_mixes_a_store_swapped_in_after_its_check(tmp_path, mon
     )
     assert len(store.index) == len(want)
     assert np.array_equal(store.rows(np.arange(len(want))), want)
+
+
+def test_an_embed_refuses_while_a_build_holds_derived_in_its_staging(tmp_path):
+    """Red team: a build killed between moving the old cache's derived/ into
+    its staging directory and the swap leaves the stores there until the
+    next build puts them back. The nightly embed that followed found no
+    store, embedded every input again into a fresh derived/, and that store
+    then kept every later build from putting derived/ back ("already has
+    entries of those names"). The embed must refuse, naming the directory,
+    and embed nothing; after the next build it reuses every row."""
+    corpus, cache = _a_changed_night(tmp_path, edits=0)
+    out = tmp_path / "cache"
+    before = _store_bytes(cache, "r")
+    staging = tmp_path / ".cache.tmp-4194000"  # a dead build's (as publish.rs names them)
+    staging.mkdir()
+    (out / "derived").rename(staging / "derived")
+    model = Model()
+    with pytest.raises(
+        socialctx.EmbeddingError, match=r"\.cache\.tmp-4194000.*run the build again"
+    ):
+        socialctx.embed(cache, model, field="reply", name="r", batch_size=16, model_id="toy-1")
+    assert model.calls == 0 and not (out / "derived").exists()
+    socialctx.build(corpus, out, progress=False, incremental=True)
+    assert not staging.exists() and _store_bytes(cache, "r") == before
+    again = socialctx.embed(
+        socialctx.open(out), Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    assert again.calls == 0 and again.reused == again.unique
+
+
+def test_a_nightly_embed_refuses_to_replace_a_store_holding_a_users_files(tmp_path):
+    """Red team: a file the user put in derived/embeddings/<name>/ (notes,
+    plots) was deleted with the old store by the next embed's swap, with
+    exit 0. The embed must refuse, naming the file, before calling the
+    model, and leave the store as it was."""
+    _, cache = _a_changed_night(tmp_path, edits=2)
+    d = Path(cache.derived_dir) / "embeddings/r"
+    (d / "notes.txt").write_text("which model made this")
+    before = _store_bytes(cache, "r")
+    model = Model()
+    with pytest.raises(socialctx.EmbeddingError, match=r"notes\.txt.*move them out"):
+        socialctx.embed(cache, model, field="reply", name="r", batch_size=16, model_id="toy-1")
+    assert model.calls == 0 and _store_bytes(cache, "r") == before
+    (d / "notes.txt").unlink()
+    night = socialctx.embed(
+        cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    assert night.new == 2
+
+
+def test_a_read_only_store_is_refused_before_anything_is_published(tmp_path):
+    """Red team: with the store's directory read-only the exchange worked,
+    removing the old store failed: exit 1 with the new store published, and
+    every later embed failed on the read-only staging directory. Run without
+    the power to override permissions (root has it: it is dropped)."""
+    _, cache = _a_changed_night(tmp_path, edits=2)
+    d = Path(cache.derived_dir) / "embeddings/r"
+    before = _store_bytes(cache, "r")
+    code = textwrap.dedent(f"""
+        import numpy as np, socialctx
+        socialctx.embed(socialctx.open({cache.path!r}), lambda b: np.ones((len(b), 4), np.float32),
+                        field="reply", name="r", batch_size=16, model_id="toy-1")
+    """)
+    cmd = [sys.executable, "-c", code]
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv to drop CAP_DAC_OVERRIDE")
+        cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *cmd]
+    d.chmod(0o555)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1 and "not writable" in r.stderr, r.stderr
+        assert _store_bytes(cache, "r") == before
+        assert not (d.parent / ".r.partial").exists()
+    finally:
+        d.chmod(0o755)
+    night = socialctx.embed(
+        cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
+    )
+    assert night.new == 2
