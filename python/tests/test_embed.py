@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -920,3 +921,77 @@ def test_a_read_only_store_is_refused_before_anything_is_published(tmp_path):
         cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
     )
     assert night.new == 2
+
+
+_PUBLISHER = """
+import ctypes, os, shutil, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+target, sources, end = sys.argv[1], sys.argv[2:4], time.time() + float(sys.argv[4])
+new = os.path.join(os.path.dirname(target), ".r.new")
+k = 0
+while time.time() < end:
+    # As an embed publishes: a new directory exchanged with the store
+    # (renameat2 RENAME_EXCHANGE), the old one removed.
+    shutil.copytree(sources[k % 2], new)
+    if libc.renameat2(-100, new.encode(), -100, target.encode(), 2) != 0:
+        sys.exit(f"renameat2: {os.strerror(ctypes.get_errno())}")
+    shutil.rmtree(new)
+    if k == 0:
+        print("publishing", flush=True)
+    k += 1
+"""
+
+
+def test_opening_a_store_while_embeds_publish_reads_one_store_or_says_so(tmp_path):
+    """Red team: readers opened the store's files by path one by one, so an
+    embed publishing meanwhile gave the old metadata with the new segments:
+    "checksum mismatch (damaged store)" for a store that is fine (1 open in
+    3,400 under nightly embeds; most opens under back-to-back swaps). Every
+    open must read one whole store, or say that it was being replaced."""
+    _, cache = _a_changed_night(tmp_path, edits=0)
+    d = Path(cache.derived_dir) / "embeddings"
+    socialctx.embed(cache, lambda b: np.stack([toy(t) * 2 + 1 for t in b]), name="alt")
+    alt = d / "alt"
+    meta = json.loads((alt / "meta.json").read_text())
+    meta["name"] = "r"
+    (alt / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    _fix_meta(alt)
+    rows = [
+        np.stack(
+            [toy(t) if t else np.zeros(4, np.float32) for th in cache for t in th.reply_tokens]
+        )
+    ]
+    rows.append(np.where(rows[0].any(1, keepdims=True), rows[0] * 2 + 1, 0))
+    sources = [tmp_path / "one", tmp_path / "two"]
+    shutil.copytree(d / "r", sources[0])
+    alt.rename(sources[1])
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _PUBLISHER, str(d / "r"), *map(str, sources), "30"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline() == "publishing\n"
+        seen = {"whole": 0, "replaced": 0}
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            try:
+                ld = socialctx.Loader(cache, embeddings=["r"], dense=True)
+                store = socialctx.open_store(cache, "r")
+            except socialctx.EmbeddingError as e:
+                assert "replaced three times while being opened" in str(e), e
+                seen["replaced"] += 1
+                continue
+            got = store.rows(np.arange(len(rows[0])))
+            assert any(np.array_equal(got, r) for r in rows)
+            batch = next(iter(ld.epoch([1], 1)))
+            n = len(cache[1])
+            first = len(cache[0])
+            assert any(
+                np.array_equal(batch.embeddings["r"][0, :n], r[first : first + n]) for r in rows
+            )
+            seen["whole"] += 1
+        assert seen["whole"] > 0, seen
+    finally:
+        swapper.kill()
+        swapper.wait()
