@@ -6,6 +6,7 @@ memory maps. Written by :func:`socialctx.embed`; the format is the crate's
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -79,11 +80,51 @@ def open_store(
     if validate not in ("lazy", "all"):
         raise ValueError(f'validate must be "lazy" or "all", not {validate!r}')
     path = store_dir(cache, name)
-    meta_json, segments = _socialctx._open_store(cache, name)
-    meta = json.loads(meta_json)
+    # A nightly embed publishes by swapping in a new directory: the files
+    # NumPy maps must be those of the directory the crate verified, not
+    # whatever store the path names a moment later (old metadata with a
+    # new index read rows of other inputs, or zeros). The directory held
+    # open cannot be reused while we hold it, and a swapped-out store
+    # never comes back, so the path still naming it after the check means
+    # the check saw it; its files are then read through the held handle.
+    for attempt in range(3):
+        try:
+            held = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            held = -1  # the crate's open says what is missing
+        try:
+            try:
+                meta_json, segments = _socialctx._open_store(cache, name)
+            except EmbeddingError:
+                # Replaced while being checked, the error may be the swap's.
+                if held < 0 or _names(path, held) or attempt == 2:
+                    raise
+                continue
+            if held < 0 or not _names(path, held):
+                continue
+            meta = json.loads(meta_json)
+            pinned = Path(f"/proc/self/fd/{held}")
+            try:
+                rows = [np.load(pinned / Path(p).name, mmap_mode="r") for p, _ in segments]
+                index = np.load(pinned / "index.npy", mmap_mode="r")
+            except FileNotFoundError:
+                continue  # replaced and removed since: open the new one
+            except (OSError, ValueError) as e:
+                raise EmbeddingError(f"{path}: unreadable store arrays: {e}") from None
+            return Embeddings(path, meta, rows, index)
+        finally:
+            if held >= 0:
+                os.close(held)
+    raise EmbeddingError(
+        f"{path}: the store was replaced three times while being opened "
+        "(an embed is publishing it); open it again"
+    )
+
+
+def _names(path: Path, held: int) -> bool:
+    """Whether ``path`` still names the directory open as ``held``."""
     try:
-        rows = [np.load(p, mmap_mode="r") for p, _ in segments]
-        index = np.load(path / "index.npy", mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise EmbeddingError(f"{path}: unreadable store arrays: {e}") from None
-    return Embeddings(path, meta, rows, index)
+        now, then = os.stat(path), os.fstat(held)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (then.st_dev, then.st_ino)

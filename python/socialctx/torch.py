@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import multiprocessing
 import multiprocessing.context
 import operator
@@ -64,6 +65,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from . import Cache, CacheError, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
+from .embed import EmbeddingError, store_dir
 
 __all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
@@ -139,6 +141,7 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         self.dim = dim
         self.path = cache.path
         self.content_id = cache.content_id
+        self.store_id = _store_id(store.meta)
         self.register_buffer("rows", table, persistent=False)
 
     @property
@@ -184,12 +187,42 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
                 f"the item was read from content id {made_on} (the cache was rebuilt in "
                 "between): make the table and the dataset on the same cache"
             )
+        try:
+            made_with = item["embedding_stores"][self.name]
+        except (KeyError, TypeError):
+            made_with = self.store_id  # an item of no dataset that records it
+        if made_with != self.store_id:
+            raise EmbeddingError(
+                f"{self.path}: store {self.name!r} was replaced between this EmbeddingTable "
+                "and the dataset the item comes from (an embed ran on the same cache): their "
+                "rows are numbered otherwise; make the table and the dataset again"
+            )
         if not isinstance(index, torch.Tensor):
             raise TypeError(f"embedding_index[{self.name!r}] is not a tensor")
         return index
 
     def extra_repr(self) -> str:
         return f"{self.name!r}, rows={self.num_rows}, dim={self.dim}, dtype={self.rows.dtype}"
+
+
+def _store_id(meta: Mapping[str, Any]) -> str:
+    """A store generation's rows: its keys' and segments' checksums."""
+    files = meta.get("files", {})
+    parts = [files.get("keys.npy", {}).get("xxh3", "")]
+    parts += [s.get("xxh3", "") for s in meta.get("segments", [])]
+    return ":".join(parts)
+
+
+def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
+    """The generation of each store named (from its meta.json, read whole)."""
+    ids = {}
+    for name in names:
+        try:
+            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        ids[name] = _store_id(meta)
+    return ids
 
 
 def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -378,6 +411,9 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self._digest = _digest(self.positions, self.labels)
         self._shared = self._new_shared()
         self._loader: Loader | None = None
+        # The generation of each embedding store the dataset's indices
+        # number rows of, set by the first Loader (see _make_loader).
+        self.store_ids: dict[str, str] | None = None
         # Fail now, in the main process, rather than in every worker.
         self._loader = self._make_loader(opened)
         self._count = len(self._plan(self._loader, 0))
@@ -392,13 +428,32 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         return shared
 
     def _make_loader(self, cache: Cache) -> Loader:
-        return Loader(
-            cache,
-            stats=self.stats,
-            embeddings=self.embeddings,
-            dense=self.dense,
-            **self.loader_kwargs,
-        )
+        # Each worker opens its own Loader, maybe epochs later: an embed of
+        # the same cache content (--compact, another model) may have
+        # replaced a store since, numbering its rows otherwise, and an
+        # EmbeddingTable made before would read other inputs' rows. The
+        # generation the Loader opened is the one seen before and after.
+        for _ in range(3):
+            before = _store_ids(cache, self.embeddings)
+            loader = Loader(
+                cache,
+                stats=self.stats,
+                embeddings=self.embeddings,
+                dense=self.dense,
+                **self.loader_kwargs,
+            )
+            if _store_ids(cache, self.embeddings) == before:
+                break
+        if self.store_ids is None:
+            self.store_ids = before
+        elif before != self.store_ids:
+            changed = sorted(k for k in before if before[k] != self.store_ids.get(k))
+            raise EmbeddingError(
+                f"{cache.derived_dir}: embedding store(s) {changed} were replaced since this "
+                "dataset was made (an embed ran on the same cache): their rows are numbered "
+                "otherwise now; make the dataset and its EmbeddingTable again"
+            )
+        return loader
 
     def _open_loader(self) -> Loader:
         if self._loader is None:
@@ -692,6 +747,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, picked)
             item = self._fresh(batch, self.positions[picked], shared=shared)
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
+            if self.store_ids:
+                item["embedding_stores"] = self.store_ids
             yield item
 
     def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
@@ -758,6 +815,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, plan[k])
             item = self._item(batch, self.positions[plan[k]], _into(twins[turn % 2], pin))
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
+            if self.store_ids:
+                item["embedding_stores"] = self.store_ids
             yield item
 
 

@@ -300,6 +300,45 @@ impl EmbeddingStore {
     ) -> Result<EmbeddingStore> {
         check_name(name)?;
         let dir = derived.join(STORES_DIR).join(name);
+        // An embed publishes by swapping in a new directory: files opened
+        // by path across a swap mix two stores (the old metadata, the new
+        // segments: a "checksum mismatch (damaged store)" for a store that
+        // is fine). The directory held open cannot be reused and a
+        // swapped-out store never comes back, so the path naming it at the
+        // end means no swap happened in between; else open again.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let held = File::open(&dir).ok();
+            let opened = Self::open_once(derived, &dir, for_content, name, verify);
+            let same = held.as_ref().is_some_and(|h| {
+                use std::os::unix::fs::MetadataExt;
+                match (h.metadata(), std::fs::metadata(&dir)) {
+                    (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+                    _ => false,
+                }
+            });
+            if same || (held.is_none() && opened.is_err()) {
+                return opened;
+            }
+            if attempt == 3 {
+                return Err(damaged(
+                    &dir,
+                    "the store was replaced three times while being opened (an embed is \
+                     publishing it); open it again",
+                ));
+            }
+        }
+    }
+
+    fn open_once(
+        derived: &Path,
+        dir: &Path,
+        for_content: Option<(&str, u64)>,
+        name: &str,
+        verify: Verify,
+    ) -> Result<EmbeddingStore> {
+        let dir = dir.to_owned();
         let meta = read_meta(&dir, derived, name)?;
         let meta_path = dir.join(META_FILE);
         if let Some((content_id, _)) = for_content

@@ -19,11 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, NO_ROW, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
-    STORES_DIR, StoreFile, StoreMeta, StoreSegment, lock_name, npy_header, segment_file,
-    staging_name,
+    STORES_DIR, StoreFile, StoreMeta, StoreSegment, V2_VECTORS_FILE, lock_name, npy_header,
+    segment_file, staging_name,
 };
 use super::read::{EmbeddingStore, Verify, check_name, non_finite};
 use crate::error::EmbeddingError;
+use crate::format::layout::{CacheLayout, DERIVED_DIR};
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
 use crate::train::texts::{TextField, UniqueTexts};
@@ -52,6 +53,61 @@ fn io_err(path: &Path, source: std::io::Error) -> EmbeddingError {
 
 fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
     r.map_err(|e| io_err(path, e))
+}
+
+/// The `derived/` of the cache at `dir` that a build's temporary directory
+/// holds, if any (see `ingest::publish`).
+fn parked_derived(dir: &Path) -> Option<PathBuf> {
+    let layout = CacheLayout::new(&fs::canonicalize(dir).ok()?).ok()?;
+    fs::read_dir(layout.parent())
+        .ok()?
+        .flatten()
+        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path().join(DERIVED_DIR))
+        .find(|d| fs::symlink_metadata(d).is_ok())
+}
+
+/// Publishing replaces the store's directory and removes the old one:
+/// refused up front when that would delete a file socialctx did not write
+/// or cannot be done (a read-only store: the exchange succeeded, then
+/// removing the old store failed, so the embed exited 1 with the new store
+/// published, and every later embed failed on the read-only staging
+/// directory the user never touched).
+fn check_replaceable(target: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(target) else {
+        return Ok(());
+    };
+    let ours = |n: &str| {
+        [META_FILE, INDEX_FILE, KEYS_FILE, V2_VECTORS_FILE].contains(&n)
+            || n.strip_prefix("seg-")
+                .and_then(|r| r.strip_suffix(".npy"))
+                .is_some_and(|d| d.len() >= 5 && d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let mut foreign: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !ours(n))
+        .collect();
+    foreign.sort();
+    if !foreign.is_empty() {
+        return Err(EmbeddingError::Damaged {
+            path: target.to_owned(),
+            reason: format!(
+                "holds files socialctx did not write ({}); an embed replaces this directory \
+                 as a whole, so move them out of it first",
+                foreign.join(", ")
+            ),
+        });
+    }
+    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK).is_err() {
+        return Err(EmbeddingError::Damaged {
+            path: target.to_owned(),
+            reason: "the store's directory is not writable: an embed replaces it and removes \
+                     the old one; make it writable (or embed under another name)"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 fn rows_err(reason: impl Into<String>) -> EmbeddingError {
@@ -307,6 +363,19 @@ impl StoreWriter {
             return Err(rows_err("batch_size must be at least 1"));
         }
         let derived = cache.derived_dir();
+        if let Some(parked) = parked_derived(cache.dir()) {
+            // A build publishing, or killed while publishing, moved the
+            // cache's derived/ (its stores) there: an embed now would make
+            // a fresh derived/ and compute every row again, and the store
+            // it wrote would then keep the build from putting them back.
+            return Err(EmbeddingError::Damaged {
+                path: parked,
+                reason: "a build of the cache moved its derived/ (the embedding stores) here \
+                         while publishing and was interrupted, or is publishing now: run the \
+                         build again (it puts derived/ back) before embedding"
+                    .into(),
+            });
+        }
         let root = derived.join(STORES_DIR);
         io(&root, fs::create_dir_all(&root))?;
         let target = root.join(&self.name);
@@ -314,6 +383,7 @@ impl StoreWriter {
         let Some(lock) = io(&lock_path, try_lock(&lock_path))? else {
             return Err(EmbeddingError::Locked { path: target });
         };
+        check_replaceable(&target)?;
         let unique =
             UniqueTexts::collect(cache, self.field, None).map_err(|e| EmbeddingError::Damaged {
                 path: cache.dir().to_owned(),
