@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import multiprocessing
 import multiprocessing.context
 import operator
@@ -64,6 +65,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from . import Cache, CacheError, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
+from .embed import store_dir
 
 __all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
@@ -96,6 +98,36 @@ def _bound_cache(cache: Cache | str | os.PathLike[str], what: str) -> Cache:
     return cache
 
 
+def _store_id(meta: Mapping[str, Any]) -> str:
+    """What fixes a store's rows by global index: its index and segments
+    (checksums), dtype and width. Compaction or a re-embed (another model)
+    on the same cache generation changes it; a nightly embed with nothing
+    new does not."""
+    h = hashlib.blake2b(digest_size=8)
+    files = meta.get("files", {})
+    parts = [
+        meta.get("dtype"),
+        meta.get("dim"),
+        files.get("index.npy", {}).get("xxh3"),
+        [(s.get("rows"), s.get("xxh3")) for s in meta.get("segments", [])],
+    ]
+    h.update(repr(parts).encode())
+    return h.hexdigest()
+
+
+def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
+    """Each named store's id, from its meta.json (absent: "", the Loader
+    then reports the missing store)."""
+    ids = {}
+    for name in names:
+        try:
+            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        ids[name] = _store_id(meta if isinstance(meta, dict) else {})
+    return ids
+
+
 class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     """The rows of an embedding store on a device, gathered by index.
 
@@ -107,7 +139,9 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     -1: bit for bit the rows a ``dense=True`` Loader copies on the host.
     Called on a :class:`CacheDataset` item it takes the item's
     ``embedding_index[name]`` and first checks that the item was read from
-    the cache generation the table was made on (``CacheError`` otherwise).
+    the cache generation and the version of the store the table was made
+    on (``CacheError`` otherwise: a compaction or a re-embed renumbers or
+    replaces the rows on the same cache generation).
     An index below -1 or past the rows raises ``IndexError`` (on the CPU
     with this message; on a GPU as the device's assertion).
     ``dtype`` converts the rows once (default: the store's own dtype).
@@ -139,6 +173,10 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         self.dim = dim
         self.path = cache.path
         self.content_id = cache.content_id
+        self.store_path = str(store.path)
+        # The rows' numbering: items of a dataset that read another store
+        # (compacted or re-embedded since) are refused.
+        self.store_id = _store_id(store.meta)
         self.register_buffer("rows", table, persistent=False)
 
     @property
@@ -173,6 +211,7 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         try:
             made_on = item["content_id"]
             index = item["embedding_index"][self.name]
+            store_id = item["store_ids"][self.name]
         except (KeyError, TypeError) as e:
             raise TypeError(
                 f"EmbeddingTable({self.name!r}) takes an index tensor or a CacheDataset item "
@@ -183,6 +222,12 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
                 f"{self.path}: this EmbeddingTable was made on content id {self.content_id}, "
                 f"the item was read from content id {made_on} (the cache was rebuilt in "
                 "between): make the table and the dataset on the same cache"
+            )
+        if store_id != self.store_id:
+            raise CacheError(
+                f"{self.store_path}: this EmbeddingTable was made on another version of the "
+                "store than the item was read from (it was compacted or re-embedded in "
+                "between): make the table and the dataset on the same store"
             )
         if not isinstance(index, torch.Tensor):
             raise TypeError(f"embedding_index[{self.name!r}] is not a tensor")
@@ -315,8 +360,10 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
     ``labels`` int64 ``[B]`` (-1 is the cache's "unknown": pass a split's
     labels to train), ``positions`` int64 ``[B]``, ``embedding_index`` /
     ``embeddings`` dicts, ``token_ids`` int32 ``[B, T, max_tokens]`` with
-    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints) and
-    ``content_id`` (the cache generation). ``B`` is at most ``batch_size``;
+    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints),
+    ``content_id`` (the cache generation) and ``store_ids`` (each
+    embedding store's version; workers refuse a store compacted or
+    re-embedded after the dataset was made, as a rebuilt cache). ``B`` is at most ``batch_size``;
     ``T`` is ``max_cxt`` with ``pad="max"``, the batch's longest selection
     rounded up with ``pad="longest"``.
     """
@@ -378,8 +425,11 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self._digest = _digest(self.positions, self.labels)
         self._shared = self._new_shared()
         self._loader: Loader | None = None
+        # The stores' versions this dataset reads (a compaction or re-embed
+        # renumbers rows on the same cache generation).
+        self.store_ids: dict[str, str] = {}
         # Fail now, in the main process, rather than in every worker.
-        self._loader = self._make_loader(opened)
+        self._loader = self._make_checked_loader(opened, first=True)
         self._count = len(self._plan(self._loader, 0))
 
     # --- processes -----------------------------------------------------
@@ -400,12 +450,31 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             **self.loader_kwargs,
         )
 
+    def _make_checked_loader(self, cache: Cache, *, first: bool = False) -> Loader:
+        """A Loader of the stores' versions this dataset was made on (read
+        before and after opening it, so that a store swapped meanwhile is
+        noticed): the first time, those versions are recorded."""
+        before = _store_ids(cache, self.embeddings)
+        loader = self._make_loader(cache)
+        after = _store_ids(cache, self.embeddings)
+        want = after if first else self.store_ids
+        for name in self.embeddings:
+            if not before[name] == after[name] == want[name]:
+                raise CacheError(
+                    f"{store_dir(cache, name)}: the embedding store was rewritten (compacted "
+                    "or re-embedded) after this dataset was made"
+                    + ("" if first else "; make a new dataset and EmbeddingTable")
+                )
+        if first:
+            self.store_ids = after
+        return loader
+
     def _open_loader(self) -> Loader:
         if self._loader is None:
             cache = open(self.path)
             if cache.content_id != self.content_id:
                 raise _rebuilt(self.path, self.content_id, cache.content_id, "dataset")
-            self._loader = self._make_loader(cache)
+            self._loader = self._make_checked_loader(cache)
         return self._loader
 
     def __getstate__(self) -> dict[str, Any]:
@@ -692,6 +761,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, picked)
             item = self._fresh(batch, self.positions[picked], shared=shared)
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
+            item["store_ids"] = dict(self.store_ids)
             yield item
 
     def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
@@ -758,6 +828,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, plan[k])
             item = self._item(batch, self.positions[plan[k]], _into(twins[turn % 2], pin))
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
+            item["store_ids"] = dict(self.store_ids)
             yield item
 
 

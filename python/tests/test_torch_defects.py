@@ -479,3 +479,71 @@ def test_batches_are_allocated_for_the_threads_they_hold(corpus):
         tracemalloc.stop()
     assert len(item["positions"]) == 5
     assert peak < 16 << 20, f"{peak >> 20} MiB for 5 threads"
+
+
+# --- Red team: an embedding store rewritten on the same cache generation ----
+
+
+def nightly(cache: socialctx.Cache, *, compact: bool = False, model_id: str = "toy-1") -> None:
+    socialctx.embed(
+        cache,
+        lambda b: np.stack([toy(t) for t in b]),
+        field="reply",
+        name="r",
+        model_id=model_id,
+        compact=compact,
+        progress=False,
+    )
+
+
+def two_segment_store(corpus: Corpus) -> socialctx.Cache:
+    """Store "r" embedded, the cache rebuilt without its first thread and
+    a reply rewritten, the nightly embed adding a segment: two segments
+    with rows no reaction uses (what compaction renumbers)."""
+    nightly(corpus.open())
+    reply = sorted(corpus.corpus.rglob("reactions/*.json"))[-1]
+    tweet = json.loads(reply.read_text())
+    tweet["text"] = tweet["full_text"] = "a reply rewritten for the night"
+    reply.write_text(json.dumps(tweet))
+    corpus.drop_first_thread_and_rebuild()
+    cache = corpus.open()
+    nightly(cache)
+    assert len(socialctx.open_store(cache, "r").segments) == 2
+    return cache
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_workers_refuse_a_store_compacted_after_the_dataset_was_made(corpus, method):
+    """The bug: compaction renumbers the rows on the same cache generation;
+    spawn workers reopened the store and yielded the new numbering, which
+    the EmbeddingTable made before gathered from its old rows (6 of 6
+    batches wrong, silently)."""
+    cache = two_segment_store(corpus)
+    ds = CacheDataset(cache, range(len(cache)), 7, embeddings=["r"], dense=True, seed=0)
+    table = EmbeddingTable(cache, "r")
+    nightly(cache, compact=True)
+    assert corpus.open().content_id == ds.content_id
+    dl = DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context=method)
+    with pytest.raises(socialctx.CacheError, match="embeddings/r"):
+        list(dl)
+    # In-process, the dataset's own open store: the table's rows.
+    for item in items_of(ds):
+        assert torch.equal(table(item), item["embeddings"]["r"])
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_an_embedding_table_refuses_items_of_a_rewritten_store(corpus, compact):
+    """The bug: a table made before a compaction (or a re-embed with
+    another model) gathered its old rows at the new store's indices."""
+    cache = two_segment_store(corpus)
+    table = EmbeddingTable(cache, "r")
+    if compact:
+        nightly(cache, compact=True)
+    else:
+        nightly(cache, model_id="toy-2")
+    ds = CacheDataset(cache, range(len(cache)), 7, embeddings=["r"], dense=True, seed=0)
+    with pytest.raises(socialctx.CacheError, match="embeddings/r"):
+        table(next(iter(ds)))
+    fresh = EmbeddingTable(cache, "r")
+    for item in items_of(ds):
+        assert torch.equal(fresh(item), item["embeddings"]["r"])
