@@ -544,6 +544,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             "kinds": kw.get("kinds", "replies"),
             "max_cxt": kw.get("max_cxt", 200),
             "window_s": kw.get("window_s"),
+            # An empty thread's length (1 or 0) orders a bucketed plan.
+            "empty": kw.get("empty", "row"),
         }
 
     def __len__(self) -> int:
@@ -602,7 +604,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         ``state["epoch"]`` not yet consumed (and sets that epoch). Refuses,
         naming the field, a state of another plan (cache content,
         positions and labels, batch size, seed, bucketing, noise,
-        drop_last, world size, padding, selection)."""
+        drop_last, world size, padding, selection, empty threads)."""
         try:
             plan, epoch, done = state["plan"], int(state["epoch"]), int(state["batches_done"])
         except (KeyError, TypeError, ValueError):

@@ -343,6 +343,10 @@ def test_the_loader_refuses_negative_positions_and_masks(corpus):
         ("positions", {"positions": range(1, 33)}),
         ("positions", {"labels": [1] * 32}),
         ("max_cxt", {"max_cxt": 50}),
+        # Red team: empty threads' lengths (1 or 0) order a bucketed plan;
+        # a state of empty="row" loaded into "masked" trained 3 to 6 of
+        # 37 threads twice (and skipped as many), silently.
+        ("empty", {"empty": "masked"}),
     ],
 )
 def test_load_state_dict_refuses_another_plan_naming_the_field(corpus, field, change):
