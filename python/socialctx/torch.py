@@ -322,7 +322,13 @@ _R_DONE = 3
 _CLAIMED = 4  # the ticket the last iteration to start used up, and that iteration's key
 _CLAIMED_BY = 5
 _WORKERS_RAN = 6  # 1 while the last iteration to start ran in DataLoader workers
-_SLOTS = 7
+# Per DataLoader worker id (the first 64): the ticket it took and its pid.
+# DataLoaders made with generators seeded alike give their iterations the
+# same key; a new worker process of an id that already took the ticket is
+# of a later iteration.
+_TAKEN = 7
+_TAKEN_WORKERS = 64
+_SLOTS = _TAKEN + 2 * _TAKEN_WORKERS
 _KEY_MASK = (1 << 62) - 1
 
 
@@ -689,6 +695,12 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
                 mine = True
             else:
                 mine = int(shared[_CLAIMED_BY]) == key
+            if mine and info is not None and n == 0 and worker < _TAKEN_WORKERS:
+                slot = _TAKEN + 2 * worker
+                if int(shared[slot]) == ticket and int(shared[slot + 1]) != pid:
+                    mine = False
+                else:
+                    shared[slot], shared[slot + 1] = ticket, pid
             if mine and r_epoch == epoch:
                 start = done
             if info is None:

@@ -272,6 +272,25 @@ def test_a_resume_point_applies_to_the_next_iteration_only(corpus):
         assert [i["plan_index"] for i in list(dl)] == list(range(12))
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_resume_point_applies_once_with_loaders_seeded_alike(corpus, method):
+    """Red team: DataLoaders made with generators seeded alike (the PyTorch
+    reproducibility recipe) give their iterations the same worker seeds, so
+    the next fork workers took the used resume point as theirs: the second
+    whole pass skipped its first 3 batches, silently."""
+    ds = CacheDataset(corpus.cache, range(36), 3)
+    ds.load_state_dict({**ds.state_dict(), "batches_done": 3})
+
+    def seeded() -> DataLoader:
+        gen = torch.Generator().manual_seed(0)
+        return DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context=method, generator=gen
+        )
+
+    passes = [sorted(i["plan_index"] for i in seeded()) for _ in range(3)]
+    assert passes == [list(range(3, 12)), list(range(12)), list(range(12))]
+
+
 # --- 5. inputs -------------------------------------------------------------
 
 
