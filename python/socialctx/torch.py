@@ -487,6 +487,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self._pending()  # a resume point already used up is not copied
         state = self.__dict__.copy()
         state["_loader"] = None  # each process opens its own, checked to be the same content
+        state.pop("_plan_memo", None)
         if multiprocessing.context.get_spawning_popen() is None:
             # pickle.dumps / copy.deepcopy: an independent dataset (the shared
             # array goes only to the DataLoader's spawned workers), which
@@ -585,7 +586,14 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
                     f"this item was read from content id {made_on}, not this dataset's "
                     f"{self.content_id}"
                 )
-            state.update(epoch=int(epoch), batches_done=int(index) + 1)
+            epoch, index = int(epoch), int(index)
+            if not self._yielded_here(after, epoch, index):
+                raise ValueError(
+                    f"this item is not batch {index} of epoch {epoch} of this dataset's plan "
+                    "(an item of another dataset?): pass the item of this dataset your loop "
+                    "last trained on"
+                )
+            state.update(epoch=epoch, batches_done=index + 1)
             return state
         if self._progress is not None and get_worker_info() is not None:
             epoch, start, worker, workers, yielded = self._progress
@@ -604,6 +612,21 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         epoch, done = self._position
         state.update(epoch=epoch, batches_done=done)
         return state
+
+    def _yielded_here(self, item: Any, epoch: int, index: int) -> bool:
+        """Whether ``item`` holds the threads of batch ``index`` of epoch
+        ``epoch`` of this plan (the last epoch's plan is kept: one check a
+        step costs one comparison)."""
+        memo = self.__dict__.get("_plan_memo")
+        if memo is None or memo[0] != epoch:
+            memo = (epoch, self._plan(self._open_loader(), epoch))
+            self.__dict__["_plan_memo"] = memo
+        plan = memo[1]
+        if not 0 <= index < len(plan):
+            return False
+        got = item["positions"]
+        got = got.cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
+        return bool(np.array_equal(got, self.positions[plan[index]]))
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Makes the next iteration start at the first batch of

@@ -570,3 +570,17 @@ def test_an_embedding_table_refuses_items_of_a_rewritten_store(corpus, compact):
     fresh = EmbeddingTable(cache, "r")
     for item in items_of(ds):
         assert torch.equal(fresh(item), item["embeddings"]["r"])
+
+
+def test_state_dict_refuses_an_item_of_another_dataset(corpus):
+    """Red team: ``train.state_dict(after=val_item)`` (same cache) gave a
+    state of the validation batch's index, silently."""
+    train = CacheDataset(corpus.cache, range(36), 3, seed=3)
+    val = CacheDataset(corpus.cache, range(5), 2)
+    with pytest.raises(ValueError, match="another dataset"):
+        train.state_dict(after=next(iter(val)))
+    items = list(items_of(train, workers=2))
+    assert train.state_dict(after=items[4])["batches_done"] == items[4]["plan_index"] + 1
+    reshuffled = CacheDataset(corpus.cache, range(36), 3, seed=4)
+    with pytest.raises(ValueError, match="another dataset"):
+        reshuffled.state_dict(after=items[4])
