@@ -253,6 +253,11 @@ def _positions(positions: Any, threads: int) -> npt.NDArray[np.int64]:
     no floats), none negative (-1 is not the last thread), all below the
     cache's length."""
     a = np.asarray(positions)
+    if a.ndim == 0 and a.dtype == object:
+        raise TypeError(
+            f"positions must be a sequence or array of integers, not {type(positions).__name__} "
+            "(np.fromiter(it, np.int64) makes an array of an iterator)"
+        )
     if a.size == 0:
         return np.zeros(0, dtype=np.int64)
     if a.ndim != 1:

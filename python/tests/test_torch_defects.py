@@ -584,3 +584,9 @@ def test_state_dict_refuses_an_item_of_another_dataset(corpus):
     reshuffled = CacheDataset(corpus.cache, range(36), 3, seed=4)
     with pytest.raises(ValueError, match="another dataset"):
         reshuffled.state_dict(after=items[4])
+
+
+def test_positions_from_an_iterator_are_refused_naming_it(corpus):
+    """Red team: a generator of positions was refused as "not of shape ()"."""
+    with pytest.raises(TypeError, match="not generator"):
+        CacheDataset(corpus.cache, (p for p in range(3)), 2)
