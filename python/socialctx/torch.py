@@ -65,7 +65,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from . import Cache, CacheError, FeatureStats, GraphBatch, Loader, Vocabulary, open, open_store
-from .embed import EmbeddingError, store_dir
+from .embed import store_dir
 
 __all__ = ["CacheDataset", "EmbeddingTable", "GraphDataset"]
 
@@ -98,6 +98,36 @@ def _bound_cache(cache: Cache | str | os.PathLike[str], what: str) -> Cache:
     return cache
 
 
+def _store_id(meta: Mapping[str, Any]) -> str:
+    """What fixes a store's rows by global index: its index and segments
+    (checksums), dtype and width. Compaction or a re-embed (another model)
+    on the same cache generation changes it; a nightly embed with nothing
+    new does not."""
+    h = hashlib.blake2b(digest_size=8)
+    files = meta.get("files", {})
+    parts = [
+        meta.get("dtype"),
+        meta.get("dim"),
+        files.get("index.npy", {}).get("xxh3"),
+        [(s.get("rows"), s.get("xxh3")) for s in meta.get("segments", [])],
+    ]
+    h.update(repr(parts).encode())
+    return h.hexdigest()
+
+
+def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
+    """Each named store's id, from its meta.json (absent: "", the Loader
+    then reports the missing store)."""
+    ids = {}
+    for name in names:
+        try:
+            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        ids[name] = _store_id(meta if isinstance(meta, dict) else {})
+    return ids
+
+
 class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     """The rows of an embedding store on a device, gathered by index.
 
@@ -109,7 +139,9 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     -1: bit for bit the rows a ``dense=True`` Loader copies on the host.
     Called on a :class:`CacheDataset` item it takes the item's
     ``embedding_index[name]`` and first checks that the item was read from
-    the cache generation the table was made on (``CacheError`` otherwise).
+    the cache generation and the version of the store the table was made
+    on (``CacheError`` otherwise: a compaction or a re-embed renumbers or
+    replaces the rows on the same cache generation).
     An index below -1 or past the rows raises ``IndexError`` (on the CPU
     with this message; on a GPU as the device's assertion).
     ``dtype`` converts the rows once (default: the store's own dtype).
@@ -141,6 +173,9 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         self.dim = dim
         self.path = cache.path
         self.content_id = cache.content_id
+        self.store_path = str(store.path)
+        # The rows' numbering: items of a dataset that read another store
+        # (compacted or re-embedded since) are refused.
         self.store_id = _store_id(store.meta)
         self.register_buffer("rows", table, persistent=False)
 
@@ -176,6 +211,7 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         try:
             made_on = item["content_id"]
             index = item["embedding_index"][self.name]
+            store_id = item["store_ids"][self.name]
         except (KeyError, TypeError) as e:
             raise TypeError(
                 f"EmbeddingTable({self.name!r}) takes an index tensor or a CacheDataset item "
@@ -187,15 +223,11 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
                 f"the item was read from content id {made_on} (the cache was rebuilt in "
                 "between): make the table and the dataset on the same cache"
             )
-        try:
-            made_with = item["embedding_stores"][self.name]
-        except (KeyError, TypeError):
-            made_with = self.store_id  # an item of no dataset that records it
-        if made_with != self.store_id:
-            raise EmbeddingError(
-                f"{self.path}: store {self.name!r} was replaced between this EmbeddingTable "
-                "and the dataset the item comes from (an embed ran on the same cache): their "
-                "rows are numbered otherwise; make the table and the dataset again"
+        if store_id != self.store_id:
+            raise CacheError(
+                f"{self.store_path}: this EmbeddingTable was made on another version of the "
+                "store than the item was read from (it was compacted or re-embedded in "
+                "between): make the table and the dataset on the same store"
             )
         if not isinstance(index, torch.Tensor):
             raise TypeError(f"embedding_index[{self.name!r}] is not a tensor")
@@ -203,26 +235,6 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
 
     def extra_repr(self) -> str:
         return f"{self.name!r}, rows={self.num_rows}, dim={self.dim}, dtype={self.rows.dtype}"
-
-
-def _store_id(meta: Mapping[str, Any]) -> str:
-    """A store generation's rows: its keys' and segments' checksums."""
-    files = meta.get("files", {})
-    parts = [files.get("keys.npy", {}).get("xxh3", "")]
-    parts += [s.get("xxh3", "") for s in meta.get("segments", [])]
-    return ":".join(parts)
-
-
-def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
-    """The generation of each store named (from its meta.json, read whole)."""
-    ids = {}
-    for name in names:
-        try:
-            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
-        except (OSError, ValueError):
-            meta = {}
-        ids[name] = _store_id(meta)
-    return ids
 
 
 def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
@@ -241,6 +253,11 @@ def _positions(positions: Any, threads: int) -> npt.NDArray[np.int64]:
     no floats), none negative (-1 is not the last thread), all below the
     cache's length."""
     a = np.asarray(positions)
+    if a.ndim == 0 and a.dtype == object:
+        raise TypeError(
+            f"positions must be a sequence or array of integers, not {type(positions).__name__} "
+            "(np.fromiter(it, np.int64) makes an array of an iterator)"
+        )
     if a.size == 0:
         return np.zeros(0, dtype=np.int64)
     if a.ndim != 1:
@@ -310,7 +327,13 @@ _R_DONE = 3
 _CLAIMED = 4  # the ticket the last iteration to start used up, and that iteration's key
 _CLAIMED_BY = 5
 _WORKERS_RAN = 6  # 1 while the last iteration to start ran in DataLoader workers
-_SLOTS = 7
+# Per DataLoader worker id (the first 64): the ticket it took and its pid.
+# DataLoaders made with generators seeded alike give their iterations the
+# same key; a new worker process of an id that already took the ticket is
+# of a later iteration.
+_TAKEN = 7
+_TAKEN_WORKERS = 64
+_SLOTS = _TAKEN + 2 * _TAKEN_WORKERS
 _KEY_MASK = (1 << 62) - 1
 
 
@@ -348,8 +371,10 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
     ``labels`` int64 ``[B]`` (-1 is the cache's "unknown": pass a split's
     labels to train), ``positions`` int64 ``[B]``, ``embedding_index`` /
     ``embeddings`` dicts, ``token_ids`` int32 ``[B, T, max_tokens]`` with
-    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints) and
-    ``content_id`` (the cache generation). ``B`` is at most ``batch_size``;
+    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints),
+    ``content_id`` (the cache generation) and ``store_ids`` (each
+    embedding store's version; workers refuse a store compacted or
+    re-embedded after the dataset was made, as a rebuilt cache). ``B`` is at most ``batch_size``;
     ``T`` is ``max_cxt`` with ``pad="max"``, the batch's longest selection
     rounded up with ``pad="longest"``.
     """
@@ -411,11 +436,11 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self._digest = _digest(self.positions, self.labels)
         self._shared = self._new_shared()
         self._loader: Loader | None = None
-        # The generation of each embedding store the dataset's indices
-        # number rows of, set by the first Loader (see _make_loader).
-        self.store_ids: dict[str, str] | None = None
+        # The stores' versions this dataset reads (a compaction or re-embed
+        # renumbers rows on the same cache generation).
+        self.store_ids: dict[str, str] = {}
         # Fail now, in the main process, rather than in every worker.
-        self._loader = self._make_loader(opened)
+        self._loader = self._make_checked_loader(opened, first=True)
         self._count = len(self._plan(self._loader, 0))
 
     # --- processes -----------------------------------------------------
@@ -428,31 +453,31 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         return shared
 
     def _make_loader(self, cache: Cache) -> Loader:
-        # Each worker opens its own Loader, maybe epochs later: an embed of
-        # the same cache content (--compact, another model) may have
-        # replaced a store since, numbering its rows otherwise, and an
-        # EmbeddingTable made before would read other inputs' rows. The
-        # generation the Loader opened is the one seen before and after.
-        for _ in range(3):
-            before = _store_ids(cache, self.embeddings)
-            loader = Loader(
-                cache,
-                stats=self.stats,
-                embeddings=self.embeddings,
-                dense=self.dense,
-                **self.loader_kwargs,
-            )
-            if _store_ids(cache, self.embeddings) == before:
-                break
-        if self.store_ids is None:
-            self.store_ids = before
-        elif before != self.store_ids:
-            changed = sorted(k for k in before if before[k] != self.store_ids.get(k))
-            raise EmbeddingError(
-                f"{cache.derived_dir}: embedding store(s) {changed} were replaced since this "
-                "dataset was made (an embed ran on the same cache): their rows are numbered "
-                "otherwise now; make the dataset and its EmbeddingTable again"
-            )
+        return Loader(
+            cache,
+            stats=self.stats,
+            embeddings=self.embeddings,
+            dense=self.dense,
+            **self.loader_kwargs,
+        )
+
+    def _make_checked_loader(self, cache: Cache, *, first: bool = False) -> Loader:
+        """A Loader of the stores' versions this dataset was made on (read
+        before and after opening it, so that a store swapped meanwhile is
+        noticed): the first time, those versions are recorded."""
+        before = _store_ids(cache, self.embeddings)
+        loader = self._make_loader(cache)
+        after = _store_ids(cache, self.embeddings)
+        want = after if first else self.store_ids
+        for name in self.embeddings:
+            if not before[name] == after[name] == want[name]:
+                raise CacheError(
+                    f"{store_dir(cache, name)}: the embedding store was rewritten (compacted "
+                    "or re-embedded) after this dataset was made"
+                    + ("" if first else "; make a new dataset and EmbeddingTable")
+                )
+        if first:
+            self.store_ids = after
         return loader
 
     def _open_loader(self) -> Loader:
@@ -460,13 +485,14 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             cache = open(self.path)
             if cache.content_id != self.content_id:
                 raise _rebuilt(self.path, self.content_id, cache.content_id, "dataset")
-            self._loader = self._make_loader(cache)
+            self._loader = self._make_checked_loader(cache)
         return self._loader
 
     def __getstate__(self) -> dict[str, Any]:
         self._pending()  # a resume point already used up is not copied
         state = self.__dict__.copy()
         state["_loader"] = None  # each process opens its own, checked to be the same content
+        state.pop("_plan_memo", None)
         if multiprocessing.context.get_spawning_popen() is None:
             # pickle.dumps / copy.deepcopy: an independent dataset (the shared
             # array goes only to the DataLoader's spawned workers), which
@@ -530,6 +556,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             "kinds": kw.get("kinds", "replies"),
             "max_cxt": kw.get("max_cxt", 200),
             "window_s": kw.get("window_s"),
+            # An empty thread's length (1 or 0) orders a bucketed plan.
+            "empty": kw.get("empty", "row"),
         }
 
     def __len__(self) -> int:
@@ -563,7 +591,14 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
                     f"this item was read from content id {made_on}, not this dataset's "
                     f"{self.content_id}"
                 )
-            state.update(epoch=int(epoch), batches_done=int(index) + 1)
+            epoch, index = int(epoch), int(index)
+            if not self._yielded_here(after, epoch, index):
+                raise ValueError(
+                    f"this item is not batch {index} of epoch {epoch} of this dataset's plan "
+                    "(an item of another dataset?): pass the item of this dataset your loop "
+                    "last trained on"
+                )
+            state.update(epoch=epoch, batches_done=index + 1)
             return state
         if self._progress is not None and get_worker_info() is not None:
             epoch, start, worker, workers, yielded = self._progress
@@ -583,12 +618,27 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         state.update(epoch=epoch, batches_done=done)
         return state
 
+    def _yielded_here(self, item: Any, epoch: int, index: int) -> bool:
+        """Whether ``item`` holds the threads of batch ``index`` of epoch
+        ``epoch`` of this plan (the last epoch's plan is kept: one check a
+        step costs one comparison)."""
+        memo = self.__dict__.get("_plan_memo")
+        if memo is None or memo[0] != epoch:
+            memo = (epoch, self._plan(self._open_loader(), epoch))
+            self.__dict__["_plan_memo"] = memo
+        plan = memo[1]
+        if not 0 <= index < len(plan):
+            return False
+        got = item["positions"]
+        got = got.cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
+        return bool(np.array_equal(got, self.positions[plan[index]]))
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Makes the next iteration start at the first batch of
         ``state["epoch"]`` not yet consumed (and sets that epoch). Refuses,
         naming the field, a state of another plan (cache content,
         positions and labels, batch size, seed, bucketing, noise,
-        drop_last, world size, padding, selection)."""
+        drop_last, world size, padding, selection, empty threads)."""
         try:
             plan, epoch, done = state["plan"], int(state["epoch"]), int(state["batches_done"])
         except (KeyError, TypeError, ValueError):
@@ -673,6 +723,12 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
                 mine = True
             else:
                 mine = int(shared[_CLAIMED_BY]) == key
+            if mine and info is not None and n == 0 and worker < _TAKEN_WORKERS:
+                slot = _TAKEN + 2 * worker
+                if int(shared[slot]) == ticket and int(shared[slot + 1]) != pid:
+                    mine = False
+                else:
+                    shared[slot], shared[slot + 1] = ticket, pid
             if mine and r_epoch == epoch:
                 start = done
             if info is None:
@@ -747,8 +803,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, picked)
             item = self._fresh(batch, self.positions[picked], shared=shared)
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
-            if self.store_ids:
-                item["embedding_stores"] = self.store_ids
+            item["store_ids"] = dict(self.store_ids)
             yield item
 
     def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
@@ -815,8 +870,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._fill(loader, batch, plan[k])
             item = self._item(batch, self.positions[plan[k]], _into(twins[turn % 2], pin))
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
-            if self.store_ids:
-                item["embedding_stores"] = self.store_ids
+            item["store_ids"] = dict(self.store_ids)
             yield item
 
 

@@ -272,6 +272,25 @@ def test_a_resume_point_applies_to_the_next_iteration_only(corpus):
         assert [i["plan_index"] for i in list(dl)] == list(range(12))
 
 
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_resume_point_applies_once_with_loaders_seeded_alike(corpus, method):
+    """Red team: DataLoaders made with generators seeded alike (the PyTorch
+    reproducibility recipe) give their iterations the same worker seeds, so
+    the next fork workers took the used resume point as theirs: the second
+    whole pass skipped its first 3 batches, silently."""
+    ds = CacheDataset(corpus.cache, range(36), 3)
+    ds.load_state_dict({**ds.state_dict(), "batches_done": 3})
+
+    def seeded() -> DataLoader:
+        gen = torch.Generator().manual_seed(0)
+        return DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context=method, generator=gen
+        )
+
+    passes = [sorted(i["plan_index"] for i in seeded()) for _ in range(3)]
+    assert passes == [list(range(3, 12)), list(range(12)), list(range(12))]
+
+
 # --- 5. inputs -------------------------------------------------------------
 
 
@@ -343,6 +362,10 @@ def test_the_loader_refuses_negative_positions_and_masks(corpus):
         ("positions", {"positions": range(1, 33)}),
         ("positions", {"labels": [1] * 32}),
         ("max_cxt", {"max_cxt": 50}),
+        # Red team: empty threads' lengths (1 or 0) order a bucketed plan;
+        # a state of empty="row" loaded into "masked" trained 3 to 6 of
+        # 37 threads twice (and skipped as many), silently.
+        ("empty", {"empty": "masked"}),
     ],
 )
 def test_load_state_dict_refuses_another_plan_naming_the_field(corpus, field, change):
@@ -479,3 +502,91 @@ def test_batches_are_allocated_for_the_threads_they_hold(corpus):
         tracemalloc.stop()
     assert len(item["positions"]) == 5
     assert peak < 16 << 20, f"{peak >> 20} MiB for 5 threads"
+
+
+# --- Red team: an embedding store rewritten on the same cache generation ----
+
+
+def nightly(cache: socialctx.Cache, *, compact: bool = False, model_id: str = "toy-1") -> None:
+    socialctx.embed(
+        cache,
+        lambda b: np.stack([toy(t) for t in b]),
+        field="reply",
+        name="r",
+        model_id=model_id,
+        compact=compact,
+        progress=False,
+    )
+
+
+def two_segment_store(corpus: Corpus) -> socialctx.Cache:
+    """Store "r" embedded, the cache rebuilt without its first thread and
+    a reply rewritten, the nightly embed adding a segment: two segments
+    with rows no reaction uses (what compaction renumbers)."""
+    nightly(corpus.open())
+    reply = sorted(corpus.corpus.rglob("reactions/*.json"))[-1]
+    tweet = json.loads(reply.read_text())
+    tweet["text"] = tweet["full_text"] = "a reply rewritten for the night"
+    reply.write_text(json.dumps(tweet))
+    corpus.drop_first_thread_and_rebuild()
+    cache = corpus.open()
+    nightly(cache)
+    assert len(socialctx.open_store(cache, "r").segments) == 2
+    return cache
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_workers_refuse_a_store_compacted_after_the_dataset_was_made(corpus, method):
+    """The bug: compaction renumbers the rows on the same cache generation;
+    spawn workers reopened the store and yielded the new numbering, which
+    the EmbeddingTable made before gathered from its old rows (6 of 6
+    batches wrong, silently)."""
+    cache = two_segment_store(corpus)
+    ds = CacheDataset(cache, range(len(cache)), 7, embeddings=["r"], dense=True, seed=0)
+    table = EmbeddingTable(cache, "r")
+    nightly(cache, compact=True)
+    assert corpus.open().content_id == ds.content_id
+    dl = DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context=method)
+    with pytest.raises(socialctx.CacheError, match="embeddings/r"):
+        list(dl)
+    # In-process, the dataset's own open store: the table's rows.
+    for item in items_of(ds):
+        assert torch.equal(table(item), item["embeddings"]["r"])
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_an_embedding_table_refuses_items_of_a_rewritten_store(corpus, compact):
+    """The bug: a table made before a compaction (or a re-embed with
+    another model) gathered its old rows at the new store's indices."""
+    cache = two_segment_store(corpus)
+    table = EmbeddingTable(cache, "r")
+    if compact:
+        nightly(cache, compact=True)
+    else:
+        nightly(cache, model_id="toy-2")
+    ds = CacheDataset(cache, range(len(cache)), 7, embeddings=["r"], dense=True, seed=0)
+    with pytest.raises(socialctx.CacheError, match="embeddings/r"):
+        table(next(iter(ds)))
+    fresh = EmbeddingTable(cache, "r")
+    for item in items_of(ds):
+        assert torch.equal(fresh(item), item["embeddings"]["r"])
+
+
+def test_state_dict_refuses_an_item_of_another_dataset(corpus):
+    """Red team: ``train.state_dict(after=val_item)`` (same cache) gave a
+    state of the validation batch's index, silently."""
+    train = CacheDataset(corpus.cache, range(36), 3, seed=3)
+    val = CacheDataset(corpus.cache, range(5), 2)
+    with pytest.raises(ValueError, match="another dataset"):
+        train.state_dict(after=next(iter(val)))
+    items = list(items_of(train, workers=2))
+    assert train.state_dict(after=items[4])["batches_done"] == items[4]["plan_index"] + 1
+    reshuffled = CacheDataset(corpus.cache, range(36), 3, seed=4)
+    with pytest.raises(ValueError, match="another dataset"):
+        reshuffled.state_dict(after=items[4])
+
+
+def test_positions_from_an_iterator_are_refused_naming_it(corpus):
+    """Red team: a generator of positions was refused as "not of shape ()"."""
+    with pytest.raises(TypeError, match="not generator"):
+        CacheDataset(corpus.cache, (p for p in range(3)), 2)
