@@ -39,14 +39,42 @@ pub(crate) fn py_index(
     Ok(j as usize)
 }
 
-/// Positions from an int64 NumPy array or any sequence of ints, checked
-/// against the cache's length (negative positions count from the end).
-pub(crate) fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
+/// How a negative thread position reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Negative {
+    /// As Python's indexing: from the end (`Cache`'s reads, `to_arrow`).
+    FromEnd,
+    /// Refused: the Loader's positions, where -1 is more often a "none"
+    /// marker than a wish for the last thread.
+    Refused,
+}
+
+/// Positions from an int64 NumPy array or any iterable of ints, checked
+/// against the cache's length. Booleans (a mask) and floats are refused,
+/// never converted: read as integers, a mask's True/False would pick
+/// threads 1 and 0, silently.
+pub(crate) fn positions_of(
+    obj: &Bound<'_, PyAny>,
+    len: usize,
+    negative: Negative,
+) -> PyResult<Vec<usize>> {
     let check = |i: i64| -> PyResult<usize> {
-        let j = if i < 0 { i + len as i64 } else { i };
+        let j = if i < 0 && negative == Negative::FromEnd {
+            i + len as i64
+        } else {
+            i
+        };
         if j < 0 || j as u64 >= len as u64 {
+            let hint = if negative == Negative::Refused {
+                format!(
+                    " (positions are 0 to {}; negative ones do not count from the end)",
+                    len as i64 - 1
+                )
+            } else {
+                String::new()
+            };
             Err(PyIndexError::new_err(format!(
-                "thread position {i} out of range for a cache of {len} threads"
+                "thread position {i} out of range for a cache of {len} threads{hint}"
             )))
         } else {
             Ok(j as usize)
@@ -56,8 +84,6 @@ pub(crate) fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<u
         let ro = array.readonly();
         return ro.as_array().iter().map(|&i| check(i)).collect();
     }
-    // A boolean mask is no list of positions: read as integers, its
-    // True/False would pick threads 1 and 0, silently (as Loader's).
     if let Ok(array) = obj.cast::<PyUntypedArray>() {
         let kind = array.dtype().kind();
         if kind != b'i' && kind != b'u' {
@@ -68,15 +94,17 @@ pub(crate) fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<u
             )));
         }
     }
-    let v: Vec<Bound<'_, PyAny>> = obj.extract()?;
-    if v.iter().any(|item| item.is_instance_of::<PyBool>()) {
-        return Err(PyTypeError::new_err(
-            "positions must be integers, not booleans (a mask? use np.flatnonzero(mask))",
-        ));
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        let item = item?;
+        if item.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err(
+                "positions must be integers, not booleans (a mask? use np.flatnonzero(mask))",
+            ));
+        }
+        out.push(check(item.extract::<i64>()?)?);
     }
-    v.iter()
-        .map(|item| item.extract::<i64>().and_then(check))
-        .collect()
+    Ok(out)
 }
 
 /// Positions when given (and not None), else None.
@@ -85,7 +113,7 @@ pub(crate) fn some_positions_of(
     len: usize,
 ) -> PyResult<Option<Vec<usize>>> {
     obj.filter(|p| !p.is_none())
-        .map(|p| positions_of(p, len))
+        .map(|p| positions_of(p, len, Negative::FromEnd))
         .transpose()
 }
 

@@ -4,62 +4,19 @@
 
 use std::sync::Arc;
 
-use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use numpy::{PyArray1, PyArrayMethods};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList};
+use pyo3::types::{PyDict, PyList};
 
 use socialctx as sc;
 
 use crate::batch::{Layout, PyBatch, borrow_batch};
 use crate::cache::PyCache;
-use crate::convert::{Keywords, Reader, kinds_of, labels_for, window_of};
+use crate::convert::{Keywords, Negative, Reader, kinds_of, labels_for, positions_of, window_of};
 use crate::error::{EmbeddingError, Result};
 use crate::stats::PyFeatureStats;
 use crate::vocab::PyVocabulary;
-
-/// The positions of threads to load: integers from 0 to `len - 1`. Stricter
-/// than indexing a Cache: a negative position is refused, not counted from
-/// the end (-1 is more often a "none" marker than a wish for the last
-/// thread), and booleans (a mask) and floats are refused, not converted.
-fn positions_of(obj: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
-    let check = |i: i64| -> PyResult<usize> {
-        if i < 0 || i as u64 >= len as u64 {
-            Err(PyIndexError::new_err(format!(
-                "thread position {i} out of range for a cache of {len} threads \
-                 (positions are 0 to {}; negative ones do not count from the end)",
-                len as i64 - 1
-            )))
-        } else {
-            Ok(i as usize)
-        }
-    };
-    if let Ok(array) = obj.cast::<PyArray1<i64>>() {
-        let ro = array.readonly();
-        return ro.as_array().iter().map(|&i| check(i)).collect();
-    }
-    if let Ok(array) = obj.cast::<PyUntypedArray>() {
-        let kind = array.dtype().kind();
-        if kind != b'i' && kind != b'u' {
-            return Err(PyTypeError::new_err(format!(
-                "positions must be integers, not an array of {} (a boolean mask? \
-                 use np.flatnonzero(mask))",
-                array.dtype()
-            )));
-        }
-    }
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        let item = item?;
-        if item.is_instance_of::<PyBool>() {
-            return Err(PyTypeError::new_err(
-                "positions must be integers, not booleans (a mask? use np.flatnonzero(mask))",
-            ));
-        }
-        out.push(check(item.extract::<i64>()?)?);
-    }
-    Ok(out)
-}
 
 /// One embedding store a Loader reads.
 struct Store {
@@ -475,7 +432,7 @@ impl PyLoader {
         batch: &Bound<'_, PyBatch>,
         labels: Option<&Bound<'_, PyAny>>,
     ) -> Result<()> {
-        let positions = positions_of(positions, self.reader.len())?;
+        let positions = positions_of(positions, self.reader.len(), Negative::Refused)?;
         let labels = labels_for(labels, positions.len())?;
         let mut b = borrow_batch(batch)?;
         self.fill_impl(py, &positions, labels.as_deref(), &mut b)
@@ -492,7 +449,7 @@ impl PyLoader {
         graph: &Bound<'_, crate::graph::PyGraphBatch>,
         labels: Option<&Bound<'_, PyAny>>,
     ) -> Result<()> {
-        let positions = positions_of(positions, self.reader.len())?;
+        let positions = positions_of(positions, self.reader.len(), Negative::Refused)?;
         let labels = labels_for(labels, positions.len())?;
         let loader = self.loader(&*self.reader);
         crate::graph::fill(py, &loader, &positions, labels.as_deref(), graph)
@@ -505,7 +462,7 @@ impl PyLoader {
         py: Python<'py>,
         positions: &Bound<'py, PyAny>,
     ) -> Result<Bound<'py, PyArray1<i64>>> {
-        let positions = positions_of(positions, self.reader.len())?;
+        let positions = positions_of(positions, self.reader.len(), Negative::Refused)?;
         let l = self.lengths_of(py, &positions)?;
         Ok(PyArray1::from_vec(
             py,
@@ -539,7 +496,7 @@ impl PyLoader {
         options: Option<&Bound<'py, PyDict>>,
     ) -> Result<Bound<'py, PyList>> {
         let PlanOptions { how, rank } = PlanOptions::from_keywords(batch_size, options)?;
-        let positions = positions_of(positions, self.reader.len())?;
+        let positions = positions_of(positions, self.reader.len(), Negative::Refused)?;
         let lengths = if how.bucket_noise.is_some() {
             self.lengths_of(py, &positions)?
         } else {
@@ -587,7 +544,7 @@ impl PyLoader {
         }
         let py = slf.py();
         let this = slf.get();
-        let order = positions_of(positions, this.reader.len())?;
+        let order = positions_of(positions, this.reader.len(), Negative::Refused)?;
         let labels = labels_for(labels, order.len())?;
         let lengths = this.lengths_of(py, &order)?;
         let how = sc::Batching {
