@@ -104,18 +104,25 @@ impl Vocabulary {
         if let Some(max) = max_size {
             sorted.truncate(max);
         }
-        let tokens: Vec<String> = sorted.iter().map(|(t, _)| (*t).to_owned()).collect();
+        let tokens = sorted.iter().map(|(t, _)| (*t).to_owned()).collect();
+        let counts = sorted.iter().map(|&(_, c)| c).collect();
+        Ok(Self::indexed(field, tokens, counts))
+    }
+
+    /// The vocabulary of `tokens` already in count order: ids from 2, after
+    /// padding and unknown.
+    fn indexed(field: TextField, tokens: Vec<String>, counts: Vec<u64>) -> Self {
         let index = tokens
             .iter()
             .enumerate()
             .map(|(i, t)| (t.clone(), i as u32 + 2))
             .collect();
-        Ok(Vocabulary {
+        Vocabulary {
             field,
-            counts: sorted.iter().map(|&(_, c)| c).collect(),
             tokens,
+            counts,
             index,
-        })
+        }
     }
 
     /// The vocabulary of `tokens` with their `counts`, as [`tokens`](Self::tokens)
@@ -145,17 +152,7 @@ impl Vocabulary {
                 ));
             }
         }
-        let index = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32 + 2))
-            .collect();
-        Ok(Vocabulary {
-            field,
-            tokens,
-            counts,
-            index,
-        })
+        Ok(Self::indexed(field, tokens, counts))
     }
 
     /// The text field the tokens were counted on (and that token ids and
