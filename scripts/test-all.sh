@@ -9,7 +9,7 @@
 #    same features as the README's first command (`cargo run --release
 #    --example precache`), so the crate is compiled once, and not at all
 #    after that command (see the comment on default-members in Cargo.toml).
-# 2. the Python package, installed with `pip install ./python` into a venv
+# 2. the Python package, installed with `pip install "./python[test]"` into a venv
 #    (target/py-venv, made on first use; set SOCIALCTX_PYTHON to use another
 #    interpreter that can pip-install). maturin compiles the binding (its
 #    own feature set: the crate once more, in the same target directory).
@@ -38,12 +38,13 @@ if [[ -z $py ]]; then
 fi
 pip=("$py" -m pip install --quiet --disable-pip-version-check)
 if [[ -n ${SOCIALCTX_WHEEL:-} ]]; then
-    "${pip[@]}" "$SOCIALCTX_WHEEL" pytest
+    # The test extra (pytest, hypothesis, xxhash): suites import them.
+    "${pip[@]}" "$SOCIALCTX_WHEEL[test]"
     # The same version may be installed already: replace it with this build.
     "${pip[@]}" --force-reinstall --no-deps "$SOCIALCTX_WHEEL"
     extras="\"$py\" -m pip install '$SOCIALCTX_WHEEL[torch,pyg,dask]'"
 else
-    "${pip[@]}" ./python pytest
+    "${pip[@]}" "./python[test]"
     extras="\"$py\" -m pip install './python[torch,pyg,dask]'"
 fi
 installed=$SECONDS
