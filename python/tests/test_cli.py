@@ -376,7 +376,7 @@ def test_readme_install_section_verbatim(tmp_path):
     (wheel_block,) = [b for b in blocks if ".whl" in b]
     blocks = [wheel_block, source]
     # From source: the package the test command (scripts/test-all.sh) installs.
-    assert '"${pip[@]}" ./python pytest' in (REPO / "scripts/test-all.sh").read_text()
+    assert '"${pip[@]}" "./python[test]"' in (REPO / "scripts/test-all.sh").read_text()
     wheel = os.environ.get("SOCIALCTX_WHEEL")
     if not wheel:
         pytest.skip("SOCIALCTX_WHEEL is not set (CI sets it to the wheel it built)")

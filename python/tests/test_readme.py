@@ -89,6 +89,20 @@ def _blocks() -> list[tuple[str, int, str, str]]:
 BLOCKS = _blocks()
 
 
+def _describe_missing() -> bool:
+    """The describe extra (pandas, pyarrow, matplotlib) is absent: the
+    blocks of `socialctx describe`/`export` and `to_arrow` skip, except in
+    CI, which installs it and requires the optional suites."""
+    if os.environ.get("SOCIALCTX_REQUIRE_TORCH") or os.environ.get("SOCIALCTX_REQUIRE_CHROMIUM"):
+        return False
+    import importlib.util
+
+    return any(importlib.util.find_spec(m) is None for m in ("pandas", "pyarrow", "matplotlib"))
+
+
+DESCRIBE_SKIP = "the describe extra is not installed (pip install './python[describe]')"
+
+
 def _torch_missing() -> bool:
     if os.environ.get("SOCIALCTX_REQUIRE_TORCH"):
         return False
@@ -129,6 +143,8 @@ def test_block_runs_alone(doc: str, line: int, lang: str, code: str, tmp_path: P
     if lang == "python":
         if ("torch" in code) and _torch_missing():
             pytest.skip("torch is not installed (pip install './python[torch,pyg,dask]')")
+        if ("to_arrow" in code or "describe(" in code) and _describe_missing():
+            pytest.skip(DESCRIBE_SKIP)
         checks = _checks(code, PYTHON_CHECKS)
         program = code + "".join(checks)
         r = subprocess.run(
@@ -141,6 +157,8 @@ def test_block_runs_alone(doc: str, line: int, lang: str, code: str, tmp_path: P
         )
         assert r.returncode == 0, f"{where} failed:\n{r.stdout}\n{r.stderr}"
     else:
+        if re.search(r"socialctx (describe|export)", code) and _describe_missing():
+            pytest.skip(DESCRIBE_SKIP)
         # -e: a failing command fails the block (a pipeline's last command
         # counts, as in an interactive shell, so `| head` is fine).
         r = subprocess.run(
