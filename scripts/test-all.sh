@@ -42,10 +42,10 @@ if [[ -n ${SOCIALCTX_WHEEL:-} ]]; then
     "${pip[@]}" "$SOCIALCTX_WHEEL[test]"
     # The same version may be installed already: replace it with this build.
     "${pip[@]}" --force-reinstall --no-deps "$SOCIALCTX_WHEEL"
-    extras="\"$py\" -m pip install '$SOCIALCTX_WHEEL[torch,pyg,dask]'"
+    extras="\"$py\" -m pip install '$SOCIALCTX_WHEEL[torch,pyg,dask,describe]'"
 else
     "${pip[@]}" "./python[test]"
-    extras="\"$py\" -m pip install './python[torch,pyg,dask]'"
+    extras="\"$py\" -m pip install './python[torch,pyg,dask,describe]'"
 fi
 installed=$SECONDS
 
