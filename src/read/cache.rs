@@ -110,8 +110,10 @@ fn checked<'s, T>(
 }
 
 /// How many times an open starts over when a build published a new
-/// generation while it was opening the old one.
-const OPEN_ATTEMPTS: usize = 5;
+/// generation while it was opening the old one. Each start-over needs a
+/// publish in between, so this bounds only a reader starved by a
+/// back-to-back stream of builds.
+const OPEN_ATTEMPTS: usize = 64;
 
 /// Opens a cache file now if descriptors allow, else leaves it for later.
 fn pin(dir: &File, dir_path: &Path, name: &str) -> Result<Option<File>> {
@@ -124,6 +126,14 @@ fn pin(dir: &File, dir_path: &Path, name: &str) -> Result<Option<File>> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// What one open read from one generation of the cache directory.
+struct Generation {
+    manifest: Manifest,
+    content_id: u64,
+    report_file: Option<File>,
+    shards: Vec<ShardSlot>,
 }
 
 /// Whether `dir` still names the directory `opened`.
@@ -169,32 +179,54 @@ impl Core {
     /// Reads the manifest and opens every file it names, all through one
     /// directory handle: the cache then reads the generation it opened, for
     /// every shard, even after a rebuild swaps in the next one. If a
-    /// publish removes the old generation while this runs (a file named by
-    /// the manifest is gone), the open starts over on the new one.
+    /// publish swapped the directory while this ran (its old files, the
+    /// manifest included, may be gone already), the open starts over on the
+    /// new one, whatever the error was: it said nothing of the cache at
+    /// `dir` now.
     fn open(dir: &Path) -> Result<Core> {
         let mut attempt = 1;
         loop {
-            match Core::open_once(dir) {
-                Err(OpenError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound && attempt < OPEN_ATTEMPTS =>
-                {
-                    attempt += 1;
+            let dir_file = open_dir(dir)?;
+            match Core::open_in(dir_file, dir) {
+                Err((e, dir_file)) => {
+                    if attempt < OPEN_ATTEMPTS && !same_dir(&dir_file, dir) {
+                        attempt += 1;
+                        continue;
+                    }
+                    return Err(e);
                 }
-                other => return other,
+                Ok(core) => return Ok(core),
             }
         }
     }
 
-    fn open_once(dir: &Path) -> Result<Core> {
-        let dir_file = open_dir(dir)?;
-        let (manifest, content_id) = read_manifest(&dir_file, dir)?;
-        let pinned = |name: &str| match pin(&dir_file, dir, name) {
+    /// [`Core::open`]'s one attempt; on failure the directory handle comes
+    /// back with the error, so that the caller can tell a swap from damage.
+    fn open_in(dir_file: File, dir: &Path) -> std::result::Result<Core, (OpenError, File)> {
+        match Core::read_generation(&dir_file, dir) {
+            Ok(g) => Ok(Core {
+                dir: dir.to_path_buf(),
+                dir_file,
+                report_file: g.report_file,
+                content_id: g.content_id,
+                len: g.manifest.threads as usize,
+                manifest: g.manifest,
+                shards: g.shards,
+                report: None,
+            }),
+            Err(e) => Err((e, dir_file)),
+        }
+    }
+
+    fn read_generation(dir_file: &File, dir: &Path) -> Result<Generation> {
+        let (manifest, content_id) = read_manifest(dir_file, dir)?;
+        let pinned = |name: &str| match pin(dir_file, dir, name) {
             // A file the manifest names is gone: if the directory at `dir`
             // is no longer the one we opened, a publish swapped it and the
             // caller starts over; otherwise the cache is damaged, and the
             // error says which file is missing.
             Err(OpenError::Io { path, source })
-                if source.kind() == std::io::ErrorKind::NotFound && same_dir(&dir_file, dir) =>
+                if source.kind() == std::io::ErrorKind::NotFound && same_dir(dir_file, dir) =>
             {
                 Err(OpenError::Io {
                     path,
@@ -220,15 +252,11 @@ impl Core {
             });
             first_thread += info.threads as usize;
         }
-        Ok(Core {
-            dir: dir.to_path_buf(),
-            dir_file,
-            report_file,
-            content_id,
-            len: manifest.threads as usize,
+        Ok(Generation {
             manifest,
+            content_id,
+            report_file,
             shards,
-            report: None,
         })
     }
 
