@@ -190,6 +190,26 @@ def _latex_escape(s: str) -> str:
     return "".join(out)
 
 
+_MD_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _markdown_text(s: str) -> str:
+    """`s` as the text of a GitHub Markdown table cell: an event folder named
+    ``<b>x</b>`` or ``a_b_c`` reads as those characters, not as HTML or
+    emphasis. CommonMark lets any ASCII punctuation be backslash-escaped;
+    line breaks and other white space (a table drops a cell's outer white
+    space) become character references."""
+    out = []
+    for i, c in enumerate(s):
+        if c in _MD_PUNCT:
+            out.append("\\" + c)
+        elif (c.isspace() and c != " ") or (c == " " and i in (0, len(s) - 1)):
+            out.append(f"&#{ord(c)};")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Description:
     """What :func:`describe` computes: the table per event and in total, the
@@ -261,14 +281,17 @@ class Description:
         """The table as GitHub-flavoured Markdown (times in minutes or hours)."""
         head, body = self._grid(minutes=True)
 
-        def esc(s: str) -> str:
-            return s.replace("|", "\\|")
+        def row(cells: list[str], bold: bool = False) -> str:
+            # Event names are the user's folder names: escaped whole. The
+            # other cells are this module's numbers and headings.
+            first, rest = _markdown_text(cells[0]), [c.replace("|", "\\|") for c in cells[1:]]
+            cells = [f"**{c}**" if bold else c for c in [first, *rest]]
+            return "| " + " | ".join(cells) + " |"
 
-        lines = ["| " + " | ".join(esc(h) for h in head) + " |"]
+        lines = [row(head)]
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|")
-        for r in body[:-1]:
-            lines.append("| " + " | ".join(esc(c) for c in r) + " |")
-        lines.append("| " + " | ".join(f"**{esc(c)}**" for c in body[-1]) + " |")
+        lines += [row(r) for r in body[:-1]]
+        lines.append(row(body[-1], bold=True))
         return "\n".join(lines) + "\n"
 
     def latex(self) -> str:

@@ -365,3 +365,69 @@ def test_a_missing_optional_package_is_one_error_line(
     assert r.stderr.startswith("error: ") and missing in r.stderr and "Traceback" not in r.stderr
     assert "pip install 'socialctx[describe]'" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _cells(html: str) -> list[list[str]]:
+    """The text of each table row's cells in rendered HTML."""
+    from html.parser import HTMLParser
+
+    rows: list[list[str]] = []
+
+    class P(HTMLParser):
+        cell: list[str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag == "tr":
+                rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("td", "th") and self.cell is not None:
+                rows[-1].append("".join(self.cell))
+                self.cell = None
+
+        def handle_data(self, data: str) -> None:
+            if self.cell is not None:
+                self.cell.append(data)
+
+    P(convert_charrefs=True).feed(html)
+    return rows
+
+
+def _render(md: str) -> str:
+    markdown_it = pytest.importorskip("markdown_it")
+    return str(markdown_it.MarkdownIt("commonmark").enable("table").render(md))
+
+
+def test_markdown_cells_read_as_the_event_names() -> None:
+    # Event names are folder names, any text: a "<b>" or "*a*" must read as
+    # those characters in a rendered table, never as HTML or emphasis.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from socialctx.describe import _markdown_text
+
+    alphabet = st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"), max_codepoint=0x2FF)
+    names = st.text(alphabet | st.sampled_from("\n\t<>|\\`*_[]()&#!"), min_size=1, max_size=16)
+
+    @settings(max_examples=300, deadline=None)
+    @given(names)
+    def check(name: str) -> None:
+        md = f"| Event | N |\n|:---|---:|\n| {_markdown_text(name)} | 1 |\n"
+        assert _cells(_render(md))[1] == [name, "1"]
+
+    check()
+
+
+def test_markdown_table_escapes_event_folder_names(tmp_path: Path) -> None:
+    rnr = REPO / "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours"
+    threads = sorted(p for p in rnr.iterdir() if p.is_dir())[:2]
+    events = ["<b>x&amp;y<b>", "a*b*_c_ [l](u)"]
+    for event, thread in zip(events, threads):
+        shutil.copytree(thread, tmp_path / "corpus" / event / "rumours" / thread.name)
+    socialctx.build(tmp_path / "corpus", tmp_path / "cache", progress=False)
+    md = socialctx.describe(socialctx.open(tmp_path / "cache")).markdown()
+    rows = _cells(_render(md))
+    assert rows[0][0] == "Event" and rows[-1][0] == "Total"
+    assert sorted(r[0] for r in rows[1:-1]) == sorted(events)
