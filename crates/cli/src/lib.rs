@@ -83,7 +83,7 @@ enum Command {
         "The precache example runs this command; without CORPUS and CACHE it builds the sample ",
         "corpus in data-samples/corpus into target/socialctx-cache. ",
         exit_status!()
-    ))]
+    ), override_usage = "socialctx build [OPTIONS] (CORPUS | --sample) CACHE")]
     Build(BuildArgs),
     /// Walk a corpus once into the plan of a partitioned build
     #[command(long_about = concat!(
