@@ -48,7 +48,7 @@ fn _socialctx(
         || {},
     )?;
     match outcome? {
-        Outcome::Python { command, args } => Ok((0, Some(command.into()), Some(args.to_string()))),
+        Outcome::Python { command, args } => Ok((0, Some(command), Some(args.to_string()))),
         // The build said what the signal did.
         Outcome::Exit(EXIT_INTERRUPTED) => Ok((EXIT_INTERRUPTED, None, None)),
         // Another command ran to its end (it does not stop between steps).
