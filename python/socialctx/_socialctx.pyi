@@ -685,50 +685,8 @@ class StoreWriter:
     def finish(self) -> str: ...
     def close(self) -> None: ...
 
-# The `socialctx` command's entry points (socialctx/cli.py; python/src/cli.rs).
-# Not a public API: use socialctx.build / plan / build_partition / merge.
-_DEFAULT_MAX_FILE_BYTES: int
-
-def _cli_build(
-    corpus: _Path,
-    cache: _Path,
-    *,
-    workers: int | None = None,
-    strict: bool = False,
-    report: _Path | None = None,
-    max_file_bytes: int | None = None,
-    shard_mib: int = 16,
-    extended: bool = True,
-    io_depth: int | None = None,
-    incremental: bool = False,
-    verify: bool = False,
-    plan: _Path | None = None,
-    partition: tuple[int, int] | None = None,
-    quiet: bool = False,
-) -> str: ...
-def _cli_plan(
-    corpus: _Path,
-    plan_file: _Path,
-    *,
-    workers: int | None = None,
-    strict: bool = False,
-    max_file_bytes: int | None = None,
-    shard_mib: int = 16,
-    extended: bool = True,
-) -> str: ...
-def _cli_merge(out: _Path, parts: Sequence[_Path]) -> str: ...
-def _cli_dump(
-    cache: _Path,
-    *,
-    retweets: bool = False,
-    extended: bool = False,
-    tokens: bool = False,
-    graph: bool = False,
-) -> None: ...
-def _cli_stats(
-    cache: _Path,
-    *,
-    splits: Sequence[_Path] = ...,
-    retweets: bool = False,
-    save: _Path | None = None,
-) -> tuple[list[str], str]: ...
+# The `socialctx` command's entry point (socialctx/cli.py; python/src/cli.rs;
+# the command itself is defined once, in crates/cli). Not a public API.
+def _socialctx(
+    argv: Sequence[str], sample: _Path | None = None
+) -> tuple[int, str | None, str | None]: ...

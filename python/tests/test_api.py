@@ -144,8 +144,7 @@ def _runtime_params(obj: Any) -> list[tuple[str, str, Any]]:
         "Loader.plan",
         "Loader.epoch",
         "Cache.vocabulary",
-        "_cli_build",
-        "_cli_plan",
+        "_socialctx",
     ],
 )
 def test_runtime_signatures_match_the_stubs(name):

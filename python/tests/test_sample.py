@@ -50,15 +50,15 @@ def test_build_sample_builds_the_sample_into_cache(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["build", "--sample"], "the following arguments are required: CACHE"),
+        (["build", "--sample"], "the following required arguments were not provided:\n  <CACHE>\n"),
         (["build", "--sample", "a", "b"], "--sample takes the place of CORPUS"),
-        (["build", "only-one"], "the following arguments are required: CACHE"),
-        (["build"], "the following arguments are required: CORPUS, CACHE"),
+        (["build", "only-one"], "the following required arguments were not provided:\n  <CACHE>\n"),
+        (["build"], "the following required arguments were not provided:\n  <CORPUS>\n  <CACHE>\n"),
     ],
 )
 def test_build_usage_errors_around_sample(args: list[str], message: str, tmp_path: Path) -> None:
     r = _cli(*args, cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr
-    assert "usage: socialctx build [options] (CORPUS | --sample) CACHE" in r.stderr
+    assert "Usage: socialctx build [OPTIONS] (CORPUS | --sample) CACHE" in r.stderr
     assert list(tmp_path.iterdir()) == [], "a usage error wrote something"

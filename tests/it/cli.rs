@@ -163,7 +163,7 @@ fn help_explains_itself() {
                 "--strict",
                 "--report",
                 "--workers",
-                "CORPUS_DIR",
+                "CORPUS",
                 "sample corpus",
             ][..],
         ),

@@ -1,0 +1,117 @@
+"""What ``socialctx info`` reports about a cache (:func:`info`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def info(cache_dir: str | Path) -> dict[str, Any]:
+    """What ``socialctx info`` prints, as a dict: the manifest's format, version,
+    counts and options, the content id, and the entries of ``derived/`` (embedding
+    stores with their field, dtype, dim and whether they match the content id;
+    incremental-build fingerprints; anything else by name)."""
+    from . import open as open_cache
+
+    cache = open_cache(cache_dir)
+    m = cache.manifest
+    content_id = cache.content_id
+    derived = Path(cache.derived_dir)
+    stores: list[dict[str, Any]] = []
+    fingerprints: list[dict[str, Any]] = []
+    other: list[str] = []
+    if derived.is_dir():
+        # Hidden entries are locks and staging directories.
+        for entry in sorted(derived.iterdir()):
+            if entry.name.startswith("."):
+                continue
+            if entry.name == "embeddings" and entry.is_dir():
+                for store in sorted(entry.iterdir()):
+                    if store.is_dir() and not store.name.startswith("."):
+                        stores.append(_store_info(store, content_id))
+            elif entry.name.startswith("fingerprints-") and entry.name.endswith(".json"):
+                of = entry.name[len("fingerprints-") : -len(".json")]
+                fingerprints.append(
+                    {"file": entry.name, "content_id": of, "current": of == content_id}
+                )
+            else:
+                other.append(entry.name + ("/" if entry.is_dir() else ""))
+    return {
+        "cache": str(cache_dir),
+        "format": m["format"],
+        "format_version": m["format_version"],
+        "content_id": content_id,
+        "threads": m["threads"],
+        "reactions": m["reactions"],
+        "replies": m["replies"],
+        "retweets": m["retweets"],
+        "skipped": m["skipped"],
+        "shards": len(m["shards"]),
+        "bytes": sum(int(s["bytes"]) + int(s["text"]["bytes"]) for s in m["shards"]),
+        "options": m["options"],
+        "reaction_columns": m["reaction_columns"],
+        "thread_columns": m["thread_columns"],
+        "derived": str(derived),
+        "embeddings": stores,
+        "fingerprints": fingerprints,
+        "other": other,
+    }
+
+
+def _store_info(store: Path, content_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": store.name}
+    try:
+        meta = json.loads((store / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        out["error"] = f"no readable meta.json ({e.__class__.__name__})"
+        return out
+    if not isinstance(meta, dict):
+        out["error"] = "meta.json is not an object"
+        return out
+    for key in ("field", "dtype", "dim", "unique", "reactions"):
+        out[key] = meta.get(key)
+    # Version 2 had one rows file and no segments.
+    segments = meta.get("segments")
+    out["rows"] = meta.get("rows", meta.get("unique"))
+    out["segments"] = len(segments) if isinstance(segments, list) else 1
+    out["current"] = meta.get("cache_content_id") == content_id
+    return out
+
+
+def info_text(d: dict[str, Any]) -> str:
+    """``socialctx info``'s text: :func:`info`'s dict, one line a field."""
+    opts = ", ".join(f"{k} {json.dumps(v)}" for k, v in d["options"].items())
+    lines = [
+        f"cache      {d['cache']}",
+        f"format     {d['format']} version {d['format_version']}",
+        f"content id {d['content_id']}",
+        f"threads    {d['threads']}",
+        f"reactions  {d['reactions']} ({d['replies']} replies, {d['retweets']} retweets)",
+        f"skipped    {d['skipped']} (see report.jsonl in the cache)",
+        f"shards     {d['shards']} ({d['bytes']} bytes)",
+        f"options    {opts}",
+        f"columns    reaction: {', '.join(d['reaction_columns']) or '-'}; "
+        f"thread: {', '.join(d['thread_columns']) or '-'}",
+        f"derived    {d['derived']}",
+    ]
+
+    def state(current: bool) -> str:
+        return "current" if current else "stale (another content id)"
+
+    for s in d["embeddings"]:
+        if "error" in s:
+            lines.append(f"  embeddings/{s['name']}: {s['error']}")
+        else:
+            lines.append(
+                f"  embeddings/{s['name']}: field {s['field']}, {s['dtype']} x {s['dim']}, "
+                f"{s['unique']} distinct inputs, {s['rows']} rows in {s['segments']} "
+                f"segment{'s' if s['segments'] != 1 else ''}, {state(s['current'])}"
+            )
+    for f in d["fingerprints"]:
+        lines.append(f"  {f['file']}: incremental-build fingerprints, {state(f['current'])}")
+    for name in d["other"]:
+        lines.append(f"  {name}")
+    if not (d["embeddings"] or d["fingerprints"] or d["other"]):
+        lines.append("  (empty)")
+    return "\n".join(lines) + "\n"
