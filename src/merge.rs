@@ -8,16 +8,17 @@
 //! the plan's threads, each partition's threads inside its range; anything
 //! else is an error and nothing is published.
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
-use crate::ingest::writer::{CacheWriter, WriterOptions};
+use crate::ingest::writer::{CacheWriter, ThreadData, WriterOptions};
 use crate::ingest::{BuildSummary, Phases, Tally};
 use crate::read::{Cache, ThreadSource};
-use crate::repack::thread_data;
+use crate::repack::refill;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -235,6 +236,10 @@ impl Partitions {
         let mut tally = Tally::default();
         let mut report = self.discovered;
         let mut last_id = None;
+        // One thread's buffers and name, refilled for each (no allocation
+        // per thread).
+        let mut data = ThreadData::default();
+        let mut rel = String::new();
         for (_, p, cache) in &self.parts {
             report.extend_from_slice(cache.report());
             for t in cache.iter() {
@@ -243,8 +248,10 @@ impl Partitions {
                 }
                 last_id = Some(t.source_id());
                 tally.add(t.label_code(), t.event());
-                let data = thread_data(&t, extended);
-                writer.push(data, &t.source_id().to_string())?;
+                refill(&mut data, &t, extended);
+                rel.clear();
+                write!(rel, "{}", t.source_id()).expect("writing to a String");
+                writer.push_ref(&data, &rel)?;
             }
         }
         report.sort();

@@ -41,7 +41,7 @@ pub(super) fn input_keys(t: &ThreadData) -> impl Iterator<Item = InputKeys> + '_
 }
 
 /// One thread as the pipeline hands it to the writer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThreadData {
     /// Numbers; `first_reaction` and `reaction_count` are set by the writer.
     pub record: ThreadRecord,
@@ -62,6 +62,11 @@ pub struct ThreadData {
     pub reaction_extra: Vec<[f32; REACTION_EXTRA]>,
     /// Extended per-thread values in [`THREAD_COLUMNS`](crate::Manifest::THREAD_COLUMNS) order.
     pub thread_extra: [f32; THREAD_EXTRA],
+    /// The reactions' embedding-input keys, same order, when they are
+    /// already known: a re-pack of a cache's thread takes the keys that
+    /// cache's writer computed from the same texts. Empty: the writer
+    /// computes them from the texts (every build).
+    pub inputs: Vec<InputKeys>,
 }
 
 impl ThreadData {

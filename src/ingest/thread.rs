@@ -210,6 +210,7 @@ impl<'i> Worker<'i> {
             features: Vec::with_capacity(rows.len()),
             reaction_extra: Vec::new(),
             thread_extra: [f32::NAN; THREAD_EXTRA],
+            inputs: Vec::new(),
         };
         if let Some((index, ext)) = extended {
             let counts = author_counts(

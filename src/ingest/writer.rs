@@ -126,7 +126,13 @@ impl CacheWriter {
     }
 
     /// Appends one thread. Threads must come in strictly ascending source-id order.
-    pub fn push(&mut self, mut t: ThreadData, rel_path: &str) -> Result<()> {
+    pub fn push(&mut self, t: ThreadData, rel_path: &str) -> Result<()> {
+        self.push_ref(&t, rel_path)
+    }
+
+    /// [`push`](Self::push) by reference, for a caller that refills one
+    /// [`ThreadData`] per thread (a re-pack: no allocation per thread).
+    pub fn push_ref(&mut self, t: &ThreadData, rel_path: &str) -> Result<()> {
         let bytes = t.estimated_bytes();
         if bytes > MAX_SHARD_BYTES || t.reactions.len() > u32::MAX as usize / 2 {
             return Err(BuildError::ThreadTooLarge {
@@ -135,7 +141,10 @@ impl CacheWriter {
             });
         }
         let n = t.reactions.len();
-        if t.features.len() != n || t.reaction_texts.len() != n {
+        if t.features.len() != n
+            || t.reaction_texts.len() != n
+            || !(t.inputs.is_empty() || t.inputs.len() == n)
+        {
             return Err(BuildError::Internal {
                 path: rel_path.into(),
                 message: "features or texts do not match the reactions".into(),
@@ -168,8 +177,9 @@ impl CacheWriter {
         {
             self.flush()?;
         }
-        t.record.first_reaction = self.current.reactions.len() as u32;
-        t.record.reaction_count = t.reactions.len() as u32;
+        let mut record = t.record;
+        record.first_reaction = self.current.reactions.len() as u32;
+        record.reaction_count = t.reactions.len() as u32;
         for r in &t.reactions {
             if r.kind == ReactionKind::Retweet as u8 {
                 self.retweets += 1;
@@ -196,10 +206,14 @@ impl CacheWriter {
                 col.push(*v);
             }
         }
-        self.current.threads.push(t.record);
-        self.current.reactions.append(&mut t.reactions);
-        self.current.inputs.extend(input_keys(&t));
-        self.current.features.append(&mut t.features);
+        self.current.threads.push(record);
+        self.current.reactions.extend_from_slice(&t.reactions);
+        if t.inputs.is_empty() {
+            self.current.inputs.extend(input_keys(t));
+        } else {
+            self.current.inputs.extend_from_slice(&t.inputs);
+        }
+        self.current.features.extend_from_slice(&t.features);
         let text = &mut self.current_text;
         let arena = &mut text.arena;
         let thread_spans = ThreadSpans {

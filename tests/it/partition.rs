@@ -411,6 +411,7 @@ fn the_writer_refuses_out_of_order_source_ids() {
         features: Vec::new(),
         reaction_extra: Vec::new(),
         thread_extra: [f32::NAN; socialctx::Manifest::THREAD_COLUMNS.len()],
+        inputs: Vec::new(),
     };
     let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
     w.push(thread(20), "e/rumours/20").unwrap();
