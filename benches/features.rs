@@ -19,7 +19,9 @@ use pycompat::{Timestamp, parse_created_at};
 use rayon::prelude::*;
 use socialctx::ReactionKind;
 use socialctx::internals::features;
-use socialctx::internals::parse::{SourceFields, TweetReader, reaction_fields, source_fields};
+use socialctx::internals::layout::SourceFields;
+use socialctx::internals::layout::pheme::{reaction_fields, source_fields};
+use socialctx::internals::parse::TweetReader;
 
 /// How many reaction files to load, and at most how many per thread (for variety).
 const MAX_REACTIONS: usize = 400;

@@ -36,17 +36,17 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::error::BuildError;
 use crate::format::layout::fingerprints_file;
 use crate::format::report::BadInput;
+use crate::format::user_key;
 use crate::ingest::discover::ThreadDir;
 use crate::ingest::extended::{rumour_index, rumour_index_with};
 use crate::ingest::features::reliability::RumourIndex;
 use crate::ingest::fingerprint::{Fp, How, fingerprints};
-use crate::ingest::job::{Reuse, Started, Supplies, Supply};
-use crate::ingest::parse::user_key;
+use crate::ingest::job::{Reuse, Started, Supply};
 use crate::ingest::thread::Outcome;
 use crate::ingest::writer::remove_superseded_fingerprints;
-use crate::ingest::{BuildJob, BuildOptions, BuildSummary, Progress, Tally, discover_checked};
-use crate::merge::thread_data;
+use crate::ingest::{BuildOptions, BuildSummary, Progress, Tally, discover_checked};
 use crate::read::{Cache, ThreadSource};
+use crate::repack::thread_data;
 use crate::schema::reaction_column;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
@@ -347,25 +347,15 @@ pub fn build_incremental(
     opts: &BuildOptions,
     progress: &dyn Progress,
 ) -> Result<BuildSummary> {
-    BuildJob::new(corpus, cache)
-        .options(opts.clone())
-        .progress(progress)
-        .supplied_by(&FromOldCache)
-        .run()
+    // The job started as every build starts (lock, staging, workers), then
+    // supplied with its own walk and reuse: no trait object in `job.rs`.
+    let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
+    let mut started = Started::new(corpus, cache, opts.clone())?;
+    started.progress = progress;
+    run(corpus, cache, started)
 }
 
-/// The incremental supplier: a walk, and every unchanged thread taken from
-/// the cache being replaced.
-#[derive(Debug)]
-struct FromOldCache;
-
-impl Supplies for FromOldCache {
-    fn supply(&self, corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
-        run(corpus, cache, started)
-    }
-}
-
-/// The incremental supplier of a [`BuildJob`]: walks the corpus,
+/// The incremental supplier of a started build: walks the corpus,
 /// fingerprints its threads, and runs the pass with the unchanged ones taken
 /// from the old cache at `cache` (or keeps that cache when nothing changed).
 fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {

@@ -37,6 +37,7 @@ mod incremental;
 mod ingest;
 mod merge;
 mod read;
+mod repack;
 mod schema;
 mod store;
 #[doc(hidden)]
@@ -78,7 +79,7 @@ pub mod internals {
     pub use crate::format::{Shard, ThreadRecord};
     pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
-    pub use crate::ingest::{discover, features, parents, parse};
+    pub use crate::ingest::{discover, features, layout, parents, parse};
     pub use crate::store::format::{self as store_format, Dtype, npy_header};
 }
 

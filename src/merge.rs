@@ -8,17 +8,17 @@
 //! the plan's threads, each partition's threads inside its range; anything
 //! else is an error and nothing is published.
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
-use crate::format::{ReactionRecord, ThreadRecord};
-use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
+use crate::ingest::writer::{CacheWriter, ThreadData, WriterOptions};
 use crate::ingest::{BuildSummary, Phases, Tally};
-use crate::read::{Cache, ThreadSource, ThreadView};
-use crate::schema::{REACTION_EXTRA, THREAD_EXTRA};
+use crate::read::{Cache, ThreadSource};
+use crate::repack::refill;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -236,6 +236,10 @@ impl Partitions {
         let mut tally = Tally::default();
         let mut report = self.discovered;
         let mut last_id = None;
+        // One thread's buffers and name, refilled for each (no allocation
+        // per thread).
+        let mut data = ThreadData::default();
+        let mut rel = String::new();
         for (_, p, cache) in &self.parts {
             report.extend_from_slice(cache.report());
             for t in cache.iter() {
@@ -244,8 +248,10 @@ impl Partitions {
                 }
                 last_id = Some(t.source_id());
                 tally.add(t.label_code(), t.event());
-                let data = thread_data(&t, extended);
-                writer.push(data, &t.source_id().to_string())?;
+                refill(&mut data, &t, extended);
+                rel.clear();
+                write!(rel, "{}", t.source_id()).expect("writing to a String");
+                writer.push_ref(&data, &rel)?;
             }
         }
         report.sort();
@@ -268,53 +274,5 @@ impl Partitions {
             workers: 1,
             warnings,
         })
-    }
-}
-
-/// One thread of a cache as the writer takes it, reconstructed so that
-/// writing it again gives the same bytes (its stored text arena included).
-pub(crate) fn thread_data(t: &ThreadView<'_>, extended: bool) -> ThreadData {
-    let (segment, reaction_texts) = t.stored_texts();
-    let n = t.reaction_count();
-    let reaction_extra = if extended {
-        let cols: Vec<&[f32]> = (0..REACTION_EXTRA).map(|c| t.column(c)).collect();
-        (0..n)
-            .map(|i| std::array::from_fn(|c| cols[c].get(i).copied().unwrap_or(f32::NAN)))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let thread_extra: [f32; THREAD_EXTRA] =
-        std::array::from_fn(|c| t.thread_value(c).unwrap_or(f32::NAN));
-    ThreadData {
-        record: ThreadRecord {
-            source_id: t.source_id(),
-            source_created_at: t.source_created_at(),
-            first_reaction: 0,
-            reaction_count: 0,
-            label_code: t.label_code(),
-        },
-        text: ThreadText {
-            event: t.event().to_owned(),
-            label: t.label().to_owned(),
-            source_user_id: t.source_user_id().to_owned(),
-            source_text: t.source_text().to_owned(),
-        },
-        reactions: t
-            .reaction_records()
-            .map(|r| ReactionRecord {
-                id: r.id,
-                created_at: r.created_at,
-                user_key: r.user_key,
-                kind: r.kind as u8,
-                parent: r.parent,
-                parent_how: r.parent_how as u8,
-            })
-            .collect(),
-        text_arena: segment.to_owned(),
-        reaction_texts,
-        features: t.features().to_vec(),
-        reaction_extra,
-        thread_extra,
     }
 }

@@ -11,7 +11,8 @@ use pycompat as pytext;
 use pycompat::parse_created_at;
 use socialctx::ReactionKind;
 use socialctx::internals::features;
-use socialctx::internals::parse::{TweetReader, reaction_fields, source_fields};
+use socialctx::internals::layout::pheme::{reaction_fields, source_fields};
+use socialctx::internals::parse::TweetReader;
 
 /// A real PHEME source tweet and one of its replies.
 static SOURCE: &[u8] = include_bytes!(

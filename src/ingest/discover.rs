@@ -1,7 +1,8 @@
 //! Stage 1: find every thread directory under a corpus root.
 //!
-//! A thread directory has an all-ASCII-digit name and a `source-tweets/` (or,
-//! in older releases, `source-tweet/`) subdirectory; it may sit at any depth.
+//! A thread directory has an all-ASCII-digit name and the source folder of
+//! a [layout](super::layout) (PHEME: `source-tweets/`, or in older releases
+//! `source-tweet/`); it may sit at any depth.
 //! The walk is parallel (a task per directory on a rayon pool) and does not
 //! descend into a thread's own tweet folders: the workers list those themselves, so the walk only has to
 //! read the directories above the tweets.
@@ -16,21 +17,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rustix::fs::Dir;
 
+use super::layout::{
+    LAYOUTS, Layout, MAX_LAYOUTS, SIDE_FILES, file_bit, folder_bit, folder_bits, side_bit,
+    source_bits,
+};
 use crate::error::BuildError;
-use crate::schema::{Label, ReactionKind};
+use crate::schema::ReactionKind;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 use crate::format::report::BadInput;
-
-/// Folder names that hold a thread's source tweet, in order of preference.
-pub const SOURCE_DIRS: [&str; 2] = ["source-tweets", "source-tweet"];
-
-/// Folder names that hold a thread's reactions, with the kind they give.
-pub const REACTION_DIRS: [(&str, ReactionKind); 3] = [
-    ("reactions", ReactionKind::Reply),
-    ("replies", ReactionKind::Reply),
-    ("retweets", ReactionKind::Retweet),
-];
 
 /// A thread directory found by [`discover`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,34 +40,24 @@ pub struct ThreadDir {
     pub label: String,
     /// The grandparent directory's name (the event).
     pub event: String,
-    /// Which tweet folders and thread files exist: bit `i` for
-    /// `SOURCE_DIRS[i]`, bit `2 + i` for `REACTION_DIRS[i]`, bit `5 + i` for
-    /// `THREAD_FILES[i]` (from the walk's own listing, so workers need not
-    /// stat them).
+    /// Which tweet folders and side files exist, as a mask of its layout's
+    /// names (see [`Layout`]; from the walk's own listing, so workers need
+    /// not stat them).
     pub entries: u16,
+    /// Its layout: an index into [`LAYOUTS`].
+    pub layout: u8,
 }
 
-/// Optional per-thread files read for the extended features.
-pub const THREAD_FILES: [&str; 4] = [
-    "structure.json",
-    "annotation.json",
-    "who-follows-whom.dat",
-    "retweets.json",
-];
-
-/// Index of `structure.json` in [`THREAD_FILES`].
-pub const STRUCTURE_FILE: usize = 0;
-/// Index of `annotation.json` in [`THREAD_FILES`].
-pub const ANNOTATION_FILE: usize = 1;
-/// Index of `who-follows-whom.dat` in [`THREAD_FILES`].
-pub const FOLLOWS_FILE: usize = 2;
-/// Index of `retweets.json` (retweets as JSON Lines) in [`THREAD_FILES`].
-pub const RETWEETS_FILE: usize = 3;
-
 impl ThreadDir {
-    /// The name of the source folder (`source-tweets` preferred).
+    /// Its layout.
+    pub fn layout(&self) -> &'static dyn Layout {
+        LAYOUTS[usize::from(self.layout)]
+    }
+
+    /// The name of the source folder (the layout's preferred one first).
     pub fn source_dir(&self) -> Option<&'static str> {
-        SOURCE_DIRS
+        self.layout()
+            .source_dirs()
             .iter()
             .enumerate()
             .find(|(i, _)| self.entries & (1 << i) != 0)
@@ -81,54 +66,35 @@ impl ThreadDir {
 
     /// The reaction folders that exist, with their kind.
     pub fn reaction_dirs(&self) -> impl Iterator<Item = (&'static str, ReactionKind)> + '_ {
-        REACTION_DIRS
+        let skip = self.layout().source_dirs().len();
+        self.layout()
+            .reaction_dirs()
             .iter()
             .enumerate()
-            .filter(|(i, _)| self.entries & (1 << (2 + i)) != 0)
+            .filter(move |(i, _)| self.entries & (1 << (skip + i)) != 0)
             .map(|(_, d)| *d)
     }
 
-    /// Whether the thread has `THREAD_FILES[i]`.
-    pub fn has_file(&self, i: usize) -> bool {
-        self.entries & (1 << (5 + i)) != 0
+    /// The name of its side file of role `role` ([`STRUCTURE_FILE`](super::layout::STRUCTURE_FILE),
+    /// ...), if it has one.
+    pub fn side_file(&self, role: usize) -> Option<&'static str> {
+        let layout = self.layout();
+        (self.entries & side_bit(layout, role) != 0)
+            .then(|| layout.side_files()[role])
+            .flatten()
     }
 
-    /// The event, from the layout: the grandparent folder when the parent
-    /// is a label folder (`rumours`, `non-rumours`: PHEME), else the parent
-    /// (RumourEval's `<event>/<id>`, the journalism release's
-    /// `<lang>/<event>/<id>`); PHEME's `-all-rnr-threads` suffix removed, so
-    /// one event has one name across datasets.
+    /// The side files it has, by role.
+    pub fn side_files(&self) -> impl Iterator<Item = &'static str> + '_ {
+        (0..SIDE_FILES).filter_map(|role| self.side_file(role))
+    }
+
+    /// The event, as its layout names it (PHEME: the grandparent folder
+    /// when the parent is a label folder, else the parent, without the
+    /// `-all-rnr-threads` suffix, so one event has one name across datasets).
     pub fn event_name(&self) -> &str {
-        let raw = match Label::from_folder(&self.label) {
-            Label::Rumour | Label::NonRumour => &self.event,
-            Label::Unknown => &self.label,
-        };
-        raw.strip_suffix("-all-rnr-threads")
-            .filter(|e| !e.is_empty())
-            .unwrap_or(raw)
+        self.layout().event_name(self)
     }
-}
-
-/// The `entries` bit of a thread file name, if it is one.
-fn file_bit(name: &OsStr) -> Option<u16> {
-    THREAD_FILES
-        .iter()
-        .position(|s| name == *s)
-        .map(|i| 1 << (5 + i))
-}
-
-/// The `entries` bit of a tweet folder name, if it is one.
-fn subdir_bit(name: &OsStr) -> Option<u16> {
-    SOURCE_DIRS
-        .iter()
-        .position(|s| name == *s)
-        .or_else(|| {
-            REACTION_DIRS
-                .iter()
-                .position(|(s, _)| name == *s)
-                .map(|i| i + 2)
-        })
-        .map(|i| 1 << i)
 }
 
 /// What [`discover`] found.
@@ -211,7 +177,8 @@ impl<E> Walk<'_, '_, E> {
             }
         };
         let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
-        let mut entries = 0u16;
+        // Per layout (in `LAYOUTS` order), the entries found.
+        let mut entries = [0u16; MAX_LAYOUTS];
         let mut children: Vec<PathBuf> = Vec::new();
         // Tweet folders of a thread are not walked (the workers list them),
         // so they are kept apart until the listing says whether `dir` is one.
@@ -219,7 +186,7 @@ impl<E> Walk<'_, '_, E> {
         // Entries named as a tweet folder or thread file that are not one
         // (a file named source-tweets, a directory or FIFO named
         // structure.json): reported, not silently absent.
-        let mut odd: Vec<(PathBuf, &'static str, u16)> = Vec::new();
+        let mut odd: Vec<(PathBuf, &'static str, usize, u16)> = Vec::new();
         let mut listing = match Dir::new(fd) {
             Ok(listing) => listing,
             Err(e) => {
@@ -259,44 +226,55 @@ impl<E> Walk<'_, '_, E> {
                             && statat(fd, entry.file_name(), AtFlags::empty())
                                 .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_dir()))
                 };
-                if let Some(bit) = subdir_bit(name) {
-                    if is_dir_or_link() {
-                        entries |= bit;
-                    } else {
-                        odd.push((dir.join(name), kind_of(fd, &entry, file_type), bit));
+                let mut folder = false;
+                for (k, layout) in LAYOUTS.iter().enumerate() {
+                    if let Some(bit) = folder_bit(*layout, name) {
+                        folder = true;
+                        if is_dir_or_link() {
+                            entries[k] |= bit;
+                        } else {
+                            odd.push((dir.join(name), kind_of(fd, &entry, file_type), k, bit));
+                        }
+                    } else if let Some(bit) = file_bit(*layout, name) {
+                        // A side file must be a regular file (or a link to
+                        // one): a FIFO would read as empty, a directory not at all.
+                        let regular = file_type == FileType::RegularFile
+                            || (file_type == FileType::Symlink
+                                && statat(fd, entry.file_name(), AtFlags::empty())
+                                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file()));
+                        if regular {
+                            entries[k] |= bit;
+                        } else {
+                            odd.push((dir.join(name), kind_of(fd, &entry, file_type), k, bit));
+                        }
                     }
+                }
+                if folder {
                     if is_dir {
                         tweet_dirs.push(dir.join(name));
                     }
                     continue;
-                } else if let Some(bit) = file_bit(name) {
-                    // A thread file must be a regular file (or a link to
-                    // one): a FIFO would read as empty, a directory not at all.
-                    let regular = file_type == FileType::RegularFile
-                        || (file_type == FileType::Symlink
-                            && statat(fd, entry.file_name(), AtFlags::empty())
-                                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode).is_file()));
-                    if regular {
-                        entries |= bit;
-                    } else {
-                        odd.push((dir.join(name), kind_of(fd, &entry, file_type), bit));
-                    }
                 }
             }
             if is_dir {
                 children.push(dir.join(name));
             }
         }
-        if entries & 0b11 != 0 {
-            for (path, kind, bit) in &odd {
-                let want = if bit & 0b1_1111 != 0 {
+        // The thread's layout: the first whose source folder it has.
+        let found = (0..LAYOUTS.len()).find(|&k| entries[k] & source_bits(LAYOUTS[k]) != 0);
+        if let Some(k) = found {
+            for (path, kind, _, bit) in odd.iter().filter(|o| o.2 == k) {
+                let want = if bit & folder_bits(LAYOUTS[k]) != 0 {
                     "folder"
                 } else {
                     "file"
                 };
                 self.report(path, format!("{kind}, not a {want}: ignored"));
             }
-        } else if let Some((path, kind, _)) = odd.iter().find(|(_, _, bit)| bit & 0b11 != 0) {
+        } else if let Some((path, kind, _, _)) = odd
+            .iter()
+            .find(|(_, _, k, bit)| bit & source_bits(LAYOUTS[*k]) != 0)
+        {
             // An all-digit folder whose source folder is not one: the
             // thread cannot be read, and says so.
             self.report(
@@ -306,8 +284,8 @@ impl<E> Walk<'_, '_, E> {
                 ),
             );
         }
-        if entries & 0b11 != 0 {
-            match thread_dir(self.root, dir, entries) {
+        if let Some(k) = found {
+            match thread_dir(self.root, dir, entries[k], k as u8) {
                 Ok(td) => {
                     let worker = rayon::current_thread_index().unwrap_or(0);
                     let e = (self.hook)(&td, worker);
@@ -470,7 +448,7 @@ pub(crate) fn discover_with<E: Send>(
 
 /// The [`ThreadDir`] of thread directory `path` (whose listing gave
 /// `entries`), or why its name is no source id.
-fn thread_dir(root: &Path, path: &Path, entries: u16) -> Result<ThreadDir, BadInput> {
+fn thread_dir(root: &Path, path: &Path, entries: u16, layout: u8) -> Result<ThreadDir, BadInput> {
     let rel = relative(root, path);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let Ok(source_id) = name.parse::<u64>() else {
@@ -487,6 +465,7 @@ fn thread_dir(root: &Path, path: &Path, entries: u16) -> Result<ThreadDir, BadIn
         path: path.to_path_buf(),
         rel,
         entries,
+        layout,
     })
 }
 

@@ -1,6 +1,5 @@
-//! The extended features' glue: reading a thread's optional files
-//! (`structure.json`, `annotation.json`, `who-follows-whom.dat`,
-//! `retweets.json`) and the corpus-wide rumour index, and turning them into
+//! The extended features' glue: the corpus-wide rumour index, and turning
+//! what a thread's side files gave (read by the thread's assembly) into
 //! the extra columns ([`REACTION_COLUMNS`](crate::schema::REACTION_COLUMNS),
 //! [`THREAD_COLUMNS`](crate::schema::THREAD_COLUMNS)). The values themselves
 //! are computed in [`features`](super::features).
@@ -11,21 +10,17 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use super::discover::{
-    ANNOTATION_FILE, Discovery, FOLLOWS_FILE, RETWEETS_FILE, STRUCTURE_FILE, THREAD_FILES,
-    ThreadDir, discover, discover_with,
-};
-use super::features::labels::{Annotation, annotation};
-use super::features::propagation::depths;
+use super::discover::{Discovery, ThreadDir, discover, discover_with};
+use super::features::labels::Annotation;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
-use super::files::{Names, ReplyTokenizer, Row, for_each_line, reaction_row, read_source};
-use super::parents::{Structure, structure};
-use super::parse::{Reason, SourceFields, TweetReader, source_fields, user_key};
+use super::files::{Names, Row};
+use super::layout::ANNOTATION_FILE;
+use super::parse::{TweetReader, user_key};
+use super::thread::read_source;
 use crate::error::BuildError;
-use crate::format::report::BadInput;
 use crate::schema::REACTION_EXTRA;
-use crate::schema::{Annotated, Label, ReactionKind};
+use crate::schema::{Annotated, Label};
 
 /// What the thread files of one thread gave.
 #[derive(Default)]
@@ -73,111 +68,6 @@ impl Extended {
     }
 }
 
-/// Reads `annotation.json`, `who-follows-whom.dat` and `retweets.json`
-/// (retweets as JSON Lines) when the thread has them (`structure.json` is
-/// read by every build, for the parents: [`read_structure`]).
-pub(super) fn read_thread_files(
-    (extra, reaction): (&mut TweetReader, &mut TweetReader),
-    max: u64,
-    td: &ThreadDir,
-    source: &SourceFields<'_>,
-    (rows, arena, tok): (&mut Vec<Row>, &mut String, &mut ReplyTokenizer),
-    bad: &mut Vec<BadInput>,
-) -> Extended {
-    let mut ext = Extended::default();
-    let rel = |i: usize| format!("{}/{}", td.rel, THREAD_FILES[i]);
-    if td.has_file(ANNOTATION_FILE) {
-        let r = extra.read_file(&td.path.join(THREAD_FILES[ANNOTATION_FILE]), max);
-        match r.and_then(|()| extra.parse(annotation)?) {
-            Ok(a) => ext.annotation = a,
-            Err(reason) => bad.push(BadInput::new(rel(ANNOTATION_FILE), reason)),
-        }
-    }
-    if td.has_file(FOLLOWS_FILE) {
-        match extra.read_file(&td.path.join(THREAD_FILES[FOLLOWS_FILE]), max) {
-            Ok(()) => {
-                let (graph, bad_lines) = FollowGraph::parse(extra.bytes());
-                for line in bad_lines {
-                    bad.push(BadInput::new(
-                        rel(FOLLOWS_FILE),
-                        format!("line {line}: expected two user ids separated by a tab"),
-                    ));
-                }
-                ext.follows = Some(graph);
-            }
-            Err(reason) => bad.push(BadInput::new(rel(FOLLOWS_FILE), reason)),
-        }
-    }
-    if td.has_file(RETWEETS_FILE) {
-        let path = td.path.join(THREAD_FILES[RETWEETS_FILE]);
-        let mut on_line = |n: usize, line: Result<&[u8], Reason>| {
-            let row = line.and_then(|line| {
-                reaction.load_bytes(line);
-                reaction_row(reaction, source, ReactionKind::Retweet, arena, tok)
-            });
-            match row {
-                Ok(row) => rows.push(row),
-                Err(reason) => bad.push(BadInput::new(
-                    rel(RETWEETS_FILE),
-                    format!("line {n}: {reason}"),
-                )),
-            }
-        };
-        if let Err(reason) = for_each_line(&path, max, &mut on_line) {
-            bad.push(BadInput::new(rel(RETWEETS_FILE), reason));
-        }
-    }
-    ext
-}
-
-/// Reads a thread's `structure.json`, if it has one, for the parents and
-/// (extended builds) the depths; a bad file is reported.
-pub(super) fn read_structure(
-    reader: &mut TweetReader,
-    max: u64,
-    td: &ThreadDir,
-    bad: &mut Vec<BadInput>,
-) -> Option<(Structure, HashMap<u64, u32>)> {
-    if !td.has_file(STRUCTURE_FILE) {
-        return None;
-    }
-    let name = THREAD_FILES[STRUCTURE_FILE];
-    let r = reader.read_file(&td.path.join(name), max);
-    fn both(v: simd_json::tape::Value<'_, '_>) -> Result<(Structure, HashMap<u64, u32>), Reason> {
-        Ok((structure(v)?, depths(v)?))
-    }
-    match r.and_then(|()| reader.parse(both)?) {
-        Ok(s) => Some(s),
-        Err(reason) => {
-            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
-            None
-        }
-    }
-}
-
-/// Reads a thread's `annotation.json`, if it has one, for its
-/// `annotated_rumour` code (a build without the extended features still
-/// takes label codes from it); a bad file is reported.
-pub(super) fn read_annotation(
-    reader: &mut TweetReader,
-    max: u64,
-    td: &ThreadDir,
-    bad: &mut Vec<BadInput>,
-) -> Option<f32> {
-    if !td.has_file(ANNOTATION_FILE) {
-        return None;
-    }
-    let name = THREAD_FILES[ANNOTATION_FILE];
-    let r = reader.read_file(&td.path.join(name), max);
-    match r.and_then(|()| reader.parse(annotation)?) {
-        Ok(a) => Some(a.annotated_rumour),
-        Err(reason) => {
-            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
-            None
-        }
-    }
-}
-
 /// Builds the corpus-wide rumour index from the source tweets of the
 /// threads labelled rumour: in a `rumours` folder, or in a folder that is
 /// neither `rumours` nor `non-rumours` with an `annotation.json` that says
@@ -206,10 +96,12 @@ fn rumour_entry(
 ) -> Option<(u64, i64)> {
     let is_rumour = match Label::from_folder(&td.label) {
         Label::Rumour => true,
-        Label::Unknown if td.has_file(ANNOTATION_FILE) => {
-            let path = td.path.join(THREAD_FILES[ANNOTATION_FILE]);
+        Label::Unknown if td.side_file(ANNOTATION_FILE).is_some() => {
+            let path = td
+                .path
+                .join(td.side_file(ANNOTATION_FILE).unwrap_or_default());
             reader.read_file(&path, max_file_bytes).is_ok()
-                && matches!(reader.parse(annotation), Ok(Ok(a)) if a.annotated_rumour == Annotated::Rumour.code())
+                && matches!(reader.parse(|v| td.layout().annotation(v)), Ok(Ok(a)) if a.annotated_rumour == Annotated::Rumour.code())
         }
         _ => false,
     };
@@ -218,7 +110,10 @@ fn rumour_entry(
     }
     read_source(td, reader, names, max_file_bytes).ok()?;
     reader
-        .parse(|v| source_fields(v).map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds())))
+        .parse(|v| {
+            (td.layout().source_fields(v))
+                .map(|s| (user_key(s.user_id_str), s.created_at.unix_seconds()))
+        })
         .ok()?
         .ok()
 }

@@ -1,17 +1,14 @@
-//! Reading one thread's files: listing a tweet folder in a reused buffer,
-//! finding and reading the source tweet, turning a reaction file into a
-//! cache row, streaming a JSON Lines file. Shared by the thread assembly and
-//! the extended-feature pass.
+//! Helpers of a thread's assembly: listing a tweet folder in a reused
+//! buffer, turning a reaction file into a cache row, streaming a JSON Lines
+//! file.
 
 pub(super) use rustix::fs::Dir;
 
 use std::path::Path;
 
-use super::discover::ThreadDir;
 use super::features;
-use super::parse::{
-    Reason, SourceFields, TweetReader, open_file, reaction_fields, read_reason, user_key,
-};
+use super::layout::{Layout, SourceFields};
+use super::parse::{Reason, TweetReader, open_file, read_reason, user_key};
 use crate::format::{ReactionRecord, ReactionSpans, Span};
 use crate::schema::{FeatureVec, ReactionKind};
 use pycompat::{Tokenizer, Tokens};
@@ -120,6 +117,7 @@ impl ReplyTokenizer {
 /// appends its texts to `arena` (no allocation per reaction). Replies are
 /// tokenised with `tok` (retweets have no reply tokens).
 pub(super) fn reaction_row(
+    layout: &dyn Layout,
     reader: &mut TweetReader,
     source: &SourceFields<'_>,
     kind: ReactionKind,
@@ -127,7 +125,7 @@ pub(super) fn reaction_row(
     tok: &mut ReplyTokenizer,
 ) -> Result<Row, Reason> {
     reader.parse(|v| {
-        let r = reaction_fields(v)?;
+        let r = layout.reaction_fields(v)?;
         let features = features::compute(&r, source, kind)?;
         let reply_tokens = match (kind, r.reply_text) {
             (ReactionKind::Reply, Some(text)) => tok.push(arena, text),
@@ -155,35 +153,6 @@ pub(super) fn reaction_row(
             in_reply_to: r.in_reply_to,
         })
     })?
-}
-
-/// Reads the source tweet file of a thread into `reader`; returns its path
-/// relative to the thread, or the reason it is unusable.
-pub(super) fn read_source(
-    td: &ThreadDir,
-    reader: &mut TweetReader,
-    names: &mut Names,
-    max: u64,
-) -> Result<String, String> {
-    let dir_name = td
-        .source_dir()
-        .ok_or_else(|| "no source-tweets/ or source-tweet/ folder".to_string())?;
-    let dir = td.path.join(dir_name);
-    let listed = names
-        .list_open(&dir)
-        .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
-    // The reference takes the last name in sorted order, ignoring *.csv; we
-    // also pass over stray files (editor backups...), which `process` reports.
-    let (name, regular) = names
-        .entries()
-        .rev()
-        .find(|(n, _)| is_json_name(n))
-        .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
-    let rel = format!("{dir_name}/{}", name.to_string_lossy());
-    reader
-        .read_file_in(&listed, name, max, regular)
-        .map_err(|r| format!("source tweet {rel}: {r}"))?;
-    Ok(rel)
 }
 
 /// Streams the non-blank lines of a JSON Lines file to `f` with their line

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3Default;
 
-use super::discover::{THREAD_FILES, ThreadDir};
+use super::discover::ThreadDir;
 
 /// What a fingerprint covers of each file (always its name and size, and
 /// which of the thread's folders exist).
@@ -40,6 +40,10 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
     let mut newest = i128::MIN;
     let mut subsec = false;
     h.update(&td.entries.to_le_bytes());
+    if td.layout != 0 {
+        // (Not hashed for the first layout: PHEME fingerprints stay as they were.)
+        h.update(&[td.layout]);
+    }
     let mut add = |name: &[u8], path: &Path| {
         h.update(&(name.len() as u64).to_le_bytes());
         h.update(name);
@@ -85,10 +89,8 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
             add(n.as_encoded_bytes(), &path.join(&n));
         }
     }
-    for (i, name) in THREAD_FILES.iter().enumerate() {
-        if td.has_file(i) {
-            add(name.as_bytes(), &td.path.join(name));
-        }
+    for name in td.side_files() {
+        add(name.as_bytes(), &td.path.join(name));
     }
     Fp {
         hash: h.digest(),

@@ -29,9 +29,10 @@ use crate::format::report::BadInput;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 /// A build of a corpus into a cache directory, set up step by step and run
-/// once: `BuildJob::new(corpus, out).options(o).progress(p).incremental().run()`.
-/// Crate-private for now: the public entry points are the three functions
-/// that set its supplier, which keeps the public API within its budget.
+/// once: `BuildJob::new(corpus, out).options(o).progress(p).partition(..).run()`.
+/// Crate-private for now: the public entry points are `build` and
+/// `build_partition`, which set its supplier, and `build_incremental`, which
+/// starts a job ([`Started::new`]) and supplies it itself.
 pub(crate) struct BuildJob<'a> {
     corpus: PathBuf,
     output: PathBuf,
@@ -51,23 +52,11 @@ impl std::fmt::Debug for BuildJob<'_> {
     }
 }
 
-/// A thread supplier that runs the started job itself (one
-/// [`Started::execute`] with its own [`Supply`]).
-pub(crate) trait Supplies: std::fmt::Debug {
-    fn supply(&self, corpus: &Path, output: &Path, started: Started<'_>) -> Result<BuildSummary>;
-}
-
 /// Where a build's threads come from.
 #[derive(Debug)]
 enum Supplier<'a> {
     /// A walk of the corpus; every thread read.
     Fresh,
-    /// A supplier that walks and reuses on its own terms, given the started
-    /// job: incremental builds take unchanged threads from the cache at the
-    /// output (see [`build_incremental`](crate::build_incremental)). A
-    /// trait object, so that this module does not import the one that
-    /// implements it (which imports this one).
-    Custom(&'a dyn Supplies),
     /// Partition `index` of `count` of a plan: its threads, no walk.
     Partition {
         plan: &'a Plan,
@@ -102,13 +91,6 @@ impl<'a> BuildJob<'a> {
         self
     }
 
-    /// Re-reads only the threads that changed since the cache at the output
-    /// was built, as [`build_incremental`](crate::build_incremental).
-    pub(crate) fn supplied_by(mut self, supplier: &'a dyn Supplies) -> Self {
-        self.supplier = Supplier::Custom(supplier);
-        self
-    }
-
     /// Builds partition `index` of `count` of `plan`, as
     /// [`build_partition`](crate::build_partition).
     pub(crate) fn partition(mut self, plan: &'a Plan, index: usize, count: usize) -> Self {
@@ -135,11 +117,6 @@ impl<'a> BuildJob<'a> {
                     reuse: None,
                     before_publish: None,
                 })
-            }
-            Supplier::Custom(supplier) => {
-                let mut started = Started::new(&self.corpus, &self.output, self.options)?;
-                started.progress = self.progress;
-                supplier.supply(&self.corpus, &self.output, started)
             }
             Supplier::Partition { plan, index, count } => {
                 if count == 0 || index >= count {

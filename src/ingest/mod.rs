@@ -26,12 +26,14 @@ pub mod features;
 mod files;
 pub(crate) mod fingerprint;
 pub(crate) mod job;
+pub mod layout;
 pub mod parents;
 pub mod parse;
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
 pub(crate) mod publish;
+mod record;
 pub(crate) mod thread;
 pub mod writer;
 

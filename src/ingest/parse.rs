@@ -1,16 +1,12 @@
-//! Stage 2: read a tweet file and pick out the fields the features need.
+//! Stage 2: read a tweet file safely and parse it, with the typed field
+//! helpers every layout's schema uses (what each layout picks out lives in
+//! [`layout`](super::layout)).
 //!
 //! Files are read into a buffer the worker reuses, parsed by simd-json into a
 //! tape whose allocation is also reused, and the fields are borrowed straight
 //! from the buffer (simd-json unescapes strings in place). Nothing is
-//! allocated per tweet on the success path.
-//!
-//! The field rules follow `FEATURES.md` (repository root) and the reference's Python: a field
-//! used by a feature must be present with the right JSON type, except the ones
-//! documented as "null -> 0"; the `verified`/`geo_enabled`/
-//! `profile_use_background_image` flags use Python truthiness; ids come from
-//! `id_str` (integer ids exceed 2^53). Object keys that appear twice take the
-//! last value, as Python's `json` does.
+//! allocated per tweet on the success path. Object keys that appear twice
+//! take the last value, as Python's `json` does.
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -24,7 +20,8 @@ use pycompat::{Timestamp, parse_created_at};
 /// Moved to the format (the read side keys source authors with it too).
 pub use crate::format::user_key;
 
-type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
+/// A parsed JSON value, borrowing from the reader's buffer.
+pub type Value<'t, 'i> = simd_json::tape::Value<'t, 'i>;
 
 /// Default cap on the size of one tweet file (tweets are 3-5 KB).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -42,7 +39,7 @@ pub type Reason = String;
 /// let mut r = TweetReader::new();
 /// let json = br#"{"text": "hi", "user": {"screen_name": "a", "id_str": "1"},
 ///                 "created_at": "Wed Jan 07 11:06:08 +0000 2015"}"#;
-/// let src = r.parse_bytes(json, |v| socialctx::internals::parse::source_fields(v).map(|s| s.screen_name.to_owned()));
+/// let src = r.parse_bytes(json, |v| socialctx::internals::layout::pheme::source_fields(v).map(|s| s.screen_name.to_owned()));
 /// assert_eq!(src.unwrap().unwrap(), "a");
 /// ```
 pub struct TweetReader {
@@ -483,78 +480,7 @@ fn scan(bytes: &[u8]) -> Option<String> {
     None
 }
 
-/// The fields of a reaction (reply or retweet) that the features use.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReactionFields<'a> {
-    /// Tweet id, from `id_str`.
-    pub id: u64,
-    /// `created_at`.
-    pub created_at: Timestamp,
-    /// `full_text` if that key exists, else `text`.
-    pub text: &'a str,
-    /// What RPDNN tokenises for the embedding: `text` if that key exists,
-    /// else `full_text` (the opposite preference); `None` when that value is
-    /// not a string (the reference's text stage then fails on the reaction).
-    pub reply_text: Option<&'a str>,
-    /// `retweet_count`.
-    pub retweet_count: i64,
-    /// `favorite_count`, null -> 0.
-    pub favorite_count: i64,
-    /// Length of `entities.urls`, null -> 0.
-    pub url_count: usize,
-    /// Whether the key `extended_entities` is present (even with value null).
-    pub has_extended_entities: bool,
-    /// The tweet it answers: `in_reply_to_status_id_str` when that is a
-    /// decimal id, else `in_reply_to_status_id` when that is a non-negative
-    /// integer; anything else (absent, null, malformed) is `None`, never an error.
-    pub in_reply_to: Option<u64>,
-    /// The author.
-    pub user: UserFields<'a>,
-}
-
-/// The fields of a reaction's author that the features use.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct UserFields<'a> {
-    /// `user.id_str`.
-    pub id_str: &'a str,
-    /// `user.created_at`.
-    pub created_at: Timestamp,
-    /// `user.statuses_count`.
-    pub statuses_count: i64,
-    /// `user.listed_count`.
-    pub listed_count: i64,
-    /// `user.followers_count`.
-    pub followers_count: i64,
-    /// `user.friends_count`.
-    pub friends_count: i64,
-    /// `user.favourites_count`.
-    pub favourites_count: i64,
-    /// Python truthiness of `user.verified`.
-    pub verified: bool,
-    /// Python truthiness of `user.geo_enabled`.
-    pub geo_enabled: bool,
-    /// Python truthiness of `user.profile_use_background_image`.
-    pub profile_use_background_image: bool,
-    /// `user.description` (None when null).
-    pub description: Option<&'a str>,
-    /// `user.name`.
-    pub name: &'a str,
-}
-
-/// The fields of a source tweet that the features and the cache use.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SourceFields<'a> {
-    /// `created_at`.
-    pub created_at: Timestamp,
-    /// `text` if that key exists, else `full_text` (the reference's preference).
-    pub text: &'a str,
-    /// `user.id_str`.
-    pub user_id_str: &'a str,
-    /// `user.screen_name`.
-    pub screen_name: &'a str,
-}
-
-fn type_name(v: Value<'_, '_>) -> &'static str {
+pub(crate) fn type_name(v: Value<'_, '_>) -> &'static str {
     match v.value_type() {
         ValueType::Null => "null",
         ValueType::Bool => "a boolean",
@@ -567,24 +493,24 @@ fn type_name(v: Value<'_, '_>) -> &'static str {
     }
 }
 
-fn missing(path: &str) -> Reason {
+pub(crate) fn missing(path: &str) -> Reason {
     format!("missing field {path}")
 }
 
-fn wrong(path: &str, expected: &str, v: Value<'_, '_>) -> Reason {
+pub(crate) fn wrong(path: &str, expected: &str, v: Value<'_, '_>) -> Reason {
     format!("field {path} is {}, expected {expected}", type_name(v))
 }
 
-fn req<'t, 'i>(v: Option<Value<'t, 'i>>, path: &str) -> Result<Value<'t, 'i>, Reason> {
+pub(crate) fn req<'t, 'i>(v: Option<Value<'t, 'i>>, path: &str) -> Result<Value<'t, 'i>, Reason> {
     v.ok_or_else(|| missing(path))
 }
 
-fn string<'i>(v: Option<Value<'_, 'i>>, path: &str) -> Result<&'i str, Reason> {
+pub(crate) fn string<'i>(v: Option<Value<'_, 'i>>, path: &str) -> Result<&'i str, Reason> {
     let v = req(v, path)?;
     v.into_string().ok_or_else(|| wrong(path, "a string", v))
 }
 
-fn integer(v: Value<'_, '_>, path: &str) -> Result<i64, Reason> {
+pub(crate) fn integer(v: Value<'_, '_>, path: &str) -> Result<i64, Reason> {
     match v.value_type() {
         ValueType::I64 | ValueType::U64 => v
             .as_i64()
@@ -593,11 +519,11 @@ fn integer(v: Value<'_, '_>, path: &str) -> Result<i64, Reason> {
     }
 }
 
-fn count(v: Option<Value<'_, '_>>, path: &str) -> Result<i64, Reason> {
+pub(crate) fn count(v: Option<Value<'_, '_>>, path: &str) -> Result<i64, Reason> {
     integer(req(v, path)?, path)
 }
 
-fn timestamp(v: Option<Value<'_, '_>>, path: &str) -> Result<Timestamp, Reason> {
+pub(crate) fn timestamp(v: Option<Value<'_, '_>>, path: &str) -> Result<Timestamp, Reason> {
     let s = string(v, path)?;
     parse_created_at(s).map_err(|e| format!("field {path} {s:?} is not a valid timestamp: {e}"))
 }
@@ -615,7 +541,7 @@ pub fn truthy(v: Value<'_, '_>) -> bool {
     }
 }
 
-fn flag(v: Option<Value<'_, '_>>, path: &str) -> Result<bool, Reason> {
+pub(crate) fn flag(v: Option<Value<'_, '_>>, path: &str) -> Result<bool, Reason> {
     Ok(truthy(req(v, path)?))
 }
 
@@ -627,194 +553,12 @@ pub fn parse_id(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-/// Extracts a reaction's fields from its parsed JSON.
-pub fn reaction_fields<'i>(root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Reason> {
-    let obj = root
-        .as_object()
-        .ok_or_else(|| format!("the file holds {}, not a tweet object", type_name(root)))?;
-    let (mut created_at, mut id_str, mut full_text, mut text) = (None, None, None, None);
-    let (mut retweets, mut favorites, mut entities, mut user) = (None, None, None, None);
-    let mut has_extended_entities = false;
-    let (mut reply_to_str, mut reply_to) = (None, None);
-    // One pass over the keys; a repeated key overwrites, as in Python.
-    for (k, v) in obj.iter() {
-        match k {
-            "created_at" => created_at = Some(v),
-            "id_str" => id_str = Some(v),
-            "full_text" => full_text = Some(v),
-            "text" => text = Some(v),
-            "retweet_count" => retweets = Some(v),
-            "favorite_count" => favorites = Some(v),
-            "entities" => entities = Some(v),
-            "extended_entities" => has_extended_entities = true,
-            "user" => user = Some(v),
-            "in_reply_to_status_id_str" => reply_to_str = Some(v),
-            "in_reply_to_status_id" => reply_to = Some(v),
-            _ => {}
-        }
-    }
-    let in_reply_to = reply_to_str
-        .and_then(|v| v.into_string())
-        .and_then(parse_id)
-        .or_else(|| {
-            reply_to
-                .filter(|v| v.value_type() == ValueType::U64 || v.value_type() == ValueType::I64)
-                .and_then(|v| v.as_u64())
-        });
-    let id_s = string(id_str, "id_str")?;
-    let id =
-        parse_id(id_s).ok_or_else(|| format!("field id_str {id_s:?} is not a decimal tweet id"))?;
-    let created_at = timestamp(created_at, "created_at")?;
-    let text_value = match (full_text, text) {
-        (Some(v), _) => v
-            .into_string()
-            .ok_or_else(|| wrong("full_text", "a string", v))?,
-        (None, Some(v)) => v
-            .into_string()
-            .ok_or_else(|| wrong("text", "a string", v))?,
-        (None, None) => return Err("missing field text (and full_text)".into()),
-    };
-    let reply_text = match text {
-        Some(v) => v.into_string(),
-        None => Some(text_value),
-    };
-    let retweet_count = count(retweets, "retweet_count")?;
-    let favorites = req(favorites, "favorite_count")?;
-    let favorite_count = if favorites.is_null() {
-        0
-    } else {
-        integer(favorites, "favorite_count")?
-    };
-    let entities = req(entities, "entities")?;
-    let entities = entities
-        .as_object()
-        .ok_or_else(|| wrong("entities", "an object", entities))?;
-    // A repeated key takes its last value, as Python's json module does.
-    let urls = entities
-        .iter()
-        .filter(|(k, _)| *k == "urls")
-        .map(|(_, v)| v)
-        .last();
-    let urls = req(urls, "entities.urls")?;
-    let url_count = match urls.value_type() {
-        ValueType::Null => 0,
-        ValueType::Array => urls.as_array().map_or(0, |a| a.len()),
-        _ => return Err(wrong("entities.urls", "an array or null", urls)),
-    };
-    let user = user_fields(req(user, "user")?)?;
-    Ok(ReactionFields {
-        id,
-        created_at,
-        text: text_value,
-        reply_text,
-        retweet_count,
-        favorite_count,
-        url_count,
-        has_extended_entities,
-        in_reply_to,
-        user,
-    })
-}
-
-fn user_fields<'i>(user: Value<'_, 'i>) -> Result<UserFields<'i>, Reason> {
-    let obj = user
-        .as_object()
-        .ok_or_else(|| wrong("user", "an object", user))?;
-    let (mut id_str, mut created_at, mut statuses, mut listed) = (None, None, None, None);
-    let (mut followers, mut friends, mut favourites, mut verified) = (None, None, None, None);
-    let (mut geo, mut background, mut description, mut name) = (None, None, None, None);
-    for (k, v) in obj.iter() {
-        match k {
-            "id_str" => id_str = Some(v),
-            "created_at" => created_at = Some(v),
-            "statuses_count" => statuses = Some(v),
-            "listed_count" => listed = Some(v),
-            "followers_count" => followers = Some(v),
-            "friends_count" => friends = Some(v),
-            "favourites_count" => favourites = Some(v),
-            "verified" => verified = Some(v),
-            "geo_enabled" => geo = Some(v),
-            "profile_use_background_image" => background = Some(v),
-            "description" => description = Some(v),
-            "name" => name = Some(v),
-            _ => {}
-        }
-    }
-    let description = req(description, "user.description")?;
-    let description = if description.is_null() {
-        None
-    } else {
-        Some(
-            description
-                .into_string()
-                .ok_or_else(|| wrong("user.description", "a string or null", description))?,
-        )
-    };
-    Ok(UserFields {
-        id_str: string(id_str, "user.id_str")?,
-        created_at: timestamp(created_at, "user.created_at")?,
-        statuses_count: count(statuses, "user.statuses_count")?,
-        listed_count: count(listed, "user.listed_count")?,
-        followers_count: count(followers, "user.followers_count")?,
-        friends_count: count(friends, "user.friends_count")?,
-        favourites_count: count(favourites, "user.favourites_count")?,
-        verified: flag(verified, "user.verified")?,
-        geo_enabled: flag(geo, "user.geo_enabled")?,
-        profile_use_background_image: flag(background, "user.profile_use_background_image")?,
-        description,
-        name: string(name, "user.name")?,
-    })
-}
-
-/// Extracts a source tweet's fields from its parsed JSON.
-pub fn source_fields<'i>(root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason> {
-    let obj = root
-        .as_object()
-        .ok_or_else(|| format!("the file holds {}, not a tweet object", type_name(root)))?;
-    let (mut created_at, mut text, mut full_text, mut user) = (None, None, None, None);
-    for (k, v) in obj.iter() {
-        match k {
-            "created_at" => created_at = Some(v),
-            "text" => text = Some(v),
-            "full_text" => full_text = Some(v),
-            "user" => user = Some(v),
-            _ => {}
-        }
-    }
-    let text = match (text, full_text) {
-        (Some(v), _) => v
-            .into_string()
-            .ok_or_else(|| wrong("text", "a string", v))?,
-        (None, Some(v)) => v
-            .into_string()
-            .ok_or_else(|| wrong("full_text", "a string", v))?,
-        (None, None) => return Err("missing field text (and full_text)".into()),
-    };
-    let user = req(user, "user")?;
-    let user = user
-        .as_object()
-        .ok_or_else(|| wrong("user", "an object", user))?;
-    let (mut id_str, mut screen_name) = (None, None);
-    for (k, v) in user.iter() {
-        match k {
-            "id_str" => id_str = Some(v),
-            "screen_name" => screen_name = Some(v),
-            _ => {}
-        }
-    }
-    Ok(SourceFields {
-        created_at: timestamp(created_at, "created_at")?,
-        text,
-        user_id_str: string(id_str, "user.id_str")?,
-        screen_name: string(screen_name, "user.screen_name")?,
-    })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn tweet(entities: &str) -> String {
+    /// A valid reaction with `entities` (for the layouts' tests too).
+    pub(crate) fn tweet(entities: &str) -> String {
         format!(
             r#"{{"created_at": "Wed Jan 07 11:06:08 +0000 2015", "id_str": "5", "text": "hi",
             "retweet_count": 0, "favorite_count": 0, "entities": {entities},
@@ -824,31 +568,7 @@ mod tests {
             "profile_use_background_image": true, "description": null, "name": "a"}}}}"#
         )
     }
-
-    fn url_count(entities: &str) -> Result<usize, Reason> {
-        let mut r = TweetReader::new();
-        r.parse_bytes(tweet(entities).as_bytes(), |v| {
-            reaction_fields(v).map(|f| f.url_count)
-        })
-        .and_then(|x| x)
-    }
-
-    /// A repeated key takes its last value, as in Python, in nested objects too.
-    #[test]
-    fn duplicate_keys_take_the_last_value() {
-        assert_eq!(url_count(r#"{"urls": [], "urls": [{"url": "x"}]}"#), Ok(1));
-        assert_eq!(
-            url_count(r#"{"urls": [{"url": "x"}], "urls": null}"#),
-            Ok(0)
-        );
-        let mut r = TweetReader::new();
-        let json =
-            tweet(r#"{"urls": []}"#).replace(r#""text": "hi""#, r#""text": "a", "text": "b?""#);
-        let text = r.parse_bytes(json.as_bytes(), |v| {
-            reaction_fields(v).map(|f| f.text.to_owned())
-        });
-        assert_eq!(text, Ok(Ok("b?".to_string())));
-    }
+    use crate::ingest::layout::pheme::reaction_fields;
 
     fn explained(json: &str) -> String {
         let mut r = TweetReader::new();

@@ -49,6 +49,10 @@ struct PlanThread {
     label: String,
     event: String,
     entries: u16,
+    /// Its layout, an index into `LAYOUTS` (absent for the first, so that a
+    /// PHEME plan reads as it did before layouts had a seam).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    layout: u8,
     /// Files in its tweet folders, for balancing partitions.
     files: u64,
     /// Its files' fingerprint ([`How::Portable`]), 16 hex digits.
@@ -107,6 +111,7 @@ impl Plan {
                 label: td.label.clone(),
                 event: td.event.clone(),
                 entries: td.entries,
+                layout: td.layout,
                 files: count_files(td),
                 fingerprint: format!("{:016x}", fp.hash),
             })
@@ -200,6 +205,14 @@ impl Plan {
                 return Err(format!(
                     "thread {:?} has source id {}, but its folder is named {name:?}",
                     t.rel, t.source_id
+                ));
+            }
+            if usize::from(t.layout) >= super::layout::LAYOUTS.len() {
+                return Err(format!(
+                    "thread {:?} has layout {}, but this build knows {} layouts",
+                    t.rel,
+                    t.layout,
+                    super::layout::LAYOUTS.len()
                 ));
             }
         }
@@ -333,7 +346,8 @@ impl Plan {
                     if td.source_id != t.source_id
                         || td.label != t.label
                         || td.event != t.event
-                        || td.entries != t.entries =>
+                        || td.entries != t.entries
+                        || td.layout != t.layout =>
                 {
                     changed.push(format!("{rel} (its folders changed)"));
                 }
@@ -408,6 +422,7 @@ impl Plan {
                 label: t.label.clone(),
                 event: t.event.clone(),
                 entries: t.entries,
+                layout: t.layout,
             })
             .collect();
         let index = self.extended.then(|| {
@@ -419,6 +434,10 @@ impl Plan {
         });
         (list, index, info)
     }
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 /// A rumour index as a plan stores it: its entries, sorted (none for a

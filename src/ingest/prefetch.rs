@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::discover::{THREAD_FILES, ThreadDir};
+use super::discover::ThreadDir;
 
 /// How far ahead of the workers (in threads) prefetching may run: enough to
 /// keep `depth` readers busy, little enough that the page cache keeps what
@@ -293,8 +293,8 @@ fn hint_thread(td: &ThreadDir) -> bool {
             }
         }
     }
-    for (i, name) in THREAD_FILES.iter().enumerate() {
-        if td.has_file(i) && !hint(&td.path.join(name)) {
+    for name in td.side_files() {
+        if !hint(&td.path.join(name)) {
             return false;
         }
     }

@@ -1,16 +1,24 @@
-//! One thread's assembly: its source tweet, every reaction file of its
-//! tweet folders (parsed, features computed, texts appended to one arena),
-//! the extended columns when asked, all in `(created_at, id)` order and
-//! ready for the writer. Bad files become report lines, never errors.
+//! One thread's assembly, all of it here: its source tweet, every reaction
+//! file of its tweet folders (parsed by its layout, features computed, texts
+//! appended to one arena), its side files (structure, annotation, and for
+//! the extended columns the follow graph and retweets), all in
+//! `(created_at, id)` order and ready for the writer. What differs between
+//! corpus layouts (names, JSON schema) is asked of the thread's
+//! [`Layout`](super::layout::Layout). Bad files become report lines, never
+//! errors.
+
+use std::collections::HashMap;
 
 use super::discover::ThreadDir;
-use super::extended::{read_annotation, read_structure, read_thread_files};
+use super::extended::Extended;
 use super::features::propagation::author_counts;
+use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
-use super::files::{Names, ReplyTokenizer, Row, STRAY, is_json_name, reaction_row, read_source};
-use super::parents::{Node, assign};
-use super::parse::{TweetReader, source_fields, user_key};
-use super::writer::{ThreadData, ThreadText};
+use super::files::{Names, ReplyTokenizer, Row, STRAY, for_each_line, is_json_name, reaction_row};
+use super::layout::{ANNOTATION_FILE, FOLLOWS_FILE, RETWEETS_FILE, STRUCTURE_FILE, SourceFields};
+use super::parents::{Node, Structure, assign};
+use super::parse::{Reason, TweetReader, user_key};
+use super::record::{ThreadData, ThreadText};
 use crate::format::ThreadRecord;
 use crate::format::report::BadInput;
 use crate::schema::{Annotated, Label, ReactionKind, THREAD_EXTRA};
@@ -78,7 +86,8 @@ impl<'i> Worker<'i> {
                 Ok(rel) => rel,
                 Err(reason) => return fail(reason),
             };
-        let source = match self.source.parse(source_fields) {
+        let layout = td.layout();
+        let source = match self.source.parse(|v| layout.source_fields(v)) {
             Ok(Ok(s)) => s,
             Ok(Err(r)) => return fail(format!("source tweet {source_rel}: {r}")),
             Err(r) => {
@@ -120,7 +129,14 @@ impl<'i> Worker<'i> {
                     .reaction
                     .read_file_in(&dir_file, name, self.max_file_bytes, regular)
                     .and_then(|()| {
-                        reaction_row(&mut self.reaction, &source, kind, &mut arena, &mut self.tok)
+                        reaction_row(
+                            layout,
+                            &mut self.reaction,
+                            &source,
+                            kind,
+                            &mut arena,
+                            &mut self.tok,
+                        )
                     });
                 match row {
                     Ok(row) => rows.push(row),
@@ -194,6 +210,7 @@ impl<'i> Worker<'i> {
             features: Vec::with_capacity(rows.len()),
             reaction_extra: Vec::new(),
             thread_extra: [f32::NAN; THREAD_EXTRA],
+            inputs: Vec::new(),
         };
         if let Some((index, ext)) = extended {
             let counts = author_counts(
@@ -216,6 +233,135 @@ impl<'i> Worker<'i> {
             bad,
             files_read: 0,
             authors,
+        }
+    }
+}
+
+/// Reads the source tweet file of a thread into `reader`; returns its path
+/// relative to the thread, or the reason it is unusable.
+pub(super) fn read_source(
+    td: &ThreadDir,
+    reader: &mut TweetReader,
+    names: &mut Names,
+    max: u64,
+) -> Result<String, String> {
+    let dir_name = td.source_dir().ok_or_else(|| {
+        let dirs: Vec<String> = td
+            .layout()
+            .source_dirs()
+            .iter()
+            .map(|d| format!("{d}/"))
+            .collect();
+        format!("no {} folder", dirs.join(" or "))
+    })?;
+    let dir = td.path.join(dir_name);
+    let listed = names
+        .list_open(&dir)
+        .map_err(|e| format!("cannot list {dir_name}/: {e}"))?;
+    // The reference takes the last name in sorted order, ignoring *.csv; we
+    // also pass over stray files (editor backups...), which `process` reports.
+    let (name, regular) = names
+        .entries()
+        .rev()
+        .find(|(n, _)| is_json_name(n))
+        .ok_or_else(|| format!("no source tweet file in {dir_name}/"))?;
+    let rel = format!("{dir_name}/{}", name.to_string_lossy());
+    reader
+        .read_file_in(&listed, name, max, regular)
+        .map_err(|r| format!("source tweet {rel}: {r}"))?;
+    Ok(rel)
+}
+
+/// Reads the side files of the extended features when the thread has them:
+/// the annotation, the follow graph and the retweets as JSON Lines (the
+/// structure is read by every build, for the parents: [`read_structure`]).
+fn read_thread_files(
+    (extra, reaction): (&mut TweetReader, &mut TweetReader),
+    max: u64,
+    td: &ThreadDir,
+    source: &SourceFields<'_>,
+    (rows, arena, tok): (&mut Vec<Row>, &mut String, &mut ReplyTokenizer),
+    bad: &mut Vec<BadInput>,
+) -> Extended {
+    let mut ext = Extended::default();
+    let layout = td.layout();
+    let rel = |name: &str| format!("{}/{name}", td.rel);
+    if let Some(name) = td.side_file(ANNOTATION_FILE) {
+        let r = extra.read_file(&td.path.join(name), max);
+        match r.and_then(|()| extra.parse(|v| layout.annotation(v))?) {
+            Ok(a) => ext.annotation = a,
+            Err(reason) => bad.push(BadInput::new(rel(name), reason)),
+        }
+    }
+    if let Some(name) = td.side_file(FOLLOWS_FILE) {
+        match extra.read_file(&td.path.join(name), max) {
+            Ok(()) => {
+                let (graph, bad_lines) = FollowGraph::parse(extra.bytes());
+                for line in bad_lines {
+                    bad.push(BadInput::new(
+                        rel(name),
+                        format!("line {line}: expected two user ids separated by a tab"),
+                    ));
+                }
+                ext.follows = Some(graph);
+            }
+            Err(reason) => bad.push(BadInput::new(rel(name), reason)),
+        }
+    }
+    if let Some(name) = td.side_file(RETWEETS_FILE) {
+        let path = td.path.join(name);
+        let mut on_line = |n: usize, line: Result<&[u8], Reason>| {
+            let row = line.and_then(|line| {
+                reaction.load_bytes(line);
+                reaction_row(layout, reaction, source, ReactionKind::Retweet, arena, tok)
+            });
+            match row {
+                Ok(row) => rows.push(row),
+                Err(reason) => bad.push(BadInput::new(rel(name), format!("line {n}: {reason}"))),
+            }
+        };
+        if let Err(reason) = for_each_line(&path, max, &mut on_line) {
+            bad.push(BadInput::new(rel(name), reason));
+        }
+    }
+    ext
+}
+
+/// Reads a thread's structure file, if it has one, for the parents and
+/// (extended builds) the depths; a bad file is reported.
+fn read_structure(
+    reader: &mut TweetReader,
+    max: u64,
+    td: &ThreadDir,
+    bad: &mut Vec<BadInput>,
+) -> Option<(Structure, HashMap<u64, u32>)> {
+    let name = td.side_file(STRUCTURE_FILE)?;
+    let r = reader.read_file(&td.path.join(name), max);
+    match r.and_then(|()| reader.parse(|v| td.layout().structure(v))?) {
+        Ok(s) => Some(s),
+        Err(reason) => {
+            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
+            None
+        }
+    }
+}
+
+/// Reads a thread's annotation file, if it has one, for its
+/// `annotated_rumour` code (a build without the extended features still
+/// takes label codes from it); a bad file is reported.
+fn read_annotation(
+    reader: &mut TweetReader,
+    max: u64,
+    td: &ThreadDir,
+    bad: &mut Vec<BadInput>,
+) -> Option<f32> {
+    let name = td.side_file(ANNOTATION_FILE)?;
+    let r = reader.read_file(&td.path.join(name), max);
+    match r.and_then(|()| reader.parse(|v| td.layout().annotation(v))?) {
+        Ok(a) => Some(a.annotated_rumour),
+        Err(reason) => {
+            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
+            None
         }
     }
 }

@@ -27,6 +27,8 @@ use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use super::parse::DEFAULT_MAX_FILE_BYTES;
 use super::publish::{Staging, io};
+use super::record::input_keys;
+pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
 use crate::format::footer::{self, Footer};
 use crate::format::layout::{
@@ -35,12 +37,11 @@ use crate::format::layout::{
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
-    DEFAULT_SHARD_BYTES, DESCRIPTION, FORMAT_NAME, FORMAT_VERSION, InputKeys, MAX_SHARD_BYTES,
-    REPLY_TOKENS, ReactionRecord, ReactionSpans, Shard, Span, TextShard, ThreadRecord, ThreadSpans,
+    DEFAULT_SHARD_BYTES, FORMAT_NAME, FORMAT_VERSION, MAX_SHARD_BYTES, Shard, Span, TextShard,
+    ThreadSpans,
 };
 use crate::schema::{
-    FEATURE_NAMES, Feature, FeatureVec, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind,
-    THREAD_COLUMNS, THREAD_EXTRA,
+    FEATURE_NAMES, REACTION_COLUMNS, REACTION_EXTRA, ReactionKind, THREAD_COLUMNS, THREAD_EXTRA,
 };
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
@@ -125,7 +126,13 @@ impl CacheWriter {
     }
 
     /// Appends one thread. Threads must come in strictly ascending source-id order.
-    pub fn push(&mut self, mut t: ThreadData, rel_path: &str) -> Result<()> {
+    pub fn push(&mut self, t: ThreadData, rel_path: &str) -> Result<()> {
+        self.push_ref(&t, rel_path)
+    }
+
+    /// [`push`](Self::push) by reference, for a caller that refills one
+    /// [`ThreadData`] per thread (a re-pack: no allocation per thread).
+    pub fn push_ref(&mut self, t: &ThreadData, rel_path: &str) -> Result<()> {
         let bytes = t.estimated_bytes();
         if bytes > MAX_SHARD_BYTES || t.reactions.len() > u32::MAX as usize / 2 {
             return Err(BuildError::ThreadTooLarge {
@@ -134,7 +141,10 @@ impl CacheWriter {
             });
         }
         let n = t.reactions.len();
-        if t.features.len() != n || t.reaction_texts.len() != n {
+        if t.features.len() != n
+            || t.reaction_texts.len() != n
+            || !(t.inputs.is_empty() || t.inputs.len() == n)
+        {
             return Err(BuildError::Internal {
                 path: rel_path.into(),
                 message: "features or texts do not match the reactions".into(),
@@ -167,8 +177,9 @@ impl CacheWriter {
         {
             self.flush()?;
         }
-        t.record.first_reaction = self.current.reactions.len() as u32;
-        t.record.reaction_count = t.reactions.len() as u32;
+        let mut record = t.record;
+        record.first_reaction = self.current.reactions.len() as u32;
+        record.reaction_count = t.reactions.len() as u32;
         for r in &t.reactions {
             if r.kind == ReactionKind::Retweet as u8 {
                 self.retweets += 1;
@@ -195,10 +206,14 @@ impl CacheWriter {
                 col.push(*v);
             }
         }
-        self.current.threads.push(t.record);
-        self.current.reactions.append(&mut t.reactions);
-        self.current.inputs.extend(input_keys(&t));
-        self.current.features.append(&mut t.features);
+        self.current.threads.push(record);
+        self.current.reactions.extend_from_slice(&t.reactions);
+        if t.inputs.is_empty() {
+            self.current.inputs.extend(input_keys(t));
+        } else {
+            self.current.inputs.extend_from_slice(&t.inputs);
+        }
+        self.current.features.extend_from_slice(&t.features);
         let text = &mut self.current_text;
         let arena = &mut text.arena;
         let thread_spans = ThreadSpans {
@@ -705,79 +720,6 @@ fn io_cause(e: &rkyv::rancor::BoxedError) -> Option<String> {
         source = err.source();
     }
     None
-}
-
-/// Per-thread texts, as the pipeline hands them to the writer.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct ThreadText {
-    /// Event: the grandparent directory's name.
-    pub event: String,
-    /// Label folder: the parent directory's name.
-    pub label: String,
-    /// Source tweet `user.id_str`.
-    pub source_user_id: String,
-    /// Source tweet text (`text`, else `full_text`).
-    pub source_text: String,
-}
-
-/// Per reaction of `t`, the keys of its embedding inputs, from the texts
-/// stored for it (what [`TextField::tokens_of`](crate::TextField::tokens_of)
-/// reads back).
-fn input_keys(t: &ThreadData) -> impl Iterator<Item = InputKeys> + '_ {
-    let text = |s: Span| {
-        (s != Span::NONE).then(|| &t.text_arena[s.start as usize..(s.start + s.len) as usize])
-    };
-    t.reaction_texts
-        .iter()
-        .zip(&t.features)
-        .map(move |(spans, f)| {
-            let description = if f[Feature::HasDescription] == 1.0 {
-                text(spans[DESCRIPTION])
-            } else {
-                None
-            };
-            InputKeys::of(text(spans[REPLY_TOKENS]), description)
-        })
-}
-
-/// One thread as the pipeline hands it to the writer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThreadData {
-    /// Numbers; `first_reaction` and `reaction_count` are set by the writer.
-    pub record: ThreadRecord,
-    /// Texts.
-    pub text: ThreadText,
-    /// Reactions in `(created_at, id)` order.
-    pub reactions: Vec<ReactionRecord>,
-    /// The reactions' texts and descriptions, back to back.
-    pub text_arena: String,
-    /// Per reaction, same order: text, description and reply-token spans in
-    /// `text_arena`.
-    pub reaction_texts: Vec<ReactionSpans>,
-    /// Their features, same order.
-    pub features: Vec<FeatureVec>,
-    /// Extended per-reaction values, same order, in
-    /// [`REACTION_COLUMNS`](crate::Manifest::REACTION_COLUMNS) order (NaN =
-    /// unknown); empty when the build has no extended features.
-    pub reaction_extra: Vec<[f32; REACTION_EXTRA]>,
-    /// Extended per-thread values in [`THREAD_COLUMNS`](crate::Manifest::THREAD_COLUMNS) order.
-    pub thread_extra: [f32; THREAD_EXTRA],
-}
-
-impl ThreadData {
-    /// A rough upper bound of the archived size (both files), used to cap shards.
-    pub fn estimated_bytes(&self) -> usize {
-        let t = &self.text;
-        let thread =
-            96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
-        let texts = self.text_arena.len()
-            + self.reaction_texts.len() * std::mem::size_of::<ReactionSpans>();
-        thread
-            + texts
-            + self.reactions.len()
-                * (24 + std::mem::size_of::<FeatureVec>() + std::mem::size_of::<InputKeys>())
-            + self.reaction_extra.len() * REACTION_EXTRA * 4
-    }
 }
 
 #[cfg(test)]

@@ -216,8 +216,9 @@ impl<'a> ThreadView<'a> {
     /// The thread's reaction texts as stored: its slice of the shard's text
     /// arena (everything after its source text, up to the next thread's
     /// texts) and each reaction's text and description spans relative to
-    /// that slice. A merge re-packs threads with this, byte for byte.
-    pub(crate) fn stored_texts(&self) -> (&'a str, Vec<crate::format::ReactionSpans>) {
+    /// that slice, into `spans` (cleared first). A merge re-packs threads
+    /// with this, byte for byte.
+    pub(crate) fn stored_texts(&self, spans: &mut Vec<crate::format::ReactionSpans>) -> &'a str {
         use crate::format::Span;
         let arena = self.text.arena.as_str();
         let src = &self.thread_text.source_text;
@@ -239,11 +240,13 @@ impl<'a> ThreadView<'a> {
                 }
             }
         };
-        let spans = self.text.reactions[r]
-            .iter()
-            .map(|spans| spans.each_ref().map(relative))
-            .collect();
-        (segment, spans)
+        spans.clear();
+        spans.extend(
+            self.text.reactions[r]
+                .iter()
+                .map(|spans| spans.each_ref().map(relative)),
+        );
+        segment
     }
 
     /// The numbers alone (what a training loop reads).

@@ -377,6 +377,13 @@ fn edited_plans_are_refused_and_the_old_cache_kept() {
     let id = v["threads"][0]["source_id"].clone();
     v["threads"][0]["rel"] = format!("../elsewhere/{id}").into();
     refused(v, true, "outside the corpus", "inside the corpus");
+    // A thread's layout is stored only when it is not the first (PHEME
+    // plans read as before); one this build does not know is refused
+    // rather than indexed past the registry.
+    assert!(json()["threads"][0].get("layout").is_none());
+    let mut v = json();
+    v["threads"][0]["layout"] = 200.into();
+    refused(v, true, "unknown layout", "layout 200");
     fs::write(&plan_file, &good).unwrap();
     assert!(Plan::load(&plan_file).is_ok());
 }
@@ -411,6 +418,7 @@ fn the_writer_refuses_out_of_order_source_ids() {
         features: Vec::new(),
         reaction_extra: Vec::new(),
         thread_extra: [f32::NAN; socialctx::Manifest::THREAD_COLUMNS.len()],
+        inputs: Vec::new(),
     };
     let mut w = CacheWriter::create(&target, WriterOptions::default()).unwrap();
     w.push(thread(20), "e/rumours/20").unwrap();

@@ -1,7 +1,7 @@
 //! Features 25-27: the reaction's place in the thread and its author's description.
 
 use super::b;
-use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::layout::{ReactionFields, SourceFields};
 use crate::schema::Feature::{CType, HasDescription, TDiff};
 use crate::schema::NUM_FEATURES;
 use crate::schema::ReactionKind;

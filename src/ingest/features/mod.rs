@@ -21,7 +21,7 @@ pub mod reliability;
 pub mod tweet;
 pub mod user;
 
-use super::parse::{ReactionFields, SourceFields};
+use super::layout::{ReactionFields, SourceFields};
 use crate::schema::{FeatureVec, NUM_FEATURES, ReactionKind};
 
 /// Python's `float(bool)`.

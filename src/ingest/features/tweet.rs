@@ -1,7 +1,7 @@
 //! Features 16-24: the reaction tweet itself.
 
 use super::b;
-use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::layout::{ReactionFields, SourceFields};
 use crate::schema::Feature::{
     ContextLen, HasImg, HasNativeMedia, HasQuestion, HasUrls, IsDuplicate, NumFavorites,
     NumRetweets, NumUrls,

@@ -1,7 +1,7 @@
 //! Features 0-15: the reaction's author (`u = r.user`).
 
 use super::b;
-use crate::ingest::parse::{ReactionFields, SourceFields};
+use crate::ingest::layout::{ReactionFields, SourceFields};
 use crate::schema::Feature::{
     AccountAge, DescriptionLen, EngagementScr, FavouritesScr, FollowRatio, FollowRatioVer2,
     Followers, FollowingRate, Followings, IsGeoEnabled, IsSourceUser, IsVerified, LenProfilename,

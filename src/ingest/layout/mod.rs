@@ -1,0 +1,219 @@
+//! Corpus layouts: where a collector keeps a thread's files and how its
+//! tweets' JSON reads. Everything that differs between layouts lives in one
+//! file per layout behind the [`Layout`] trait; the build's stages ask the
+//! thread's layout ([`ThreadDir::layout`]) and never name a folder, a file or
+//! a JSON field themselves.
+//!
+//! Adding a layout takes one new file (a type implementing [`Layout`]) and
+//! one line in [`LAYOUTS`]. Discovery tries the layouts in that order: an
+//! all-digit folder is a thread of the first layout whose source folder it
+//! has. See ARCHITECTURE.md ("Corpus layouts") for a worked example.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+
+use pycompat::Timestamp;
+
+use super::discover::ThreadDir;
+use super::features::labels::Annotation;
+use super::parents::Structure;
+use super::parse::{Reason, Value};
+use crate::schema::{Label, ReactionKind};
+
+pub mod pheme;
+#[cfg(test)]
+mod toy;
+
+/// Every layout a build recognises, in the order discovery tries them.
+#[cfg(not(test))]
+pub static LAYOUTS: &[&dyn Layout] = &[&pheme::Pheme];
+/// Every layout a build recognises: in unit tests, also a toy layout that
+/// proves a layout is one file and one registration.
+#[cfg(test)]
+pub static LAYOUTS: &[&dyn Layout] = &[&pheme::Pheme, &toy::Toy];
+
+/// The most layouts [`LAYOUTS`] may hold (discovery keeps one `u16` of
+/// found entries per layout on the stack).
+pub(crate) const MAX_LAYOUTS: usize = 4;
+const _: () = assert!(LAYOUTS.len() <= MAX_LAYOUTS);
+
+/// The side files a layout may have, by role: the index into
+/// [`Layout::side_files`].
+pub const SIDE_FILES: usize = 4;
+/// Role of the reply tree (PHEME's `structure.json`): parents and depths.
+pub const STRUCTURE_FILE: usize = 0;
+/// Role of the thread's annotation (PHEME's `annotation.json`): label codes.
+pub const ANNOTATION_FILE: usize = 1;
+/// Role of the follow graph (PHEME's `who-follows-whom.dat`, one
+/// `follower<TAB>followed` pair of user ids a line).
+pub const FOLLOWS_FILE: usize = 2;
+/// Role of the retweets as JSON Lines (PHEME's `retweets.json`), each line
+/// read by [`Layout::reaction_fields`].
+pub const RETWEETS_FILE: usize = 3;
+
+/// One corpus layout: its folder and file names and its tweets' schema.
+///
+/// The names are `'static` slices so that discovery compares names without
+/// allocating; a thread's found entries are a `u16` mask: bit `i` for
+/// `source_dirs()[i]`, then one per `reaction_dirs()`, then one per
+/// `side_files()` (at most 16 in all).
+pub trait Layout: Sync + std::fmt::Debug {
+    /// A short name, for messages.
+    fn name(&self) -> &'static str;
+    /// Folders that hold a thread's source tweet, in order of preference;
+    /// an all-digit folder with one of them is a thread of this layout.
+    fn source_dirs(&self) -> &'static [&'static str];
+    /// Folders that hold reactions (one tweet a file), with their kind.
+    fn reaction_dirs(&self) -> &'static [(&'static str, ReactionKind)];
+    /// The side files' names, by role ([`STRUCTURE_FILE`], ...); `None`
+    /// where the layout has no such file.
+    fn side_files(&self) -> [Option<&'static str>; SIDE_FILES];
+    /// A source tweet's fields, from its parsed JSON.
+    fn source_fields<'i>(&self, root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason>;
+    /// A reaction's fields, from its parsed JSON.
+    fn reaction_fields<'i>(&self, root: Value<'_, 'i>) -> Result<ReactionFields<'i>, Reason>;
+    /// The reply tree and each tweet's depth, from the parsed
+    /// [`STRUCTURE_FILE`].
+    fn structure(&self, root: Value<'_, '_>) -> Result<(Structure, HashMap<u64, u32>), Reason>;
+    /// The label codes, from the parsed [`ANNOTATION_FILE`].
+    fn annotation(&self, root: Value<'_, '_>) -> Result<Annotation, Reason>;
+    /// The thread's event, from its folders: by default the grandparent
+    /// folder when the parent is a label folder (`rumours`, `non-rumours`),
+    /// else the parent.
+    fn event_name<'t>(&self, td: &'t ThreadDir) -> &'t str {
+        match Label::from_folder(&td.label) {
+            Label::Rumour | Label::NonRumour => &td.event,
+            Label::Unknown => &td.label,
+        }
+    }
+}
+
+/// The mask of `layout`'s source folders in a thread's entries.
+pub(crate) fn source_bits(layout: &dyn Layout) -> u16 {
+    (1 << layout.source_dirs().len()) - 1
+}
+
+/// The mask of `layout`'s tweet folders (source and reactions).
+pub(crate) fn folder_bits(layout: &dyn Layout) -> u16 {
+    (1 << (layout.source_dirs().len() + layout.reaction_dirs().len())) - 1
+}
+
+/// The entries bit of side file `role` of `layout`.
+pub(crate) fn side_bit(layout: &dyn Layout, role: usize) -> u16 {
+    1 << (layout.source_dirs().len() + layout.reaction_dirs().len() + role)
+}
+
+/// The entries bit of a tweet folder name of `layout`, if it is one.
+pub(crate) fn folder_bit(layout: &dyn Layout, name: &OsStr) -> Option<u16> {
+    let sources = layout.source_dirs();
+    sources
+        .iter()
+        .position(|s| name == *s)
+        .or_else(|| {
+            layout
+                .reaction_dirs()
+                .iter()
+                .position(|(s, _)| name == *s)
+                .map(|i| i + sources.len())
+        })
+        .map(|i| 1 << i)
+}
+
+/// The entries bit of a side file name of `layout`, if it is one.
+pub(crate) fn file_bit(layout: &dyn Layout, name: &OsStr) -> Option<u16> {
+    layout
+        .side_files()
+        .iter()
+        .position(|s| s.is_some_and(|s| name == s))
+        .map(|role| side_bit(layout, role))
+}
+
+/// The fields of a reaction (reply or retweet) that the features use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReactionFields<'a> {
+    /// Tweet id, from `id_str`.
+    pub id: u64,
+    /// `created_at`.
+    pub created_at: Timestamp,
+    /// `full_text` if that key exists, else `text`.
+    pub text: &'a str,
+    /// What RPDNN tokenises for the embedding: `text` if that key exists,
+    /// else `full_text` (the opposite preference); `None` when that value is
+    /// not a string (the reference's text stage then fails on the reaction).
+    pub reply_text: Option<&'a str>,
+    /// `retweet_count`.
+    pub retweet_count: i64,
+    /// `favorite_count`, null -> 0.
+    pub favorite_count: i64,
+    /// Length of `entities.urls`, null -> 0.
+    pub url_count: usize,
+    /// Whether the key `extended_entities` is present (even with value null).
+    pub has_extended_entities: bool,
+    /// The tweet it answers: `in_reply_to_status_id_str` when that is a
+    /// decimal id, else `in_reply_to_status_id` when that is a non-negative
+    /// integer; anything else (absent, null, malformed) is `None`, never an error.
+    pub in_reply_to: Option<u64>,
+    /// The author.
+    pub user: UserFields<'a>,
+}
+
+/// The fields of a reaction's author that the features use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UserFields<'a> {
+    /// `user.id_str`.
+    pub id_str: &'a str,
+    /// `user.created_at`.
+    pub created_at: Timestamp,
+    /// `user.statuses_count`.
+    pub statuses_count: i64,
+    /// `user.listed_count`.
+    pub listed_count: i64,
+    /// `user.followers_count`.
+    pub followers_count: i64,
+    /// `user.friends_count`.
+    pub friends_count: i64,
+    /// `user.favourites_count`.
+    pub favourites_count: i64,
+    /// Python truthiness of `user.verified`.
+    pub verified: bool,
+    /// Python truthiness of `user.geo_enabled`.
+    pub geo_enabled: bool,
+    /// Python truthiness of `user.profile_use_background_image`.
+    pub profile_use_background_image: bool,
+    /// `user.description` (None when null).
+    pub description: Option<&'a str>,
+    /// `user.name`.
+    pub name: &'a str,
+}
+
+/// The fields of a source tweet that the features and the cache use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SourceFields<'a> {
+    /// `created_at`.
+    pub created_at: Timestamp,
+    /// `text` if that key exists, else `full_text` (the reference's preference).
+    pub text: &'a str,
+    /// `user.id_str`.
+    pub user_id_str: &'a str,
+    /// `user.screen_name`.
+    pub screen_name: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registered layout fits its entries in a `u16`.
+    #[test]
+    fn every_layout_fits_the_entries_mask() {
+        for l in LAYOUTS {
+            let n = l.source_dirs().len() + l.reaction_dirs().len() + SIDE_FILES;
+            assert!(n <= 16, "{} has {n} entries", l.name());
+            assert!(
+                !l.source_dirs().is_empty(),
+                "{} has no source folder",
+                l.name()
+            );
+        }
+    }
+}
