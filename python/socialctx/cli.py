@@ -485,7 +485,7 @@ def info(cache_dir: str | Path) -> dict[str, Any]:
             if entry.name == "embeddings" and entry.is_dir():
                 for store in sorted(entry.iterdir()):
                     if store.is_dir() and not store.name.startswith("."):
-                        stores.append(_store_info(store, content_id))
+                        stores.append(_store_info(cache, store, content_id))
             elif entry.name.startswith("fingerprints-") and entry.name.endswith(".json"):
                 of = entry.name[len("fingerprints-") : -len(".json")]
                 fingerprints.append(
@@ -515,7 +515,7 @@ def info(cache_dir: str | Path) -> dict[str, Any]:
     }
 
 
-def _store_info(store: Path, content_id: str) -> dict[str, Any]:
+def _store_info(cache: _ext.Cache, store: Path, content_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": store.name}
     try:
         meta = json.loads((store / "meta.json").read_text(encoding="utf-8"))
@@ -532,6 +532,12 @@ def _store_info(store: Path, content_id: str) -> dict[str, Any]:
     out["rows"] = meta.get("rows", meta.get("unique"))
     out["segments"] = len(segments) if isinstance(segments, list) else 1
     out["current"] = meta.get("cache_content_id") == content_id
+    # Verified as a reader would (every file's checksum, finite rows): a
+    # damaged segment was reported current from meta.json alone.
+    try:
+        _ext._open_store(cache, store.name, same_content=False)
+    except _ext.EmbeddingError as e:
+        out["error"] = str(e)
     return out
 
 

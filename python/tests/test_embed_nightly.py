@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -129,28 +131,68 @@ def test_ctrl_c_during_a_nightly_embed_leaves_no_helper_running(tmp_path, calls_
 
 
 def test_a_damaged_previous_store_is_not_reused(tmp_path):
-    """A damaged segment is never laundered: linked, it stays refused by
-    every reader; compaction, which copies rows, reuses none of a store
-    that fails verification (a warning at the caller's line) and embeds
-    everything, to the bytes of a from-scratch embed."""
+    """A damaged segment is never laundered: the nightly embed verifies the
+    store it would link, as every reader does, reuses none of a store that
+    fails (a warning at the caller's line naming the file and the reason)
+    and embeds everything, to the bytes of a from-scratch embed. (It linked
+    the segment unread, reported success, and every reader then refused
+    the store.)"""
     _, cache = _a_changed_night(tmp_path, edits=1)
     vectors = Path(cache.derived_dir) / "embeddings/r/seg-00000.npy"
     raw = bytearray(vectors.read_bytes())
     raw[-1] ^= 0x40
     vectors.write_bytes(bytes(raw))
-    # A nightly embed links the segment without reading it (its cost is the
-    # night's change); the new store's readers verify it and refuse it.
-    socialctx.embed(cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1")
-    with pytest.raises(socialctx.EmbeddingError, match="seg-00000.npy: checksum"):
-        socialctx.open_store(cache, "r")
-    # Compaction copies rows, so it verifies them first and reuses none.
-    with pytest.warns(UserWarning, match="not reusing") as warned:
+    with pytest.warns(UserWarning, match="not reusing .*seg-00000.npy: checksum") as warned:
         night = socialctx.embed(
-            cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1", compact=True
+            cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-1"
         )
     assert warned[0].filename == __file__
     assert night.reused == 0 and night.new == night.unique
     assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
+    socialctx.open_store(cache, "r")
+
+
+def test_a_damaged_segment_is_reported_by_info_and_repaired_by_the_nightly_command(tmp_path):
+    """Red team: a bit flipped in a segment of a current store; ``socialctx
+    info`` said the store was current (it read meta.json only) and the
+    nightly ``socialctx embed`` exited 0 having linked the damaged segment
+    into the new store. Now info names the file and the reason, and the
+    nightly command says it is not reusing the store and why, and embeds
+    every row again."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    (tmp_path / "toymodel.py").write_text(
+        "import numpy as np\n"
+        "def embed(batch):\n"
+        "    return np.stack([np.array([len(t), sum(map(len, t)) % 97], np.float32) for t in batch])\n"
+    )
+    cache = tmp_path / "cache"
+    cli = Path(sys.executable).parent / "socialctx"
+
+    def run(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [cli, *map(str, args)], capture_output=True, text=True, cwd=tmp_path, timeout=120
+        )
+
+    embed = ("embed", cache, "--model", "toymodel:embed", "--name", "r", "--model-id", "toy-1")
+    assert run("build", corpus, cache, "-q").returncode == 0
+    assert run(*embed).returncode == 0
+    seg = cache / "derived/embeddings/r/seg-00000.npy"
+    raw = bytearray(seg.read_bytes())
+    raw[-1] ^= 0x01
+    seg.write_bytes(bytes(raw))
+    info = run("info", cache)
+    assert info.returncode == 0, info.stderr
+    line = next(x for x in info.stdout.splitlines() if "embeddings/r" in x)
+    assert f"{seg}: checksum mismatch (damaged store)" in line and "current" not in line, line
+    as_json = json.loads(run("info", cache, "--json").stdout)["embeddings"][0]
+    assert "checksum mismatch" in as_json["error"], as_json
+    night = run(*embed)
+    assert night.returncode == 0, night.stderr
+    assert f"not reusing {seg.parent}: {seg}: checksum mismatch" in night.stderr, night.stderr
+    assert "reused     0 " in night.stdout, night.stdout
+    after = run("info", cache).stdout
+    assert "current" in after and "damaged" not in after, after
 
 
 @pytest.mark.parametrize("batches_before_kill", [0, 1])

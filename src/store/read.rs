@@ -186,17 +186,6 @@ pub(super) fn check_npy(path: &Path, bytes: &[u8], dtype: Dtype, shape: &[usize]
     Ok(header.data_offset)
 }
 
-/// How much of a store [`EmbeddingStore::open_checked`] verifies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verify {
-    /// Everything: every file's checksum, every index entry, finite rows.
-    All,
-    /// The metadata, the index and the keys in full, the segments' headers
-    /// and sizes only: enough to link the segments into a new store, whose
-    /// every reader verifies them in full.
-    ForLinking,
-}
-
 /// Reads and checks a store's `meta.json` (version 2 upgraded to 3).
 pub(super) fn read_meta(dir: &Path, derived: &Path, name: &str) -> Result<StoreMeta> {
     let meta_path = dir.join(META_FILE);
@@ -272,12 +261,7 @@ impl EmbeddingStore {
     pub fn open<C: ThreadSource + ?Sized>(cache: &C, name: &str) -> Result<EmbeddingStore> {
         let content = cache.content_id();
         let reactions = cache.manifest().reactions;
-        Self::open_checked(
-            &cache.derived_dir(),
-            Some((&content, reactions)),
-            name,
-            Verify::All,
-        )
+        Self::open_checked(&cache.derived_dir(), Some((&content, reactions)), name)
     }
 
     /// Opens embedding store `name` of `cache` verified in full, whatever
@@ -286,17 +270,16 @@ impl EmbeddingStore {
         cache: &C,
         name: &str,
     ) -> Result<EmbeddingStore> {
-        Self::open_checked(&cache.derived_dir(), None, name, Verify::All)
+        Self::open_checked(&cache.derived_dir(), None, name)
     }
 
     /// Opens store `name` under `derived/`, of whatever cache content it
     /// was computed for unless `for_content` checks it (the content id and
-    /// the reaction count), verified as `verify` says.
+    /// the reaction count), verified in full.
     pub(crate) fn open_checked(
         derived: &Path,
         for_content: Option<(&str, u64)>,
         name: &str,
-        verify: Verify,
     ) -> Result<EmbeddingStore> {
         check_name(name)?;
         let dir = derived.join(STORES_DIR).join(name);
@@ -310,7 +293,7 @@ impl EmbeddingStore {
         loop {
             attempt += 1;
             let held = File::open(&dir).ok();
-            let opened = Self::open_once(derived, &dir, for_content, name, verify);
+            let opened = Self::open_once(derived, &dir, for_content, name);
             let same = held.as_ref().is_some_and(|h| {
                 use std::os::unix::fs::MetadataExt;
                 match (h.metadata(), std::fs::metadata(&dir)) {
@@ -336,7 +319,6 @@ impl EmbeddingStore {
         dir: &Path,
         for_content: Option<(&str, u64)>,
         name: &str,
-        verify: Verify,
     ) -> Result<EmbeddingStore> {
         let dir = dir.to_owned();
         let meta = read_meta(&dir, derived, name)?;
@@ -381,20 +363,9 @@ impl EmbeddingStore {
         for (s, &first) in meta.segments.iter().zip(&starts) {
             let path = dir.join(&s.file);
             let m = map(&path)?;
-            if verify == Verify::All {
-                check_sum(&path, &m, s.bytes, &s.xxh3)?;
-            } else if m.len() as u64 != s.bytes {
-                return Err(damaged(
-                    &path,
-                    format!(
-                        "{} bytes, the metadata says {} (damaged store)",
-                        m.len(),
-                        s.bytes
-                    ),
-                ));
-            }
+            check_sum(&path, &m, s.bytes, &s.xxh3)?;
             let at = check_npy(&path, &m, dtype, &[s.rows, meta.dim])?;
-            if verify == Verify::All && non_finite(dtype, &m[at..]) {
+            if non_finite(dtype, &m[at..]) {
                 return Err(damaged(&path, "non-finite values (damaged store)"));
             }
             segments.push(Segment {

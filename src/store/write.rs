@@ -21,7 +21,7 @@ use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
     STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
 };
-use super::read::{EmbeddingStore, Verify, check_name, non_finite};
+use super::read::{EmbeddingStore, check_name, non_finite};
 use crate::error::EmbeddingError;
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
@@ -175,8 +175,13 @@ impl StoreWriter {
                 reason: e.to_string(),
             })?;
         let mut not_reused = None;
+        // The previous store is verified in full, as every reader does:
+        // its segments are linked into (or, compacting, copied to) the new
+        // store, and a damaged one linked unread published a store every
+        // reader refused while the embed reported success. A damaged store
+        // is named (`not_reused`) and its rows computed again.
         let prev = if self.reuse && self.model_id.is_some() && target.join(META_FILE).exists() {
-            match EmbeddingStore::open_checked(&derived, None, &self.name, Verify::ForLinking) {
+            match EmbeddingStore::open_checked(&derived, None, &self.name) {
                 Ok(store) => {
                     let m = store.meta();
                     let fits = m.model_id == self.model_id
@@ -197,8 +202,7 @@ impl StoreWriter {
         } else {
             None
         };
-        let mut prev = prev;
-        let (reuse_from, todo, compact, dropped) = loop {
+        let (reuse_from, todo, compact, dropped) = {
             let reuse_from = match &prev {
                 Some(p) => unique.positions_in(&p.store.keys().collect::<Vec<_>>()),
                 None => vec![None; unique.len()],
@@ -207,27 +211,18 @@ impl StoreWriter {
                 .filter(|&u| reuse_from[u as usize].is_none())
                 .collect();
             let reused = unique.len() - todo.len();
-            let Some(p) = &prev else {
-                break (reuse_from, todo, true, 0);
-            };
-            let rows = p.store.rows() + todo.len();
-            let dead = rows - unique.len();
-            let (num, den) = COMPACT_DEAD_SHARE;
-            let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
-            let compact = self.compact || dead * den > rows * num || segments > MAX_SEGMENTS;
-            // Compaction copies the reused rows, so it verifies them in
-            // full first: a copy must not give damaged rows a fresh
-            // checksum. (Appending links them instead, and every reader of
-            // the new store verifies them.)
-            if compact
-                && let Err(e) =
-                    EmbeddingStore::open_checked(&derived, None, &self.name, Verify::All)
-            {
-                not_reused = Some(e.to_string());
-                prev = None;
-                continue;
+            match &prev {
+                None => (reuse_from, todo, true, 0),
+                Some(p) => {
+                    let rows = p.store.rows() + todo.len();
+                    let dead = rows - unique.len();
+                    let (num, den) = COMPACT_DEAD_SHARE;
+                    let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
+                    let compact =
+                        self.compact || dead * den > rows * num || segments > MAX_SEGMENTS;
+                    (reuse_from, todo, compact, p.store.rows() - reused)
+                }
             }
-            break (reuse_from, todo, compact, p.store.rows() - reused);
         };
         let plan = Plan {
             cache_content_id: cache.content_id(),
