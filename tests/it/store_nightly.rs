@@ -151,7 +151,7 @@ fn past_32_segments_a_nightly_embed_compacts_and_reads_stay_the_same() {
             v["full_text"] = v["text"].clone();
             std::fs::write(folder.join(format!("{id}.json")), v.to_string()).unwrap();
         }
-        if r % 5 == 0 {
+        if r.is_multiple_of(5) {
             let all = replies(&corpus);
             std::fs::remove_file(&all[(r >> 8) as usize % all.len()]).unwrap();
         }
