@@ -13,6 +13,7 @@ use super::format::{
     StoreMeta, parse_npy,
 };
 use crate::error::EmbeddingError;
+use crate::format::layout::{CacheLayout, DERIVED_DIR};
 use crate::read::ThreadSource;
 use crate::train::loader::BatchMut;
 
@@ -82,6 +83,25 @@ pub(crate) fn store_names(derived: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// How long an open waits for a build's swap to put `derived/` back:
+/// [`PARKED_WAITS`] sleeps of this (5 s in all; the swap follows the move
+/// at once, so only a build killed in between, or a machine stalled that
+/// long, makes an open wait it all).
+const PARKED_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+const PARKED_WAITS: u32 = 500;
+
+/// The `derived/` of the cache at `dir` that a build's temporary directory
+/// holds, if any (see `ingest::publish`).
+pub(super) fn parked_derived(dir: &Path) -> Option<PathBuf> {
+    let layout = CacheLayout::new(&std::fs::canonicalize(dir).ok()?).ok()?;
+    std::fs::read_dir(layout.parent())
+        .ok()?
+        .flatten()
+        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path().join(DERIVED_DIR))
+        .find(|d| std::fs::symlink_metadata(d).is_ok())
 }
 
 /// A store name must be a plain file name not starting with '.'.
@@ -289,9 +309,8 @@ impl EmbeddingStore {
         // is fine). The directory held open cannot be reused and a
         // swapped-out store never comes back, so the path naming it at the
         // end means no swap happened in between; else open again.
-        let mut attempt = 0;
+        let (mut attempt, mut waited) = (0, 0);
         loop {
-            attempt += 1;
             let held = File::open(&dir).ok();
             let opened = Self::open_once(derived, &dir, for_content, name);
             let same = held.as_ref().is_some_and(|h| {
@@ -302,8 +321,28 @@ impl EmbeddingStore {
                 }
             });
             if same || (held.is_none() && opened.is_err()) {
+                // A build publishing the cache moves derived/ (the stores)
+                // into its staging directory just before its swap: wait
+                // for the swap rather than say there is no store; a build
+                // killed there left it parked, which is named.
+                if let Err(EmbeddingError::Missing { .. }) = &opened
+                    && let Some(parked) = derived.parent().and_then(parked_derived)
+                {
+                    if waited < PARKED_WAITS {
+                        waited += 1;
+                        std::thread::sleep(PARKED_WAIT);
+                        continue;
+                    }
+                    return Err(damaged(
+                        &parked,
+                        "a build of the cache moved its derived/ (the embedding stores) here \
+                         while publishing and was interrupted, or is still publishing: run the \
+                         build again (it puts derived/ back), then open the store again",
+                    ));
+                }
                 return opened;
             }
+            attempt += 1;
             if attempt == 3 {
                 return Err(damaged(
                     &dir,

@@ -21,14 +21,12 @@ use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
     STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
 };
-use super::read::{EmbeddingStore, check_name, non_finite};
+use super::read::{EmbeddingStore, check_name, non_finite, parked_derived};
 use crate::error::EmbeddingError;
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
 use crate::train::texts::{TextField, UniqueTexts};
-use files::{
-    check_replaceable, create_segment, hash_file, io, io_err, parked_derived, rows_err, sync_path,
-};
+use files::{check_replaceable, create_segment, hash_file, io, io_err, rows_err, sync_path};
 use staging::{Plan, Prev, Run};
 
 type Result<T, E = EmbeddingError> = std::result::Result<T, E>;

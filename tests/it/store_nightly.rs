@@ -190,3 +190,35 @@ fn past_32_segments_a_nightly_embed_compacts_and_reads_stay_the_same() {
     assert_eq!(max_segments, MAX_SEGMENTS);
     assert!(by_cap >= 1, "the cap never compacted the store");
 }
+
+/// Red team, the store's twin of the cache reader's race: a build
+/// publishing the cache moves `derived/` (the stores) into its staging
+/// directory just before its swap, and an open in that moment said "no
+/// embedding store". It now waits for the swap, and a build killed there,
+/// which leaves `derived/` parked, is named.
+#[test]
+fn an_open_while_a_build_holds_derived_waits_for_it_or_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, out) = embedded_sample(tmp.path());
+    let cache = Cache::open(&out).unwrap();
+    let staging = tmp.path().join(".cache.tmp-999999");
+    std::fs::create_dir(&staging).unwrap();
+    let park = || std::fs::rename(out.join("derived"), staging.join("derived")).unwrap();
+    park();
+    let back = {
+        let (from, to) = (staging.join("derived"), out.join("derived"));
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::fs::rename(from, to).unwrap();
+        })
+    };
+    let store = EmbeddingStore::open(&cache, "r");
+    back.join().unwrap();
+    assert_rows_follow_inputs(&cache, &store.unwrap());
+    park();
+    let err = EmbeddingStore::open(&cache, "r").unwrap_err().to_string();
+    assert!(
+        err.contains(&staging.join("derived").display().to_string()) && err.contains("build"),
+        "{err}"
+    );
+}

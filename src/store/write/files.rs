@@ -4,14 +4,13 @@
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, StoreFile, V2_VECTORS_FILE, npy_header,
 };
 use super::Result;
 use crate::error::EmbeddingError;
-use crate::format::layout::{CacheLayout, DERIVED_DIR};
 
 pub(super) fn io_err(path: &Path, source: std::io::Error) -> EmbeddingError {
     EmbeddingError::Io {
@@ -22,18 +21,6 @@ pub(super) fn io_err(path: &Path, source: std::io::Error) -> EmbeddingError {
 
 pub(super) fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
     r.map_err(|e| io_err(path, e))
-}
-
-/// The `derived/` of the cache at `dir` that a build's temporary directory
-/// holds, if any (see `ingest::publish`).
-pub(super) fn parked_derived(dir: &Path) -> Option<PathBuf> {
-    let layout = CacheLayout::new(&fs::canonicalize(dir).ok()?).ok()?;
-    fs::read_dir(layout.parent())
-        .ok()?
-        .flatten()
-        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
-        .map(|e| e.path().join(DERIVED_DIR))
-        .find(|d| fs::symlink_metadata(d).is_ok())
 }
 
 /// Publishing replaces the store's directory and removes the old one:
