@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import _socialctx as _ext
+
 
 def info(cache_dir: str | Path) -> dict[str, Any]:
     """What ``socialctx info`` prints, as a dict: the manifest's format, version,
@@ -29,7 +31,7 @@ def info(cache_dir: str | Path) -> dict[str, Any]:
             if entry.name == "embeddings" and entry.is_dir():
                 for store in sorted(entry.iterdir()):
                     if store.is_dir() and not store.name.startswith("."):
-                        stores.append(_store_info(store, content_id))
+                        stores.append(_store_info(cache, store, content_id))
             elif entry.name.startswith("fingerprints-") and entry.name.endswith(".json"):
                 of = entry.name[len("fingerprints-") : -len(".json")]
                 fingerprints.append(
@@ -59,7 +61,7 @@ def info(cache_dir: str | Path) -> dict[str, Any]:
     }
 
 
-def _store_info(store: Path, content_id: str) -> dict[str, Any]:
+def _store_info(cache: _ext.Cache, store: Path, content_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": store.name}
     try:
         meta = json.loads((store / "meta.json").read_text(encoding="utf-8"))
@@ -76,6 +78,12 @@ def _store_info(store: Path, content_id: str) -> dict[str, Any]:
     out["rows"] = meta.get("rows", meta.get("unique"))
     out["segments"] = len(segments) if isinstance(segments, list) else 1
     out["current"] = meta.get("cache_content_id") == content_id
+    # Verified as a reader would (every file's checksum, finite rows): a
+    # damaged segment was reported current from meta.json alone.
+    try:
+        _ext._open_store(cache, store.name, same_content=False)
+    except _ext.EmbeddingError as e:
+        out["error"] = str(e)
     return out
 
 

@@ -13,6 +13,7 @@ use super::format::{
     StoreMeta, parse_npy,
 };
 use crate::error::EmbeddingError;
+use crate::format::layout::{CacheLayout, DERIVED_DIR};
 use crate::read::ThreadSource;
 use crate::train::loader::BatchMut;
 
@@ -82,6 +83,25 @@ pub(crate) fn store_names(derived: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// How long an open waits for a build's swap to put `derived/` back:
+/// [`PARKED_WAITS`] sleeps of this (5 s in all; the swap follows the move
+/// at once, so only a build killed in between, or a machine stalled that
+/// long, makes an open wait it all).
+const PARKED_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+const PARKED_WAITS: u32 = 500;
+
+/// The `derived/` of the cache at `dir` that a build's temporary directory
+/// holds, if any (see `ingest::publish`).
+pub(super) fn parked_derived(dir: &Path) -> Option<PathBuf> {
+    let layout = CacheLayout::new(&std::fs::canonicalize(dir).ok()?).ok()?;
+    std::fs::read_dir(layout.parent())
+        .ok()?
+        .flatten()
+        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
+        .map(|e| e.path().join(DERIVED_DIR))
+        .find(|d| std::fs::symlink_metadata(d).is_ok())
 }
 
 /// A store name must be a plain file name not starting with '.'.
@@ -186,17 +206,6 @@ pub(super) fn check_npy(path: &Path, bytes: &[u8], dtype: Dtype, shape: &[usize]
     Ok(header.data_offset)
 }
 
-/// How much of a store [`EmbeddingStore::open_checked`] verifies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verify {
-    /// Everything: every file's checksum, every index entry, finite rows.
-    All,
-    /// The metadata, the index and the keys in full, the segments' headers
-    /// and sizes only: enough to link the segments into a new store, whose
-    /// every reader verifies them in full.
-    ForLinking,
-}
-
 /// Reads and checks a store's `meta.json` (version 2 upgraded to 3).
 pub(super) fn read_meta(dir: &Path, derived: &Path, name: &str) -> Result<StoreMeta> {
     let meta_path = dir.join(META_FILE);
@@ -272,12 +281,7 @@ impl EmbeddingStore {
     pub fn open<C: ThreadSource + ?Sized>(cache: &C, name: &str) -> Result<EmbeddingStore> {
         let content = cache.content_id();
         let reactions = cache.manifest().reactions;
-        Self::open_checked(
-            &cache.derived_dir(),
-            Some((&content, reactions)),
-            name,
-            Verify::All,
-        )
+        Self::open_checked(&cache.derived_dir(), Some((&content, reactions)), name)
     }
 
     /// Opens embedding store `name` of `cache` verified in full, whatever
@@ -286,17 +290,16 @@ impl EmbeddingStore {
         cache: &C,
         name: &str,
     ) -> Result<EmbeddingStore> {
-        Self::open_checked(&cache.derived_dir(), None, name, Verify::All)
+        Self::open_checked(&cache.derived_dir(), None, name)
     }
 
     /// Opens store `name` under `derived/`, of whatever cache content it
     /// was computed for unless `for_content` checks it (the content id and
-    /// the reaction count), verified as `verify` says.
+    /// the reaction count), verified in full.
     pub(crate) fn open_checked(
         derived: &Path,
         for_content: Option<(&str, u64)>,
         name: &str,
-        verify: Verify,
     ) -> Result<EmbeddingStore> {
         check_name(name)?;
         let dir = derived.join(STORES_DIR).join(name);
@@ -306,11 +309,10 @@ impl EmbeddingStore {
         // is fine). The directory held open cannot be reused and a
         // swapped-out store never comes back, so the path naming it at the
         // end means no swap happened in between; else open again.
-        let mut attempt = 0;
+        let (mut attempt, mut waited) = (0, 0);
         loop {
-            attempt += 1;
             let held = File::open(&dir).ok();
-            let opened = Self::open_once(derived, &dir, for_content, name, verify);
+            let opened = Self::open_once(derived, &dir, for_content, name);
             let same = held.as_ref().is_some_and(|h| {
                 use std::os::unix::fs::MetadataExt;
                 match (h.metadata(), std::fs::metadata(&dir)) {
@@ -319,8 +321,28 @@ impl EmbeddingStore {
                 }
             });
             if same || (held.is_none() && opened.is_err()) {
+                // A build publishing the cache moves derived/ (the stores)
+                // into its staging directory just before its swap: wait
+                // for the swap rather than say there is no store; a build
+                // killed there left it parked, which is named.
+                if let Err(EmbeddingError::Missing { .. }) = &opened
+                    && let Some(parked) = derived.parent().and_then(parked_derived)
+                {
+                    if waited < PARKED_WAITS {
+                        waited += 1;
+                        std::thread::sleep(PARKED_WAIT);
+                        continue;
+                    }
+                    return Err(damaged(
+                        &parked,
+                        "a build of the cache moved its derived/ (the embedding stores) here \
+                         while publishing and was interrupted, or is still publishing: run the \
+                         build again (it puts derived/ back), then open the store again",
+                    ));
+                }
                 return opened;
             }
+            attempt += 1;
             if attempt == 3 {
                 return Err(damaged(
                     &dir,
@@ -336,7 +358,6 @@ impl EmbeddingStore {
         dir: &Path,
         for_content: Option<(&str, u64)>,
         name: &str,
-        verify: Verify,
     ) -> Result<EmbeddingStore> {
         let dir = dir.to_owned();
         let meta = read_meta(&dir, derived, name)?;
@@ -381,20 +402,9 @@ impl EmbeddingStore {
         for (s, &first) in meta.segments.iter().zip(&starts) {
             let path = dir.join(&s.file);
             let m = map(&path)?;
-            if verify == Verify::All {
-                check_sum(&path, &m, s.bytes, &s.xxh3)?;
-            } else if m.len() as u64 != s.bytes {
-                return Err(damaged(
-                    &path,
-                    format!(
-                        "{} bytes, the metadata says {} (damaged store)",
-                        m.len(),
-                        s.bytes
-                    ),
-                ));
-            }
+            check_sum(&path, &m, s.bytes, &s.xxh3)?;
             let at = check_npy(&path, &m, dtype, &[s.rows, meta.dim])?;
-            if verify == Verify::All && non_finite(dtype, &m[at..]) {
+            if non_finite(dtype, &m[at..]) {
                 return Err(damaged(&path, "non-finite values (damaged store)"));
             }
             segments.push(Segment {

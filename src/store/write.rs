@@ -11,23 +11,23 @@
 //! [`MAX_SEGMENTS`]) writes the store as one segment instead, byte for byte
 //! what a from-scratch embed writes.
 
+mod files;
+mod staging;
+
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use super::format::{
-    Dtype, INDEX_FILE, KEYS_FILE, META_FILE, NO_ROW, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
-    STORES_DIR, StoreFile, StoreMeta, StoreSegment, V2_VECTORS_FILE, lock_name, npy_header,
-    segment_file, staging_name,
+    Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
+    STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
 };
-use super::read::{EmbeddingStore, Verify, check_name, non_finite};
+use super::read::{EmbeddingStore, check_name, non_finite, parked_derived};
 use crate::error::EmbeddingError;
-use crate::format::layout::{CacheLayout, DERIVED_DIR};
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
 use crate::train::texts::{TextField, UniqueTexts};
+use files::{check_replaceable, create_segment, hash_file, io, io_err, rows_err, sync_path};
+use staging::{Plan, Prev, Run};
 
 type Result<T, E = EmbeddingError> = std::result::Result<T, E>;
 
@@ -43,179 +43,6 @@ pub const COMPACT_DEAD_SHARE: (usize, usize) = (1, 4);
 /// (a corpus that only grows leaves no dead rows): each segment is a file
 /// to open and check, and readers locate a row's segment by a search.
 pub const MAX_SEGMENTS: usize = 32;
-
-fn io_err(path: &Path, source: std::io::Error) -> EmbeddingError {
-    EmbeddingError::Io {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
-    r.map_err(|e| io_err(path, e))
-}
-
-/// The `derived/` of the cache at `dir` that a build's temporary directory
-/// holds, if any (see `ingest::publish`).
-fn parked_derived(dir: &Path) -> Option<PathBuf> {
-    let layout = CacheLayout::new(&fs::canonicalize(dir).ok()?).ok()?;
-    fs::read_dir(layout.parent())
-        .ok()?
-        .flatten()
-        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
-        .map(|e| e.path().join(DERIVED_DIR))
-        .find(|d| fs::symlink_metadata(d).is_ok())
-}
-
-/// Publishing replaces the store's directory and removes the old one:
-/// refused up front when that would delete a file socialctx did not write
-/// or cannot be done (a read-only store: the exchange succeeded, then
-/// removing the old store failed, so the embed exited 1 with the new store
-/// published, and every later embed failed on the read-only staging
-/// directory the user never touched).
-fn check_replaceable(target: &Path) -> Result<()> {
-    let Ok(entries) = fs::read_dir(target) else {
-        return Ok(());
-    };
-    let ours = |n: &str| {
-        [META_FILE, INDEX_FILE, KEYS_FILE, V2_VECTORS_FILE].contains(&n)
-            || n.strip_prefix("seg-")
-                .and_then(|r| r.strip_suffix(".npy"))
-                .is_some_and(|d| d.len() >= 5 && d.bytes().all(|b| b.is_ascii_digit()))
-    };
-    let mut foreign: Vec<String> = entries
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !ours(n))
-        .collect();
-    foreign.sort();
-    if !foreign.is_empty() {
-        return Err(EmbeddingError::Damaged {
-            path: target.to_owned(),
-            reason: format!(
-                "holds files socialctx did not write ({}); an embed replaces this directory \
-                 as a whole, so move them out of it first",
-                foreign.join(", ")
-            ),
-        });
-    }
-    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK).is_err() {
-        return Err(EmbeddingError::Damaged {
-            path: target.to_owned(),
-            reason: "the store's directory is not writable: an embed replaces it and removes \
-                     the old one; make it writable (or embed under another name)"
-                .into(),
-        });
-    }
-    Ok(())
-}
-
-fn rows_err(reason: impl Into<String>) -> EmbeddingError {
-    EmbeddingError::Rows {
-        reason: reason.into(),
-    }
-}
-
-fn sync_path(path: &Path) -> Result<()> {
-    io(path, File::open(path).and_then(|f| f.sync_all()))
-}
-
-/// Writes a whole `.npy` file (synced with the rest at publication; a
-/// resumed embed checks it against the returned size and checksum).
-fn write_npy(path: &Path, dtype: Dtype, shape: &[usize], data: &[u8]) -> Result<StoreFile> {
-    let mut bytes = npy_header(dtype, shape);
-    bytes.extend_from_slice(data);
-    let f = io(path, File::create(path))?;
-    io(path, f.write_all_at(&bytes, 0))?;
-    Ok(StoreFile {
-        bytes: bytes.len() as u64,
-        xxh3: format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
-    })
-}
-
-/// Hashes a file in blocks.
-fn hash_file(path: &Path) -> Result<StoreFile> {
-    let f = io(path, File::open(path))?;
-    let len = io(path, f.metadata())?.len();
-    let mut h = xxhash_rust::xxh3::Xxh3Default::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut at = 0u64;
-    while at < len {
-        let n = io(path, f.read_at(&mut buf, at))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        at += n as u64;
-    }
-    Ok(StoreFile {
-        bytes: len,
-        xxh3: format!("{:016x}", h.digest()),
-    })
-}
-
-/// Creates a segment file of `rows` rows with all its blocks allocated
-/// (a full disk fails here, not later); returns it and where rows start.
-fn create_segment(path: &Path, dtype: Dtype, rows: usize, dim: usize) -> Result<(File, usize)> {
-    let header = npy_header(dtype, &[rows, dim]);
-    let size = (header.len() + rows * dim * dtype.size()) as u64;
-    let f = io(
-        path,
-        File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path),
-    )?;
-    let made = f.write_all_at(&header, 0).and_then(|()| {
-        match rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, size) {
-            Ok(()) => Ok(()),
-            Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::INVAL) => f.set_len(size),
-            Err(e) => Err(e.into()),
-        }
-    });
-    if let Err(e) = made {
-        // Nothing of it is worth resuming from: leave no half file.
-        let _ = fs::remove_file(path);
-        return Err(io_err(path, e));
-    }
-    Ok((f, header.len()))
-}
-
-/// What an unfinished embed records in its staging directory; it resumes
-/// only under the same plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Plan {
-    cache_content_id: String,
-    field: String,
-    dtype: String,
-    batch_size: usize,
-    unique: usize,
-    reactions: usize,
-    model_id: Option<String>,
-    /// The reused store's keys file checksum, if any.
-    source: Option<String>,
-    todo: usize,
-    compact: bool,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Progress {
-    plan: Plan,
-    done: usize,
-    dim: Option<usize>,
-    /// Per batch written, the xxh3-64 of its rows' bytes: a resumed embed
-    /// keeps the batches whose rows read back the same (rows are synced
-    /// about once a second, not per batch, so after a power loss the
-    /// progress may claim rows that never reached the disk).
-    #[serde(default)]
-    hashes: Vec<u64>,
-    /// The index's and the keys' size and checksum, as written (they are
-    /// synced only at publication).
-    #[serde(default)]
-    files: std::collections::BTreeMap<String, StoreFile>,
-}
 
 /// Rows are synced at most this often while batches come in (and always
 /// before publication): a sync per batch cost 3.5 ms on the disk measured,
@@ -252,50 +79,6 @@ pub struct StoreWriter {
     reuse: bool,
     resume: bool,
     run: Option<Run>,
-}
-
-/// The reused previous store.
-#[derive(Debug)]
-struct Prev {
-    store: EmbeddingStore,
-    keys_xxh3: String,
-}
-
-#[derive(Debug)]
-struct Run {
-    root: PathBuf,
-    partial: PathBuf,
-    target: PathBuf,
-    lock: File,
-    unique: UniqueTexts,
-    plan: Plan,
-    prev: Option<Prev>,
-    not_reused: Option<String>,
-    /// Why an interrupted embed of another model was started over.
-    restarted: Option<String>,
-    reuse_from: Vec<Option<u32>>,
-    todo: Vec<u32>,
-    done: usize,
-    resumed: usize,
-    dim: Option<usize>,
-    seg: Option<(File, usize)>,
-    /// The new segment's number (the previous store's segment count when
-    /// appending, 0 when compacting).
-    seg_no: usize,
-    dropped: usize,
-    /// Per batch written, its rows' xxh3-64 ([`Progress::hashes`]).
-    hashes: Vec<u64>,
-    last_sync: std::time::Instant,
-    /// [`Progress::files`].
-    files: std::collections::BTreeMap<String, StoreFile>,
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        // Unlocked explicitly: a child forked meanwhile (a DataLoader
-        // worker) shares the lock's open file.
-        let _ = self.lock.unlock();
-    }
 }
 
 impl StoreWriter {
@@ -390,8 +173,13 @@ impl StoreWriter {
                 reason: e.to_string(),
             })?;
         let mut not_reused = None;
+        // The previous store is verified in full, as every reader does:
+        // its segments are linked into (or, compacting, copied to) the new
+        // store, and a damaged one linked unread published a store every
+        // reader refused while the embed reported success. A damaged store
+        // is named (`not_reused`) and its rows computed again.
         let prev = if self.reuse && self.model_id.is_some() && target.join(META_FILE).exists() {
-            match EmbeddingStore::open_checked(&derived, None, &self.name, Verify::ForLinking) {
+            match EmbeddingStore::open_checked(&derived, None, &self.name) {
                 Ok(store) => {
                     let m = store.meta();
                     let fits = m.model_id == self.model_id
@@ -412,8 +200,7 @@ impl StoreWriter {
         } else {
             None
         };
-        let mut prev = prev;
-        let (reuse_from, todo, compact, dropped) = loop {
+        let (reuse_from, todo, compact, dropped) = {
             let reuse_from = match &prev {
                 Some(p) => unique.positions_in(&p.store.keys().collect::<Vec<_>>()),
                 None => vec![None; unique.len()],
@@ -422,27 +209,18 @@ impl StoreWriter {
                 .filter(|&u| reuse_from[u as usize].is_none())
                 .collect();
             let reused = unique.len() - todo.len();
-            let Some(p) = &prev else {
-                break (reuse_from, todo, true, 0);
-            };
-            let rows = p.store.rows() + todo.len();
-            let dead = rows - unique.len();
-            let (num, den) = COMPACT_DEAD_SHARE;
-            let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
-            let compact = self.compact || dead * den > rows * num || segments > MAX_SEGMENTS;
-            // Compaction copies the reused rows, so it verifies them in
-            // full first: a copy must not give damaged rows a fresh
-            // checksum. (Appending links them instead, and every reader of
-            // the new store verifies them.)
-            if compact
-                && let Err(e) =
-                    EmbeddingStore::open_checked(&derived, None, &self.name, Verify::All)
-            {
-                not_reused = Some(e.to_string());
-                prev = None;
-                continue;
+            match &prev {
+                None => (reuse_from, todo, true, 0),
+                Some(p) => {
+                    let rows = p.store.rows() + todo.len();
+                    let dead = rows - unique.len();
+                    let (num, den) = COMPACT_DEAD_SHARE;
+                    let segments = p.store.meta().segments.len() + usize::from(!todo.is_empty());
+                    let compact =
+                        self.compact || dead * den > rows * num || segments > MAX_SEGMENTS;
+                    (reuse_from, todo, compact, p.store.rows() - reused)
+                }
             }
-            break (reuse_from, todo, compact, p.store.rows() - reused);
         };
         let plan = Plan {
             cache_content_id: cache.content_id(),
@@ -755,285 +533,5 @@ impl StoreWriter {
         }
         sync_path(&run.root)?;
         Ok(meta)
-    }
-}
-
-impl Run {
-    /// The progress of an interrupted embed with the same plan whose files
-    /// are there, else None.
-    fn resumable(&mut self) -> Option<Progress> {
-        let text = fs::read(self.partial.join(PROGRESS_FILE)).ok()?;
-        let p: Progress = serde_json::from_slice(&text).ok()?;
-        if p.plan.model_id != self.plan.model_id {
-            let show =
-                |id: &Option<String>| id.as_ref().map_or("None".into(), |s| format!("{s:?}"));
-            self.restarted = Some(format!(
-                "{}: the interrupted embed was of model {}, not {}; starting over",
-                self.partial.display(),
-                show(&p.plan.model_id),
-                show(&self.plan.model_id)
-            ));
-            return None;
-        }
-        if p.plan != self.plan {
-            return None;
-        }
-        // Index and keys as written, and every linked segment there (none
-        // of them synced before publication).
-        let files = [INDEX_FILE, KEYS_FILE].iter().all(|f| {
-            hash_file(&self.partial.join(f))
-                .is_ok_and(|h| p.files.get(*f).is_some_and(|want| *want == h))
-        });
-        let linked = match (&self.prev, self.plan.compact) {
-            (Some(prev), false) => prev.store.meta().segments.iter().enumerate().all(|(k, s)| {
-                fs::metadata(self.partial.join(segment_file(k))).is_ok_and(|m| m.len() == s.bytes)
-            }),
-            _ => true,
-        };
-        // Compacting with a previous store, the segment holds the reused
-        // rows from the start.
-        let seg = self.partial.join(segment_file(self.seg_no));
-        let seg_needed = p.done > 0 || (self.plan.compact && self.prev.is_some());
-        (files && linked && (!seg_needed || seg.is_file())).then_some(p)
-    }
-
-    fn resume_from(&mut self, p: Progress) -> Result<()> {
-        if p.hashes.len() != p.done {
-            return self.start();
-        }
-        self.done = p.done;
-        self.resumed = p.done;
-        self.dim = p.dim;
-        self.hashes = p.hashes;
-        self.files = p.files;
-        let path = self.partial.join(segment_file(self.seg_no));
-        if let Some(dim) = p.dim
-            && path.is_file()
-        {
-            let header = npy_header(
-                Dtype::of_meta(&self.plan.dtype).unwrap_or(Dtype::F32),
-                &[self.seg_rows(), dim],
-            );
-            let f = io(&path, File::options().read(true).write(true).open(&path))?;
-            let mut head = vec![0u8; header.len()];
-            io(&path, f.read_exact_at(&mut head, 0))?;
-            if head != header {
-                return self.start();
-            }
-            // Keep the batches whose rows read back as written.
-            let (at, row) = (
-                header.len(),
-                dim * Dtype::of_meta(&self.plan.dtype)
-                    .unwrap_or(Dtype::F32)
-                    .size(),
-            );
-            let mut good = 0;
-            let mut buf = Vec::new();
-            while good < self.done {
-                let n = (self.todo.len() - good * self.plan.batch_size).min(self.plan.batch_size);
-                buf.resize(n * row, 0);
-                for (from, to, off) in self.batch_runs(good, self.plan.batch_size, at, row) {
-                    io(&path, f.read_exact_at(&mut buf[from..to], off))?;
-                }
-                if xxhash_rust::xxh3::xxh3_64(&buf) != self.hashes[good] {
-                    break;
-                }
-                good += 1;
-            }
-            self.done = good;
-            self.resumed = good;
-            self.hashes.truncate(good);
-            self.seg = Some((f, header.len()));
-        } else if p.done > 0 {
-            return self.start();
-        }
-        Ok(())
-    }
-
-    /// Where batch `b`'s rows go: (start, end) in the batch's bytes and the
-    /// file offset, per run of rows (one run when appending; when
-    /// compacting, rows go to their inputs' positions, in runs of
-    /// consecutive ones).
-    fn batch_runs(
-        &self,
-        b: usize,
-        batch_size: usize,
-        at: usize,
-        row: usize,
-    ) -> Vec<(usize, usize, u64)> {
-        let first = b * batch_size;
-        let picked =
-            &self.todo[first.min(self.todo.len())..(first + batch_size).min(self.todo.len())];
-        if !self.plan.compact {
-            return vec![(0, picked.len() * row, (at + first * row) as u64)];
-        }
-        let mut runs = Vec::new();
-        let mut i = 0;
-        while i < picked.len() {
-            let mut j = i + 1;
-            while j < picked.len() && picked[j] == picked[j - 1] + 1 {
-                j += 1;
-            }
-            runs.push((i * row, j * row, (at + picked[i] as usize * row) as u64));
-            i = j;
-        }
-        runs
-    }
-
-    fn seg_rows(&self) -> usize {
-        if self.plan.compact {
-            self.unique.len()
-        } else {
-            self.todo.len()
-        }
-    }
-
-    /// Starts the staging directory afresh: the index, the keys, the
-    /// previous store's segments (linked when appending, their reused rows
-    /// copied when compacting), all synced before the first progress file.
-    fn start(&mut self) -> Result<()> {
-        if fs::symlink_metadata(&self.partial).is_ok() {
-            io(&self.partial, fs::remove_dir_all(&self.partial))?;
-        }
-        io(&self.partial, fs::create_dir(&self.partial))?;
-        self.done = 0;
-        self.hashes.clear();
-        self.resumed = 0;
-        self.dim = None;
-        self.seg = None;
-        let dtype = Dtype::of_meta(&self.plan.dtype).unwrap_or(Dtype::F32);
-        let n = self.unique.len();
-        let (index, keys): (Vec<u32>, Vec<u128>) = match (&self.prev, self.plan.compact) {
-            (Some(p), false) => {
-                let base = p.store.rows() as u32;
-                let mut global = vec![0u32; n];
-                let mut next = base;
-                for (u, g) in global.iter_mut().enumerate() {
-                    *g = match self.reuse_from[u] {
-                        Some(r) => r,
-                        None => {
-                            next += 1;
-                            next - 1
-                        }
-                    };
-                }
-                let index = self
-                    .unique
-                    .index()
-                    .iter()
-                    .map(|&u| {
-                        if u == NO_ROW {
-                            NO_ROW
-                        } else {
-                            global[u as usize]
-                        }
-                    })
-                    .collect();
-                let keys = p
-                    .store
-                    .keys()
-                    .chain(self.todo.iter().map(|&u| self.unique.key(u as usize)))
-                    .collect();
-                (index, keys)
-            }
-            _ => (
-                self.unique.index().to_vec(),
-                (0..n).map(|u| self.unique.key(u)).collect(),
-            ),
-        };
-        let key_words: Vec<u64> = keys
-            .iter()
-            .flat_map(|&k| [k as u64, (k >> 64) as u64])
-            .collect();
-        let index = write_npy(
-            &self.partial.join(INDEX_FILE),
-            Dtype::U32,
-            &[index.len()],
-            zerocopy::IntoBytes::as_bytes(index.as_slice()),
-        )?;
-        let keys = write_npy(
-            &self.partial.join(KEYS_FILE),
-            Dtype::U64,
-            &[keys.len(), 2],
-            zerocopy::IntoBytes::as_bytes(key_words.as_slice()),
-        )?;
-        self.files = [(INDEX_FILE.to_owned(), index), (KEYS_FILE.to_owned(), keys)].into();
-        if let Some(p) = &self.prev {
-            let dim = p.store.dim();
-            self.dim = Some(dim);
-            if self.plan.compact {
-                self.copy_reused(dtype, dim)?;
-            } else {
-                for (k, (from, _, _)) in p.store.segments().enumerate() {
-                    let to = self.partial.join(segment_file(k));
-                    if fs::hard_link(from, &to).is_err() {
-                        // No links here (another file system below?): a copy.
-                        io(&to, fs::copy(from, &to))?;
-                        sync_path(&to)?;
-                    }
-                }
-                if !self.todo.is_empty() {
-                    let path = self.partial.join(segment_file(self.seg_no));
-                    self.seg = Some(create_segment(&path, dtype, self.todo.len(), dim)?);
-                }
-            }
-        }
-        self.save_progress()
-    }
-
-    /// Compacting with a previous store (verified in full by `begin`): its
-    /// rows of reused inputs, copied to their inputs' positions in the one
-    /// new segment, and synced.
-    fn copy_reused(&mut self, dtype: Dtype, dim: usize) -> Result<()> {
-        let Some(p) = &self.prev else { return Ok(()) };
-        let path = self.partial.join(segment_file(0));
-        let (file, at) = create_segment(&path, dtype, self.unique.len(), dim)?;
-        let row = dim * dtype.size();
-        let chunk_rows = ((8 << 20) / row.max(1)).max(1);
-        let mut buf = Vec::with_capacity(chunk_rows * row);
-        let mut u = 0;
-        let n = self.unique.len();
-        while u < n {
-            if self.reuse_from[u].is_none() {
-                u += 1;
-                continue;
-            }
-            let start = u;
-            buf.clear();
-            while u < n && u - start < chunk_rows {
-                let Some(r) = self.reuse_from[u] else { break };
-                let bytes =
-                    p.store
-                        .row_bytes(r as usize)
-                        .ok_or_else(|| EmbeddingError::Damaged {
-                            path: p.store.dir().to_owned(),
-                            reason: format!("no row {r}"),
-                        })?;
-                buf.extend_from_slice(bytes);
-                u += 1;
-            }
-            io(&path, file.write_all_at(&buf, (at + start * row) as u64))?;
-        }
-        io(&path, file.sync_data())?;
-        self.seg = Some((file, at));
-        Ok(())
-    }
-
-    /// Records how far the embed is: not synced, as it only ever claims
-    /// rows already synced (a lost one means redoing work, never trusting
-    /// rows that are not there).
-    fn save_progress(&self) -> Result<()> {
-        let p = Progress {
-            plan: self.plan.clone(),
-            done: self.done,
-            dim: self.dim,
-            hashes: self.hashes.clone(),
-            files: self.files.clone(),
-        };
-        let path = self.partial.join(PROGRESS_FILE);
-        let tmp = self.partial.join(format!("{PROGRESS_FILE}.tmp"));
-        let text = serde_json::to_vec(&p).map_err(|e| rows_err(e.to_string()))?;
-        io(&tmp, fs::write(&tmp, text))?;
-        io(&path, fs::rename(&tmp, &path))
     }
 }

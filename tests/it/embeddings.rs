@@ -15,11 +15,11 @@ use socialctx::{
     StoreWriter, TextField, UniqueTexts,
 };
 
-const DIM: usize = 3;
+pub(crate) const DIM: usize = 3;
 
 /// The row of an input, from its content key: distinct, exact in f32, and
 /// the same in every cache (a deterministic model).
-fn row_of_key(k: u128) -> [f32; DIM] {
+pub(crate) fn row_of_key(k: u128) -> [f32; DIM] {
     let a = (k & 0xffff) as f32;
     [a, 0.5 + ((k >> 16) & 0xffff) as f32, -a]
 }
@@ -37,7 +37,7 @@ fn npy(dtype: Dtype, shape: &[usize], data: &[u8]) -> Vec<u8> {
 /// Embeds store `name` of `cache` with the StoreWriter, stopping after
 /// `stop` batches (None: to the end); returns (batches written by this
 /// call, resumed, the metadata when finished).
-fn embed(
+pub(crate) fn embed(
     cache: &Cache,
     name: &str,
     batch: usize,
@@ -74,7 +74,7 @@ fn write_store(cache: &Cache, name: &str) -> PathBuf {
     cache.derived_dir().join("embeddings").join(name)
 }
 
-fn store_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn store_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap())
@@ -88,7 +88,7 @@ fn store_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// Every reaction reads the row of its own input.
-fn assert_rows_follow_inputs(cache: &Cache, store: &EmbeddingStore) {
+pub(crate) fn assert_rows_follow_inputs(cache: &Cache, store: &EmbeddingStore) {
     let unique = UniqueTexts::collect(cache, TextField::Reply, None).unwrap();
     let rows: Vec<i32> = store.index().iter().map(|&r| r as i32).collect();
     let mut got = vec![0f32; rows.len() * DIM];
@@ -127,7 +127,7 @@ fn changed_night(tmp: &Path, edits: usize, batch: usize) -> (PathBuf, Cache) {
     (corpus, Cache::open(&out).unwrap())
 }
 
-fn rewrite_replies(corpus: &Path, which: std::ops::Range<usize>) {
+pub(crate) fn rewrite_replies(corpus: &Path, which: std::ops::Range<usize>) {
     let mut replies: Vec<PathBuf> = walk(corpus)
         .into_iter()
         .filter(|p| {
@@ -153,7 +153,7 @@ fn rewrite_replies(corpus: &Path, which: std::ops::Range<usize>) {
     }
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -166,7 +166,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let p = e.unwrap().path();
@@ -180,7 +180,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Store "r" as a from-scratch embed of a copy of `cache` writes it.
-fn scratch_bytes(tmp: &Path, cache: &Cache, batch: usize) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn scratch_bytes(tmp: &Path, cache: &Cache, batch: usize) -> BTreeMap<String, Vec<u8>> {
     let fresh = tmp.join("fresh");
     let _ = std::fs::remove_dir_all(&fresh);
     std::fs::create_dir_all(&fresh).unwrap();

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::corpus::{copy_tree, thread_dirs as threads};
 use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{BuildOptions, NoProgress, build, build_incremental};
@@ -44,39 +45,6 @@ fn assert_same_files(a: &Path, b: &Path, what: &str) {
             report(&fb)
         );
     }
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        let to = dst.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_tree(&p, &to);
-        } else {
-            fs::copy(&p, &to).unwrap();
-        }
-    }
-}
-
-/// All thread directories under `root`, sorted.
-fn threads(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
-                    out.push(p);
-                } else {
-                    walk(&p, out);
-                }
-            }
-        }
-    }
-    walk(root, &mut out);
-    out.sort();
-    out
 }
 
 fn first_file(dir: &Path) -> PathBuf {

@@ -25,6 +25,7 @@ mod partition;
 mod permissions;
 mod plan_pins;
 mod publish_faults;
+mod store_nightly;
 mod token_ids;
 mod tokens;
 mod tokens_parity;

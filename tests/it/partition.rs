@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::corpus::thread_dirs;
 use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{BuildError, BuildOptions, NoProgress, Plan, build, build_partition, merge};
@@ -222,27 +223,6 @@ fn separate_processes_and_the_merge_example_give_the_single_build() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--partition"));
-}
-
-/// Thread directories under `root` (an all-digit name with a source
-/// folder), sorted.
-fn thread_dirs(root: &Path) -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
-                    out.push(p);
-                } else {
-                    walk(&p, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, &mut out);
-    out.sort();
-    out
 }
 
 /// Rewrites the partition record of `part` with `edit`, wherever this

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::corpus::{copy_tree, thread_dirs};
 use crate::common::example;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -27,41 +28,6 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             (e.file_name().into_string().unwrap(), bytes)
         })
         .collect()
-}
-
-fn copy_tree(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &to);
-        } else {
-            fs::copy(e.path(), &to).unwrap();
-        }
-    }
-}
-
-/// Thread directories under `root`, sorted (an all-digit name with a
-/// source folder).
-fn thread_dirs(root: &Path) -> Vec<PathBuf> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if p.join("source-tweets").is_dir() || p.join("source-tweet").is_dir() {
-                    out.push(p);
-                } else {
-                    walk(&p, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(root, &mut out);
-    out.sort();
-    out
 }
 
 /// The JSON files of a thread (source first, then reactions), sorted.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cache_files;
+pub mod corpus;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
