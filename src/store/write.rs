@@ -21,7 +21,7 @@ use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
     STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
 };
-use super::read::{EmbeddingStore, check_name, non_finite, parked_derived};
+use super::read::{EmbeddingStore, Verify, check_name, non_finite, parked_derived};
 use crate::error::EmbeddingError;
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
@@ -173,13 +173,13 @@ impl StoreWriter {
                 reason: e.to_string(),
             })?;
         let mut not_reused = None;
-        // The previous store is verified in full, as every reader does:
+        // The previous store's checksums are verified, as every reader does:
         // its segments are linked into (or, compacting, copied to) the new
         // store, and a damaged one linked unread published a store every
         // reader refused while the embed reported success. A damaged store
         // is named (`not_reused`) and its rows computed again.
         let prev = if self.reuse && self.model_id.is_some() && target.join(META_FILE).exists() {
-            match EmbeddingStore::open_checked(&derived, None, &self.name) {
+            match EmbeddingStore::open_checked(&derived, None, &self.name, Verify::Checksums) {
                 Ok(store) => {
                     let m = store.meta();
                     let fits = m.model_id == self.model_id
