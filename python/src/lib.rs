@@ -23,7 +23,9 @@ mod build;
 mod cache;
 mod cli;
 mod convert;
+mod epoch;
 mod error;
+mod fill;
 mod graph;
 mod loader;
 mod split;
@@ -64,7 +66,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<batch::PyBatch>()?;
     m.add_class::<graph::PyGraphBatch>()?;
-    m.add_class::<loader::Epoch>()?;
+    m.add_class::<epoch::Epoch>()?;
     m.add_class::<build::BuildSummary>()?;
     m.add_class::<build::PlanSummary>()?;
     cli::register(m)?;
