@@ -246,8 +246,7 @@ impl PyBatch {
     /// buffer of this Batch, borrowed as a `sc::BatchMut`; records its width.
     pub(crate) fn fill_with<F>(&mut self, py: Python<'_>, fill: F) -> Result<()>
     where
-        F: for<'b> FnOnce(&mut sc::BatchMut<'b>) -> std::result::Result<(), sc::LoadError>
-            + Send,
+        F: for<'b> FnOnce(&mut sc::BatchMut<'b>) -> std::result::Result<(), sc::LoadError> + Send,
     {
         let busy = |_| {
             PyRuntimeError::new_err(
@@ -267,9 +266,19 @@ impl PyBatch {
         let mut dense = Vec::with_capacity(self.dense_out.len());
         for ((raw, _), &(_, _, half)) in self.dense_out.iter().zip(&self.layout.stores) {
             dense.push(if half {
-                DenseGuard::F16(raw.bind(py).cast::<PyArray1<u16>>()?.try_readwrite().map_err(busy)?)
+                DenseGuard::F16(
+                    raw.bind(py)
+                        .cast::<PyArray1<u16>>()?
+                        .try_readwrite()
+                        .map_err(busy)?,
+                )
             } else {
-                DenseGuard::F32(raw.bind(py).cast::<PyArray1<f32>>()?.try_readwrite().map_err(busy)?)
+                DenseGuard::F32(
+                    raw.bind(py)
+                        .cast::<PyArray1<f32>>()?
+                        .try_readwrite()
+                        .map_err(busy)?,
+                )
             });
         }
         let mut tokens = match &self.token_ids_out {
@@ -279,13 +288,17 @@ impl PyBatch {
         let mut dense = dense.iter_mut();
         let mut stores = Vec::with_capacity(index.len());
         for idx in &mut index {
-            let rows = match dense.next() {
-                Some(DenseGuard::F32(a)) => Some(sc::RowsMut::F32(a.as_slice_mut()?)),
-                Some(DenseGuard::F16(a)) => Some(sc::RowsMut::F16(a.as_slice_mut()?)),
-                None => None,
+            let (rows, half_rows) = match dense.next() {
+                Some(DenseGuard::F32(a)) => (Some(a.as_slice_mut()?), None),
+                Some(DenseGuard::F16(a)) => (None, Some(a.as_slice_mut()?)),
+                None => (None, None),
             };
             let index = idx.as_slice_mut()?;
-            stores.push(sc::EmbeddingMut { index, rows });
+            stores.push(sc::EmbeddingMut {
+                index,
+                rows,
+                half_rows,
+            });
         }
         let token_ids = match &mut tokens {
             Some(t) => Some(t.as_slice_mut()?),

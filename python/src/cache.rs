@@ -12,7 +12,9 @@ use pyo3::prelude::*;
 use socialctx as sc;
 
 use crate::arrow::PyArrowData;
-use crate::convert::{CacheReader, Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of};
+use crate::convert::{
+    CacheReader, Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of,
+};
 use crate::error::{Error, Result};
 use crate::texts::PyUniqueTexts;
 use crate::thread::{PyThread, view_at};

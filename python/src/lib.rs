@@ -8,14 +8,17 @@
 //! - Cache data is never copied: feature rows and extended columns are NumPy
 //!   views of the memory map whose `base` is the `Cache` object, so a view
 //!   keeps the map alive after `del cache`.
-//! - Batches are NumPy arrays allocated once; `Loader.fill` writes straight
-//!   into them through `socialctx::Loader::fill_into`.
+//! - Batches are NumPy arrays allocated once; `Loader.fill` writes every
+//!   output straight into them in one `socialctx::Loader::fill_into` call.
 //!
 //! Modules depend downwards only (no two import each other): `error`, then
-//! `convert` (argument and array conversions, the `Reader` type); `thread`,
-//! `texts`, `vocab` on those; `arrow` on those; `cache` on them and `arrow`; `stats`, `split`, `store` on
-//! `cache`; `batch` and `graph` on `error` at most; `loader` on `batch`,
-//! `graph`, `cache` and `stats`; `build` on `convert` and `error`; `cli` on `build`.
+//! `convert` (argument and array conversions, the `Reader` and
+//! `CacheReader` types); `batch` and `graph` on those; `thread`, `texts`,
+//! `vocab` on those; `arrow` on those; `cache` on them and `arrow`; `stats`,
+//! `split`, `store` on `cache`; `fill` (a Loader's settings and its one
+//! fill) on `batch`, `stats` and `vocab`; `epoch` on `fill`; `loader` on
+//! `fill`, `epoch`, `graph` and `cache`; `build` on `convert` and `error`;
+//! `cli` on `build`.
 
 mod arrow;
 mod batch;

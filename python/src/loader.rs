@@ -121,7 +121,12 @@ impl PyLoader {
     /// Names of the embedding stores each batch indexes.
     #[getter]
     fn embeddings(&self) -> Vec<String> {
-        self.core.layout.stores.iter().map(|s| s.0.clone()).collect()
+        self.core
+            .layout
+            .stores
+            .iter()
+            .map(|s| s.0.clone())
+            .collect()
     }
 
     /// Rows per thread at most (`max_cxt`).
@@ -177,7 +182,13 @@ impl PyLoader {
     ) -> Result<()> {
         let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
         let labels = labels_for(labels, positions.len())?;
-        crate::graph::fill(py, &self.core.loader(), &positions, labels.as_deref(), graph)
+        crate::graph::fill(
+            py,
+            &self.core.loader(),
+            &positions,
+            labels.as_deref(),
+            graph,
+        )
     }
 
     /// int64 [len(positions)]: the rows each thread contributes to a batch

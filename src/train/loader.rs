@@ -33,7 +33,7 @@
 //! # Ok::<(), socialctx::Error>(())
 //! ```
 
-use super::outputs::{BatchSpec, EmbeddingBuf, EmbeddingOutputs, NO_OUTPUTS};
+use super::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut, NO_OUTPUTS, Stores};
 use super::selection::Selection;
 use super::stats::{FeatureStats, Normalizer};
 use crate::error::LoadError;
@@ -134,8 +134,11 @@ impl Batch {
             source_ids: &mut self.source_ids,
             labels: &mut self.labels,
             reactions: (!self.reactions.is_empty()).then_some(&mut self.reactions[..]),
-            embeddings: (!self.embeddings.is_empty())
-                .then_some(&mut self.embeddings as &mut dyn EmbeddingOutputs),
+            embeddings: if self.embeddings.is_empty() {
+                Stores::None
+            } else {
+                Stores::Owned(&mut self.embeddings)
+            },
             token_ids: (!self.token_ids.is_empty()).then_some(&mut self.token_ids[..]),
             previous_width: Some(self.width),
         }
@@ -173,7 +176,7 @@ pub struct BatchMut<'a> {
     source_ids: &'a mut [u64],
     labels: &'a mut [i8],
     reactions: Option<&'a mut [u32]>,
-    embeddings: Option<&'a mut dyn EmbeddingOutputs>,
+    embeddings: Stores<'a>,
     token_ids: Option<&'a mut [i32]>,
     /// The width of the fill the buffers hold (see [`BatchMut::reusing`]).
     previous_width: Option<usize>,
@@ -223,7 +226,7 @@ impl<'a> BatchMut<'a> {
             source_ids,
             labels,
             reactions: None,
-            embeddings: None,
+            embeddings: Stores::None,
             token_ids: None,
             previous_width: None,
         })
@@ -247,10 +250,10 @@ impl<'a> BatchMut<'a> {
         Ok(self)
     }
 
-    /// The outputs of the loader's [`BatchSpec`] stores, one per store
-    /// (`batch_size * max_cxt` slots each; see [`EmbeddingOutputs`]).
-    pub fn with_embeddings(mut self, outputs: &'a mut dyn EmbeddingOutputs) -> Self {
-        self.embeddings = Some(outputs);
+    /// The outputs of the loader's [`BatchSpec`] stores, one per store in
+    /// its order (`batch_size * max_cxt` slots each; checked at the fill).
+    pub fn with_embeddings(mut self, stores: &'a mut [EmbeddingMut<'a>]) -> Self {
+        self.embeddings = Stores::Borrowed(stores);
         self
     }
 
@@ -281,21 +284,15 @@ impl<'a> BatchMut<'a> {
         self.token_ids.as_deref().map_or(0, <[i32]>::len)
     }
 
-    pub(super) fn embeddings_mut(&mut self) -> Option<&mut (dyn EmbeddingOutputs + 'a)> {
-        self.embeddings.as_deref_mut()
+    pub(super) fn stores_mut(&mut self) -> &mut Stores<'a> {
+        &mut self.embeddings
     }
 
     /// The reactions (empty without), store and token-id outputs.
-    pub(super) fn outputs_mut(
-        &mut self,
-    ) -> (
-        &mut [u32],
-        Option<&mut (dyn EmbeddingOutputs + 'a)>,
-        Option<&mut [i32]>,
-    ) {
+    pub(super) fn outputs_mut(&mut self) -> (&mut [u32], &mut Stores<'a>, Option<&mut [i32]>) {
         (
             self.reactions.as_deref_mut().unwrap_or_default(),
-            self.embeddings.as_deref_mut(),
+            &mut self.embeddings,
             self.token_ids.as_deref_mut(),
         )
     }

@@ -122,43 +122,20 @@ impl BatchSpec {
         if self.needs_reactions() {
             size("reactions", slots, out.reactions_len())?;
         }
-        let outs = out.embeddings_mut();
-        size(
-            "embedding stores",
-            self.stores.len(),
-            outs.as_ref().map_or(0, |o| o.count()),
-        )?;
-        if let Some(outs) = outs {
-            for (i, store) in self.stores.iter().enumerate() {
-                let o = outs.store(i);
-                size("embedding index", slots, o.index.len())?;
-                let n = slots * store.dim();
-                match (&o.rows, self.dense) {
-                    (None, false) => {}
-                    (Some(RowsMut::F32(r)), true) if !store.is_half() => {
-                        size("embedding rows", n, r.len())?
-                    }
-                    (Some(RowsMut::F16(r)), true) if store.is_half() => {
-                        size("embedding rows", n, r.len())?
-                    }
-                    (rows, _) => {
-                        let buffer = match (self.dense, store.is_half()) {
-                            (false, _) => "embedding rows (none without dense)",
-                            (true, true) => "embedding rows (u16 for a float16 store)",
-                            (true, false) => "embedding rows (f32 for a float32 store)",
-                        };
-                        let found = match rows {
-                            None => 0,
-                            Some(RowsMut::F32(r)) => r.len(),
-                            Some(RowsMut::F16(r)) => r.len(),
-                        };
-                        return Err(LoadError::BufferSize {
-                            buffer,
-                            expected: if self.dense { n } else { 0 },
-                            found,
-                        });
-                    }
-                }
+        let outs = out.stores_mut();
+        size("embedding stores", self.stores.len(), outs.count())?;
+        for (i, store) in self.stores.iter().enumerate() {
+            let o = outs.store(i);
+            size("embedding index", slots, o.index.len())?;
+            let n = if self.dense { slots * store.dim() } else { 0 };
+            let rows = o.rows.as_ref().map_or(0, |r| r.len());
+            let half = o.half_rows.as_ref().map_or(0, |r| r.len());
+            if store.is_half() {
+                size("embedding rows (none for a float16 store)", 0, rows)?;
+                size("embedding half_rows", n, half)?;
+            } else {
+                size("embedding rows", n, rows)?;
+                size("embedding half_rows (none for a float32 store)", 0, half)?;
             }
         }
         let tokens = self.token_ids.as_ref().map_or(0, |(_, l)| slots * l);
@@ -179,27 +156,27 @@ impl BatchSpec {
         let width = out.width();
         let slots = out.batch_size() * width;
         let reuse = out.reuses_width(width);
-        let (reactions, embeddings, token_ids) = out.outputs_mut();
+        let (reactions, outs, token_ids) = out.outputs_mut();
         let reactions = &reactions[..slots];
-        if let Some(outs) = embeddings {
-            for (i, store) in self.stores.iter().enumerate() {
-                let mut o = outs.store(i);
-                let dim = store.dim();
-                let index = store.index();
-                for (slot, &r) in reactions.iter().enumerate() {
-                    let row = slot_row(index, &self.offsets, positions, width, slot, r);
-                    // A slot that was padding in the last fill of this
-                    // width holds zeros already: a `[B, max_cxt]` batch,
-                    // mostly padding, costs only its real rows.
-                    let keep = reuse && row < 0 && o.index[slot] == -1;
+        for (i, store) in self.stores.iter().enumerate() {
+            let mut o = outs.store(i);
+            let dim = store.dim();
+            let index = store.index();
+            for (slot, &r) in reactions.iter().enumerate() {
+                let row = slot_row(index, &self.offsets, positions, width, slot, r);
+                // A slot that was padding in the last fill of this width
+                // holds zeros already: a `[B, max_cxt]` batch, mostly
+                // padding, costs only its real rows.
+                if !(reuse && row < 0 && o.index[slot] == -1) {
                     let at = slot * dim..(slot + 1) * dim;
-                    match &mut o.rows {
-                        Some(RowsMut::F32(d)) if !keep => store.gather(&[row], &mut d[at]),
-                        Some(RowsMut::F16(d)) if !keep => store.gather(&[row], &mut d[at]),
-                        _ => {}
+                    if let Some(d) = o.rows.as_deref_mut() {
+                        store.gather(&[row], &mut d[at.clone()]);
                     }
-                    o.index[slot] = row;
+                    if let Some(d) = o.half_rows.as_deref_mut() {
+                        store.gather(&[row], &mut d[at]);
+                    }
                 }
+                o.index[slot] = row;
             }
         }
         if let (Some((vocab, max_tokens)), Some(ids)) = (&self.token_ids, token_ids) {
@@ -255,59 +232,15 @@ impl EmbeddingStore {
     }
 }
 
-/// One store's dense rows in a caller's buffer: float32 stores into `f32`,
-/// float16 stores into their `u16` bits.
-#[derive(Debug)]
-pub enum RowsMut<'a> {
-    /// `[slots * dim]` float32.
-    F32(&'a mut [f32]),
-    /// `[slots * dim]` float16 bits.
-    F16(&'a mut [u16]),
-}
-
 /// One store's outputs in caller buffers, `batch_size * max_cxt` slots.
 #[derive(Debug)]
 pub struct EmbeddingMut<'a> {
     /// `[slots]`: each slot's global row in the store, -1 for none.
     pub index: &'a mut [i32],
-    /// `[slots * dim]`, with a dense [`BatchSpec`]; `None` otherwise.
-    pub rows: Option<RowsMut<'a>>,
-}
-
-/// The stores' outputs of a batch, one per store of the [`BatchSpec`] in
-/// its order: a `Vec` of [`EmbeddingMut`] (caller buffers) or of
-/// [`EmbeddingBuf`] (a [`Batch`](crate::Batch)'s own).
-pub trait EmbeddingOutputs: std::fmt::Debug {
-    /// How many stores' outputs.
-    fn count(&self) -> usize;
-    /// Store `i`'s buffers.
-    fn store(&mut self, i: usize) -> EmbeddingMut<'_>;
-}
-
-impl EmbeddingOutputs for Vec<EmbeddingMut<'_>> {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn store(&mut self, i: usize) -> EmbeddingMut<'_> {
-        let e = &mut self[i];
-        EmbeddingMut {
-            index: e.index,
-            rows: match &mut e.rows {
-                None => None,
-                Some(RowsMut::F32(r)) => Some(RowsMut::F32(r)),
-                Some(RowsMut::F16(r)) => Some(RowsMut::F16(r)),
-            },
-        }
-    }
-}
-
-/// One store's dense rows, owned by a [`Batch`](crate::Batch).
-#[derive(Clone, Debug, PartialEq)]
-pub enum RowsBuf {
-    /// A float32 store's rows.
-    F32(Vec<f32>),
-    /// A float16 store's rows, as bits.
-    F16(Vec<u16>),
+    /// `[slots * dim]` float32, with a dense [`BatchSpec`] and a float32 store.
+    pub rows: Option<&'a mut [f32]>,
+    /// `[slots * dim]` float16 bits, with a dense [`BatchSpec`] and a float16 store.
+    pub half_rows: Option<&'a mut [u16]>,
 }
 
 /// One store's outputs, owned by a [`Batch`](crate::Batch).
@@ -316,40 +249,63 @@ pub struct EmbeddingBuf {
     /// `[batch_size * max_cxt]`: each slot's global row (the first
     /// `batch_size * width` hold the last fill), -1 for none.
     pub index: Vec<i32>,
-    /// `[batch_size * max_cxt * dim]` with a dense spec.
-    pub rows: Option<RowsBuf>,
+    /// `[batch_size * max_cxt * dim]` with a dense spec and a float32 store; empty otherwise.
+    pub rows: Vec<f32>,
+    /// `[batch_size * max_cxt * dim]` with a dense spec and a float16 store; empty otherwise.
+    pub half_rows: Vec<u16>,
 }
 
 impl EmbeddingBuf {
     /// Zeroed buffers for `slots` slots of `store`.
     pub(super) fn new(store: &EmbeddingStore, slots: usize, dense: bool) -> Self {
-        let n = slots * store.dim();
+        let n = if dense { slots * store.dim() } else { 0 };
+        let half = store.is_half();
         EmbeddingBuf {
             index: vec![0; slots],
-            rows: dense.then(|| {
-                if store.is_half() {
-                    RowsBuf::F16(vec![0; n])
-                } else {
-                    RowsBuf::F32(vec![0.0; n])
-                }
-            }),
+            rows: vec![0.0; if half { 0 } else { n }],
+            half_rows: vec![0; if half { n } else { 0 }],
         }
     }
 }
 
-impl EmbeddingOutputs for Vec<EmbeddingBuf> {
-    fn count(&self) -> usize {
-        self.len()
+/// The stores' outputs a [`BatchMut`] writes: caller buffers, or a
+/// [`Batch`](crate::Batch)'s own.
+#[derive(Debug, Default)]
+pub(super) enum Stores<'a> {
+    #[default]
+    None,
+    Borrowed(&'a mut [EmbeddingMut<'a>]),
+    Owned(&'a mut [EmbeddingBuf]),
+}
+
+impl Stores<'_> {
+    pub(super) fn count(&self) -> usize {
+        match self {
+            Stores::None => 0,
+            Stores::Borrowed(s) => s.len(),
+            Stores::Owned(s) => s.len(),
+        }
     }
-    fn store(&mut self, i: usize) -> EmbeddingMut<'_> {
-        let e = &mut self[i];
-        EmbeddingMut {
-            index: &mut e.index,
-            rows: match &mut e.rows {
-                None => None,
-                Some(RowsBuf::F32(r)) => Some(RowsMut::F32(r)),
-                Some(RowsBuf::F16(r)) => Some(RowsMut::F16(r)),
-            },
+
+    pub(super) fn store(&mut self, i: usize) -> EmbeddingMut<'_> {
+        match self {
+            Stores::None => unreachable!("no store outputs (checked against the spec)"),
+            Stores::Borrowed(s) => {
+                let e = &mut s[i];
+                EmbeddingMut {
+                    index: e.index,
+                    rows: e.rows.as_deref_mut(),
+                    half_rows: e.half_rows.as_deref_mut(),
+                }
+            }
+            Stores::Owned(s) => {
+                let e = &mut s[i];
+                EmbeddingMut {
+                    index: &mut e.index,
+                    rows: (!e.rows.is_empty()).then_some(&mut e.rows[..]),
+                    half_rows: (!e.half_rows.is_empty()).then_some(&mut e.half_rows[..]),
+                }
+            }
         }
     }
 }
