@@ -42,12 +42,12 @@ impl Epoch {
         let lengths = core.lengths(py, &order)?;
         let plan = how.plan(&lengths)?;
         let real_rows = lengths.iter().sum::<usize>() as u64;
-        let loader = core.loader();
-        let padded_rows = plan
-            .iter()
-            .map(|b| (b.len() * loader.width_of(b.iter().map(|&i| lengths[i]))) as u64)
-            .sum();
-        drop(loader);
+        let padded_rows = {
+            let loader = core.loader();
+            plan.iter()
+                .map(|b| (b.len() * loader.width_of(b.iter().map(|&i| lengths[i]))) as u64)
+                .sum()
+        };
         Ok(Epoch {
             core,
             batch,

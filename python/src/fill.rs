@@ -187,6 +187,39 @@ impl LoaderCore {
     }
 }
 
+/// `Loader.plan`'s keywords: how the epoch is cut, and which rank's share.
+pub(crate) struct PlanOptions {
+    pub(crate) how: sc::Batching,
+    /// Only this rank's batches (None: all).
+    pub(crate) rank: Option<usize>,
+}
+
+impl PlanOptions {
+    pub(crate) fn from_keywords(
+        batch_size: usize,
+        given: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let mut kw = Keywords::new("Loader.plan()", given);
+        let seed: Option<u64> = kw.get("seed", None)?;
+        let bucket: bool = kw.get("bucket", false)?;
+        let noise: f64 = kw.get("noise", 0.1)?;
+        let world_size: usize = kw.get("world_size", 1)?;
+        let rank: Option<usize> = kw.get("rank", None)?;
+        let drop_last: bool = kw.get("drop_last", false)?;
+        kw.finish()?;
+        Ok(PlanOptions {
+            how: sc::Batching {
+                batch_size,
+                seed,
+                bucket_noise: bucket.then_some(noise),
+                world_size,
+                drop_last,
+            },
+            rank,
+        })
+    }
+}
+
 fn value_error(message: impl Into<String>) -> PyScError {
     PyValueError::new_err(message.into()).into()
 }

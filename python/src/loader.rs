@@ -13,10 +13,10 @@ use socialctx as sc;
 
 use crate::batch::{PyBatch, borrow_batch};
 use crate::cache::PyCache;
-use crate::convert::{Keywords, Negative, labels_for, positions_of};
+use crate::convert::{Negative, labels_for, positions_of};
 use crate::epoch::Epoch;
 use crate::error::Result;
-use crate::fill::LoaderCore;
+use crate::fill::{LoaderCore, PlanOptions};
 
 /// Assembles padded, masked, optionally normalised batches from a cache.
 ///
@@ -53,36 +53,6 @@ pub(crate) struct PyLoader {
     core: Arc<LoaderCore>,
     /// The Cache object it reads (`Loader.cache`).
     cache: Py<PyCache>,
-}
-
-/// `Loader.plan`'s keywords: how the epoch is cut, and which rank's share.
-struct PlanOptions {
-    how: sc::Batching,
-    /// Only this rank's batches (None: all).
-    rank: Option<usize>,
-}
-
-impl PlanOptions {
-    fn from_keywords(batch_size: usize, given: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let mut kw = Keywords::new("Loader.plan()", given);
-        let seed: Option<u64> = kw.get("seed", None)?;
-        let bucket: bool = kw.get("bucket", false)?;
-        let noise: f64 = kw.get("noise", 0.1)?;
-        let world_size: usize = kw.get("world_size", 1)?;
-        let rank: Option<usize> = kw.get("rank", None)?;
-        let drop_last: bool = kw.get("drop_last", false)?;
-        kw.finish()?;
-        Ok(PlanOptions {
-            how: sc::Batching {
-                batch_size,
-                seed,
-                bucket_noise: bucket.then_some(noise),
-                world_size,
-                drop_last,
-            },
-            rank,
-        })
-    }
 }
 
 #[pymethods]
@@ -267,8 +237,7 @@ impl PyLoader {
     /// the epoch is padding.
     #[pyo3(signature = (positions, batch_size, *, seed=None, labels=None, bucket=false, noise=0.1))]
     fn epoch(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         positions: &Bound<'_, PyAny>,
         batch_size: usize,
         seed: Option<u64>,
@@ -279,7 +248,8 @@ impl PyLoader {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1").into());
         }
-        let order = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
+        let (py, this) = (slf.py(), slf.get());
+        let order = positions_of(positions, this.core.reader.len(), Negative::Refused)?;
         let labels = labels_for(labels, order.len())?;
         let how = sc::Batching {
             batch_size,
@@ -287,8 +257,8 @@ impl PyLoader {
             bucket_noise: bucket.then_some(noise),
             ..sc::Batching::default()
         };
-        let batch = Py::new(py, self.new_batch(py, batch_size)?)?;
-        Epoch::new(py, Arc::clone(&self.core), batch, order, labels, how)
+        let batch = Py::new(py, this.new_batch(py, batch_size)?)?;
+        Epoch::new(py, Arc::clone(&this.core), batch, order, labels, how)
     }
 }
 

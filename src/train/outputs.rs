@@ -60,7 +60,7 @@ impl BatchSpec {
 
     /// Per store (opened on `cache`), each row slot's row in it
     /// ([`EmbeddingMut::index`]) and, with `dense`, the row's values
-    /// ([`EmbeddingMut::rows`]).
+    /// ([`EmbeddingMut::rows`], or `half_rows` for a float16 store).
     pub fn embeddings<C: ThreadSource + ?Sized>(
         mut self,
         cache: &C,
@@ -243,7 +243,9 @@ pub struct EmbeddingMut<'a> {
     pub half_rows: Option<&'a mut [u16]>,
 }
 
-/// One store's outputs, owned by a [`Batch`](crate::Batch).
+/// One store's outputs, owned by a [`Batch`](crate::Batch). The next fill
+/// relies on what the last one wrote (a row slot that stays padding is not
+/// zeroed again): treat them as read-only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmbeddingBuf {
     /// `[batch_size * max_cxt]`: each slot's global row (the first
