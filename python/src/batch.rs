@@ -5,12 +5,14 @@
 //! `pad="longest"`) and the getters return views of that prefix, so nothing
 //! is allocated or copied per batch.
 
-use numpy::{PyArray1, PyArrayMethods};
+use numpy::{PyArray1, PyArrayMethods, PyReadwriteArray1};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use socialctx as sc;
+
+use crate::error::Result;
 
 /// What a Batch was made for: fills by another Loader must match it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,10 +67,6 @@ pub(crate) struct PyBatch {
     /// With a Loader's `token_ids=`: int32 `[batch_size * max_cxt * max_tokens]`.
     pub(crate) token_ids_out: Option<Py<PyArray1<i32>>>,
     pub(crate) layout: Layout,
-    /// Rows per store of the fill in progress (before they replace `index_out`).
-    pub(crate) rows_scratch: Vec<i32>,
-    /// Whether the dense buffers still hold only zeros (never filled).
-    pub(crate) pristine: bool,
     /// Threads filled by the last fill (the rest is zero padding).
     #[pyo3(get)]
     pub(crate) size: usize,
@@ -230,12 +228,104 @@ impl PyBatch {
             dense_out,
             token_ids_out,
             layout: layout.clone(),
-            rows_scratch: Vec::new(),
-            pristine: true,
             size: 0,
             width: t,
             batch_size,
         })
+    }
+}
+
+/// A dense store's buffer, borrowed for a fill.
+enum DenseGuard<'py> {
+    F32(PyReadwriteArray1<'py, f32>),
+    F16(PyReadwriteArray1<'py, u16>),
+}
+
+impl PyBatch {
+    /// Runs `fill` (the crate's one fill, with the GIL released) over every
+    /// buffer of this Batch, borrowed as a `sc::BatchMut`; records its width.
+    pub(crate) fn fill_with<F>(&mut self, py: Python<'_>, fill: F) -> Result<()>
+    where
+        F: for<'b> FnOnce(&mut sc::BatchMut<'b>) -> std::result::Result<(), sc::LoadError> + Send,
+    {
+        let busy = |_| {
+            PyRuntimeError::new_err(
+                "this Batch's arrays are borrowed elsewhere (another thread filling it?); \
+                 give each thread its own Batch (loader.new_batch)",
+            )
+        };
+        let mut features = self.features.bind(py).try_readwrite().map_err(busy)?;
+        let mut mask = self.mask.bind(py).try_readwrite().map_err(busy)?;
+        let mut lengths = self.lengths.bind(py).try_readwrite().map_err(busy)?;
+        let mut ids = self.source_ids.bind(py).try_readwrite().map_err(busy)?;
+        let mut labels = self.labels.bind(py).try_readwrite().map_err(busy)?;
+        let mut index = Vec::with_capacity(self.index_out.len());
+        for a in &self.index_out {
+            index.push(a.bind(py).try_readwrite().map_err(busy)?);
+        }
+        let mut dense = Vec::with_capacity(self.dense_out.len());
+        for ((raw, _), &(_, _, half)) in self.dense_out.iter().zip(&self.layout.stores) {
+            dense.push(if half {
+                DenseGuard::F16(
+                    raw.bind(py)
+                        .cast::<PyArray1<u16>>()?
+                        .try_readwrite()
+                        .map_err(busy)?,
+                )
+            } else {
+                DenseGuard::F32(
+                    raw.bind(py)
+                        .cast::<PyArray1<f32>>()?
+                        .try_readwrite()
+                        .map_err(busy)?,
+                )
+            });
+        }
+        let mut tokens = match &self.token_ids_out {
+            Some(a) => Some(a.bind(py).try_readwrite().map_err(busy)?),
+            None => None,
+        };
+        let mut dense = dense.iter_mut();
+        let mut stores = Vec::with_capacity(index.len());
+        for idx in &mut index {
+            let (rows, half_rows) = match dense.next() {
+                Some(DenseGuard::F32(a)) => (Some(a.as_slice_mut()?), None),
+                Some(DenseGuard::F16(a)) => (None, Some(a.as_slice_mut()?)),
+                None => (None, None),
+            };
+            let index = idx.as_slice_mut()?;
+            stores.push(sc::EmbeddingMut {
+                index,
+                rows,
+                half_rows,
+            });
+        }
+        let token_ids = match &mut tokens {
+            Some(t) => Some(t.as_slice_mut()?),
+            None => None,
+        };
+        let (f, m, l, s, y) = (
+            features.as_slice_mut()?,
+            mask.as_slice_mut()?,
+            lengths.as_slice_mut()?,
+            ids.as_slice_mut()?,
+            labels.as_slice_mut()?,
+        );
+        let (max_cxt, previous) = (self.layout.max_cxt, self.width);
+        let reactions = &mut self.reactions;
+        self.width = py.detach(|| {
+            let out = sc::BatchMut::new(max_cxt, f, m, l, s, y)?;
+            let mut out = out.with_reactions(reactions)?.reusing(previous);
+            if !stores.is_empty() {
+                out = out.with_embeddings(&mut stores);
+            }
+            if let Some(t) = token_ids {
+                out = out.with_token_ids(t);
+            }
+            fill(&mut out)?;
+            Ok::<_, sc::LoadError>(out.width())
+        })?;
+        Ok(())
     }
 }
 

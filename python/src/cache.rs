@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use socialctx as sc;
 
 use crate::arrow::PyArrowData;
-use crate::convert::{Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of};
+use crate::convert::{
+    CacheReader, Reader, field_item, fields_repr, kinds_of, py_index, some_positions_of,
+};
 use crate::error::{Error, Result};
 use crate::texts::PyUniqueTexts;
 use crate::thread::{PyThread, view_at};
@@ -24,6 +26,26 @@ pub(crate) struct PyCache {
     pub(crate) reader: Arc<Reader>,
     /// Whether every file was validated at open (`validate="all"`).
     validated: bool,
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for CacheReader {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(cache) = obj.cast::<PyCache>() {
+            return Ok(CacheReader(cache.get().reader.clone()));
+        }
+        // A Loader (or anything else) by its `cache` attribute.
+        if let Ok(cache) = obj.getattr("cache")
+            && let Ok(cache) = cache.cast::<PyCache>()
+        {
+            return Ok(CacheReader(cache.get().reader.clone()));
+        }
+        Err(PyTypeError::new_err(format!(
+            "expected a socialctx.Cache or socialctx.Loader, not {}",
+            obj.get_type().name()?
+        )))
+    }
 }
 
 /// Opens the cache in `cache_dir`.

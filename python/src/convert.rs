@@ -24,6 +24,12 @@ use crate::error::{Error, deprecated_item};
 /// one type every class reads through (`socialctx.open` makes it).
 pub(crate) type Reader = dyn sc::ThreadSource + Send + Sync;
 
+/// An argument that is a Cache, or has one as its `cache` (a Loader), as
+/// the cache's reader. Extracted in `cache.rs`, beside the Cache class, so
+/// that a module taking one (`vocab.rs`) need not import `cache.rs`, which
+/// imports it.
+pub(crate) struct CacheReader(pub(crate) std::sync::Arc<Reader>);
+
 /// Python's reading of index `i` into `len` items (negative counts from
 /// the end); IndexError with `what(i, len)` when out of range.
 pub(crate) fn py_index(

@@ -8,14 +8,17 @@
 //! - Cache data is never copied: feature rows and extended columns are NumPy
 //!   views of the memory map whose `base` is the `Cache` object, so a view
 //!   keeps the map alive after `del cache`.
-//! - Batches are NumPy arrays allocated once; `Loader.fill` writes straight
-//!   into them through `socialctx::Loader::fill_into`.
+//! - Batches are NumPy arrays allocated once; `Loader.fill` writes every
+//!   output straight into them in one `socialctx::Loader::fill_into` call.
 //!
 //! Modules depend downwards only (no two import each other): `error`, then
-//! `convert` (argument and array conversions, the `Reader` type); `thread`,
-//! `texts`, `vocab` on those; `arrow` on those; `cache` on them and `arrow`; `stats`, `split`, `store` on
-//! `cache`; `batch` and `graph` on `error` at most; `loader` on `batch`,
-//! `graph`, `cache` and `stats`; `build` on `convert` and `error`; `cli` on `build`.
+//! `convert` (argument and array conversions, the `Reader` and
+//! `CacheReader` types); `batch` and `graph` on those; `thread`, `texts`,
+//! `vocab` on those; `arrow` on those; `cache` on them and `arrow`; `stats`,
+//! `split`, `store` on `cache`; `fill` (a Loader's settings and its one
+//! fill) on `batch`, `stats` and `vocab`; `epoch` on `fill`; `loader` on
+//! `fill`, `epoch`, `graph` and `cache`; `build` on `convert` and `error`;
+//! `cli` on `build`.
 
 mod arrow;
 mod batch;
@@ -23,7 +26,9 @@ mod build;
 mod cache;
 mod cli;
 mod convert;
+mod epoch;
 mod error;
+mod fill;
 mod graph;
 mod loader;
 mod split;
@@ -64,7 +69,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<batch::PyBatch>()?;
     m.add_class::<graph::PyGraphBatch>()?;
-    m.add_class::<loader::Epoch>()?;
+    m.add_class::<epoch::Epoch>()?;
     m.add_class::<build::BuildSummary>()?;
     m.add_class::<build::PlanSummary>()?;
     cli::register(m)?;

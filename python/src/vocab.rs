@@ -7,15 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use socialctx as sc;
 
 use crate::batch::PyBatch;
-use crate::cache::PyCache;
-use crate::convert::Reader;
+use crate::convert::{CacheReader, Reader};
 use crate::error::{CacheError, PyScError, Result};
 use crate::graph::PyGraphBatch;
 
@@ -24,38 +23,28 @@ use crate::graph::PyGraphBatch;
 /// namespaces: 0 padding, 1 unknown, `tokens[i]` is `i + 2`.
 #[pyclass(frozen, module = "socialctx", name = "Vocabulary")]
 pub(crate) struct PyVocabulary {
-    inner: sc::Vocabulary,
+    inner: Arc<sc::Vocabulary>,
     /// The cache it was counted on: `bag_of_words`' default.
     reader: Arc<Reader>,
 }
 
 impl PyVocabulary {
     pub(crate) fn new(inner: sc::Vocabulary, reader: Arc<Reader>) -> Self {
-        PyVocabulary { inner, reader }
+        PyVocabulary {
+            inner: Arc::new(inner),
+            reader,
+        }
     }
 
-    /// The crate's vocabulary (a Loader's `token_ids=`).
-    pub(crate) fn inner(&self) -> &sc::Vocabulary {
-        &self.inner
+    /// The crate's vocabulary, shared (a Loader's `token_ids=`).
+    pub(crate) fn shared(&self) -> Arc<sc::Vocabulary> {
+        Arc::clone(&self.inner)
     }
 }
 
 /// The cache of `source`: a Cache, or the one a Loader reads.
 fn reader_of(source: &Bound<'_, PyAny>) -> PyResult<Arc<Reader>> {
-    if let Ok(cache) = source.cast::<PyCache>() {
-        return Ok(cache.get().reader.clone());
-    }
-    // A Loader (or anything else) by its `cache` attribute: vocab.rs does
-    // not import loader.rs, which imports it.
-    if let Ok(cache) = source.getattr("cache")
-        && let Ok(cache) = cache.cast::<PyCache>()
-    {
-        return Ok(cache.get().reader.clone());
-    }
-    Err(PyTypeError::new_err(format!(
-        "expected a socialctx.Cache or socialctx.Loader, not {}",
-        source.get_type().name()?
-    )))
+    Ok(source.extract::<CacheReader>()?.0)
 }
 
 /// A zeroed vector of `n` values, or MemoryError.
@@ -258,7 +247,7 @@ impl PyVocabulary {
             ))
             .into());
         }
-        Ok(PyVocabulary { inner, reader })
+        Ok(PyVocabulary::new(inner, reader))
     }
 
     fn __len__(&self) -> usize {

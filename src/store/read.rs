@@ -15,7 +15,6 @@ use super::format::{
 use crate::error::EmbeddingError;
 use crate::format::layout::{CacheLayout, DERIVED_DIR};
 use crate::read::ThreadSource;
-use crate::train::loader::BatchMut;
 
 type Result<T, E = EmbeddingError> = std::result::Result<T, E>;
 
@@ -516,35 +515,6 @@ impl EmbeddingStore {
         let width = self.meta.dim * self.dtype.size();
         let local = row - s.first;
         (local < s.rows).then(|| &s.map[s.at + local * width..s.at + (local + 1) * width])
-    }
-
-    /// For the row slots of a batch (`positions`' threads, `width` slots
-    /// each, `reactions` as [`BatchMut::with_reactions`](crate::BatchMut::with_reactions)
-    /// recorded them), each slot's global row in this store, or -1 for none.
-    /// `offsets[p]` is thread `p`'s first reaction in cache order
-    /// ([`reaction_offsets`](crate::ThreadSource::reaction_offsets)). Slots of threads
-    /// past `positions` get -1.
-    pub fn rows_of_slots(
-        &self,
-        offsets: &[u64],
-        positions: &[usize],
-        reactions: &[u32],
-        width: usize,
-        out: &mut [i32],
-    ) {
-        let index = self.index();
-        for (slot, (o, &r)) in out.iter_mut().zip(reactions).enumerate() {
-            let row = if width == 0 || r == BatchMut::NO_REACTION {
-                None
-            } else {
-                positions
-                    .get(slot / width)
-                    .and_then(|&p| offsets.get(p))
-                    .and_then(|&first| index.get((first + u64::from(r)) as usize))
-                    .filter(|&&row| row != NO_ROW)
-            };
-            *o = row.map_or(-1, |&row| row as i32);
-        }
     }
 
     /// Copies the rows named by `rows` (global rows, -1: zeros) into `out`,

@@ -33,6 +33,7 @@
 //! # Ok::<(), socialctx::Error>(())
 //! ```
 
+use super::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut, NO_OUTPUTS, Stores};
 use super::selection::Selection;
 use super::stats::{FeatureStats, Normalizer};
 use crate::error::LoadError;
@@ -75,6 +76,15 @@ pub struct Batch {
     /// Label of each thread: the cache's [`Label`](crate::Label) code, or
     /// the one passed to [`Loader::fill_labeled`] (e.g. a split's).
     pub labels: Vec<i8>,
+    /// With a [`BatchSpec`] of stores or token ids
+    /// ([`Loader::new_batch`]): `[batch_size * max_cxt]`, each slot's
+    /// reaction ([`BatchMut::with_reactions`]); empty otherwise.
+    pub reactions: Vec<u32>,
+    /// Per store of the [`BatchSpec`]: its index (and dense rows).
+    pub embeddings: Vec<EmbeddingBuf>,
+    /// With a [`BatchSpec`]'s token ids: `[batch_size * max_cxt * max_tokens]`
+    /// (the first `batch_size * width * max_tokens` hold the last fill).
+    pub token_ids: Vec<i32>,
 }
 
 impl Batch {
@@ -90,10 +100,30 @@ impl Batch {
             lengths: vec![0; batch_size],
             source_ids: vec![0; batch_size],
             labels: vec![0; batch_size],
+            reactions: Vec::new(),
+            embeddings: Vec::new(),
+            token_ids: Vec::new(),
         }
     }
 
+    /// Buffers for `batch_size` threads of `max_cxt` rows and every
+    /// output of `spec`.
+    pub fn for_spec(batch_size: usize, max_cxt: usize, spec: &BatchSpec) -> Self {
+        let mut batch = Batch::new(batch_size, max_cxt);
+        let slots = batch_size * max_cxt;
+        if spec.needs_reactions() {
+            batch.reactions = vec![BatchMut::NO_REACTION; slots];
+        }
+        batch.embeddings = (spec.stores().iter())
+            .map(|s| EmbeddingBuf::new(s, slots, spec.dense()))
+            .collect();
+        batch.token_ids = vec![0; spec.vocabulary().map_or(0, |(_, l)| slots * l)];
+        batch
+    }
+
     /// The buffers as a [`BatchMut`], for [`Loader::fill_into`].
+    /// Its store and token-id outputs are included when it has them
+    /// ([`for_spec`](Self::for_spec)).
     pub fn as_mut(&mut self) -> BatchMut<'_> {
         BatchMut {
             max_cxt: self.max_cxt,
@@ -103,7 +133,14 @@ impl Batch {
             lengths: &mut self.lengths,
             source_ids: &mut self.source_ids,
             labels: &mut self.labels,
-            reactions: None,
+            reactions: (!self.reactions.is_empty()).then_some(&mut self.reactions[..]),
+            embeddings: if self.embeddings.is_empty() {
+                Stores::None
+            } else {
+                Stores::Owned(&mut self.embeddings)
+            },
+            token_ids: (!self.token_ids.is_empty()).then_some(&mut self.token_ids[..]),
+            previous_width: Some(self.width),
         }
     }
 
@@ -139,6 +176,10 @@ pub struct BatchMut<'a> {
     source_ids: &'a mut [u64],
     labels: &'a mut [i8],
     reactions: Option<&'a mut [u32]>,
+    embeddings: Stores<'a>,
+    token_ids: Option<&'a mut [i32]>,
+    /// The width of the fill the buffers hold (see [`BatchMut::reusing`]).
+    previous_width: Option<usize>,
 }
 
 impl<'a> BatchMut<'a> {
@@ -185,6 +226,9 @@ impl<'a> BatchMut<'a> {
             source_ids,
             labels,
             reactions: None,
+            embeddings: Stores::None,
+            token_ids: None,
+            previous_width: None,
         })
     }
 
@@ -204,6 +248,53 @@ impl<'a> BatchMut<'a> {
         }
         self.reactions = Some(reactions);
         Ok(self)
+    }
+
+    /// The outputs of the loader's [`BatchSpec`] stores, one per store in
+    /// its order (`batch_size * max_cxt` slots each; checked at the fill).
+    pub fn with_embeddings(mut self, stores: &'a mut [EmbeddingMut<'a>]) -> Self {
+        self.embeddings = Stores::Borrowed(stores);
+        self
+    }
+
+    /// The output of the loader's [`BatchSpec`] token ids:
+    /// `[batch_size * max_cxt * max_tokens]` (checked at the fill).
+    pub fn with_token_ids(mut self, ids: &'a mut [i32]) -> Self {
+        self.token_ids = Some(ids);
+        self
+    }
+
+    /// Says that the buffers hold the last fill, `width` rows per thread,
+    /// as the loader left it: a dense store row that was padding then and
+    /// is again is left as it is (zeros) instead of rewritten.
+    pub fn reusing(mut self, width: usize) -> Self {
+        self.previous_width = Some(width);
+        self
+    }
+
+    pub(super) fn reuses_width(&self, width: usize) -> bool {
+        self.previous_width == Some(width)
+    }
+
+    pub(super) fn reactions_len(&self) -> usize {
+        self.reactions.as_deref().map_or(0, <[u32]>::len)
+    }
+
+    pub(super) fn token_ids_len(&self) -> usize {
+        self.token_ids.as_deref().map_or(0, <[i32]>::len)
+    }
+
+    pub(super) fn stores_mut(&mut self) -> &mut Stores<'a> {
+        &mut self.embeddings
+    }
+
+    /// The reactions (empty without), store and token-id outputs.
+    pub(super) fn outputs_mut(&mut self) -> (&mut [u32], &mut Stores<'a>, Option<&mut [i32]>) {
+        (
+            self.reactions.as_deref_mut().unwrap_or_default(),
+            &mut self.embeddings,
+            self.token_ids.as_deref_mut(),
+        )
     }
 
     /// Capacity in threads.
@@ -244,6 +335,7 @@ pub struct Loader<'c, C: ThreadSource + ?Sized> {
     normalizer: Option<Normalizer>,
     empty: EmptyThreads,
     pad: Pad,
+    spec: &'c BatchSpec,
 }
 
 impl<C: ThreadSource + ?Sized> std::fmt::Debug for Loader<'_, C> {
@@ -254,6 +346,7 @@ impl<C: ThreadSource + ?Sized> std::fmt::Debug for Loader<'_, C> {
             .field("normalized", &self.normalizer.is_some())
             .field("empty", &self.empty)
             .field("pad", &self.pad)
+            .field("outputs", &self.spec)
             .finish()
     }
 }
@@ -267,7 +360,22 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             normalizer: None,
             empty: EmptyThreads::ZeroRow,
             pad: Pad::Max,
+            spec: &NO_OUTPUTS,
         }
+    }
+
+    /// Fill `spec`'s outputs too (embedding rows, token ids) in every
+    /// fill: the buffers must have them ([`new_batch`](Self::new_batch),
+    /// or [`BatchMut::with_embeddings`] and [`BatchMut::with_token_ids`]).
+    pub fn outputs(mut self, spec: &'c BatchSpec) -> Self {
+        self.spec = spec;
+        self
+    }
+
+    /// Buffers for `batch_size` threads of the selection's `max_cxt` rows
+    /// and every output of the loader's [`BatchSpec`].
+    pub fn new_batch(&self, batch_size: usize) -> Batch {
+        Batch::for_spec(batch_size, self.selection.max_cxt, self.spec)
     }
 
     /// How wide each batch is (default [`Pad::Max`]).
@@ -349,6 +457,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
                 found: labels.len(),
             });
         }
+        self.spec.check(out)?;
         let sel = Selection {
             max_cxt: out.max_cxt.min(self.selection.max_cxt),
             ..self.selection
@@ -417,7 +526,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         out.lengths[used..].fill(0);
         out.source_ids[used..].fill(0);
         out.labels[used..].fill(0);
-        Ok(())
+        self.spec.fill(self.cache, positions, out)
     }
 
     /// The normalisation in use, if any.

@@ -1,5 +1,6 @@
 //! The training side, written against [`ThreadSource`](crate::ThreadSource):
-//! batches ([`loader`]) of the reactions a [`selection`] picks, normalisation
+//! batches ([`loader`]) of the reactions a [`selection`] picks, with the
+//! outputs a spec asks for ([`outputs`]: embedding rows, token ids), normalisation
 //! statistics and the normaliser ([`stats`]), split files ([`splits`]) and
 //! the distinct texts to embed ([`texts`]), threads as graphs ([`graph`]),
 //! token vocabularies ([`vocab`]) and their indices per batch ([`token_ids`]).
@@ -7,6 +8,7 @@
 pub mod batches;
 pub mod graph;
 pub mod loader;
+pub mod outputs;
 pub mod selection;
 pub mod splits;
 pub mod stats;

@@ -7,6 +7,7 @@
 mod common;
 
 mod bad_input;
+mod batch_spec;
 mod build_edges;
 mod cache;
 mod cache_damage;

@@ -1,0 +1,152 @@
+"""What the datasets and the embedding table share: the cache generation
+a dataset is bound to, store versions, and argument checks."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from .. import Cache, CacheError, open
+from ..embed import store_dir
+
+
+def _rebuilt(path: str, made_on: str, now: str, what: str) -> CacheError:
+    return CacheError(
+        f"{path}: the cache was rebuilt after this {what} was made (content id {made_on}, "
+        f"now {now}); make a new {what}, with positions and labels from the rebuilt cache"
+    )
+
+
+def _bound_cache(cache: Cache | str | os.PathLike[str], what: str) -> Cache:
+    """The open cache a dataset or table reads: ``cache`` itself, checked
+    to be the generation now at its path (positions and labels taken from
+    an older Cache object would mean other threads), or the one at a path."""
+    if not isinstance(cache, Cache):
+        return open(os.fspath(cache))
+    now = open(cache.path).content_id
+    if now != cache.content_id:
+        raise CacheError(
+            f"{cache.path}: the cache was rebuilt after this Cache object was opened "
+            f"(content id {cache.content_id}, now {now}); reopen it (socialctx.open) and take "
+            f"positions and labels from the rebuilt cache before making a {what}"
+        )
+    return cache
+
+
+def _store_id(meta: Mapping[str, Any]) -> str:
+    """What fixes a store's rows by global index: its index and segments
+    (checksums), dtype and width. Compaction or a re-embed (another model)
+    on the same cache generation changes it; a nightly embed with nothing
+    new does not."""
+    h = hashlib.blake2b(digest_size=8)
+    files = meta.get("files", {})
+    parts = [
+        meta.get("dtype"),
+        meta.get("dim"),
+        files.get("index.npy", {}).get("xxh3"),
+        [(s.get("rows"), s.get("xxh3")) for s in meta.get("segments", [])],
+    ]
+    h.update(repr(parts).encode())
+    return h.hexdigest()
+
+
+def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
+    """Each named store's id, from its meta.json (absent: "", the Loader
+    then reports the missing store)."""
+    ids = {}
+    for name in names:
+        try:
+            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        ids[name] = _store_id(meta if isinstance(meta, dict) else {})
+    return ids
+
+
+def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:
+    dist = torch.distributed
+    if world_size is None:
+        world_size = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if rank is None:
+        rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} of world_size {world_size} is not a valid rank")
+    return rank, world_size
+
+
+def _positions(positions: Any, threads: int) -> npt.NDArray[np.int64]:
+    """Positions checked as the Loader checks them: integers (no booleans,
+    no floats), none negative (-1 is not the last thread), all below the
+    cache's length."""
+    a = np.asarray(positions)
+    if a.ndim == 0 and a.dtype == object:
+        raise TypeError(
+            f"positions must be a sequence or array of integers, not {type(positions).__name__} "
+            "(np.fromiter(it, np.int64) makes an array of an iterator)"
+        )
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if a.ndim != 1:
+        raise ValueError(f"positions must be one-dimensional, not of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        hint = " (a boolean mask? use np.flatnonzero(mask))" if a.dtype.kind == "b" else ""
+        raise TypeError(f"positions must be integers, not {a.dtype}{hint}")
+    bad = np.flatnonzero((a < 0) | (a >= threads))
+    if len(bad):
+        raise IndexError(
+            f"thread position {a[bad[0]]} (at index {bad[0]}) out of range for a cache of "
+            f"{threads} threads (positions are 0 to {threads - 1}; negative ones do not "
+            "count from the end)"
+        )
+    return a.astype(np.int64)
+
+
+def _labels(labels: Any, count: int) -> npt.NDArray[np.int8] | None:
+    """Labels checked to be integers that int8 holds exactly, one per position."""
+    if labels is None:
+        return None
+    a = np.asarray(labels)
+    if a.size == 0:
+        a = a.astype(np.int8)
+    if a.ndim != 1:
+        raise ValueError(f"labels must be one-dimensional, not of shape {a.shape}")
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"labels must be integers, not {a.dtype}")
+    if len(a) != count:
+        raise ValueError(f"{len(a)} labels for {count} positions")
+    if a.dtype.kind != "b":
+        bad = np.flatnonzero((a < -128) | (a > 127))
+        if len(bad):
+            raise ValueError(
+                f"label {a[bad[0]]} (at index {bad[0]}) does not fit int8 (-128 to 127), the "
+                "labels' type in batches"
+            )
+    return a.astype(np.int8)
+
+
+def _count(value: Any, what: str, least: int) -> int:
+    """An integer argument (NumPy's too; never a bool or a float) of at least ``least``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {value!r}") from None
+    if n < least:
+        raise ValueError(f"{what} must be at least {least}, not {n}")
+    return n
+
+
+def _digest(*arrays: npt.NDArray[Any] | None) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for a in arrays:
+        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()

@@ -1,0 +1,217 @@
+//! One call fills a whole batch: a [`Loader`] given a [`BatchSpec`]
+//! (embedding stores, dense or index only, and token ids) fills features,
+//! mask, lengths, ids, labels, each slot's store rows and token ids into a
+//! [`Batch`], reused across fills of several widths, exactly as the
+//! pieces assembled one by one (what the Python binding composed before it
+//! called this one fill).
+
+use std::sync::Arc;
+
+use crate::common::*;
+use socialctx::{
+    Batch, BatchSpec, Cache, EmbeddingBuf, EmbeddingStore, Kinds, Loader, Pad, Selection,
+    StoreWriter, TextField, ThreadSource, TokenIdsMut, Vocabulary,
+};
+
+const DIM: usize = 4;
+
+/// Embeds the cache's `field` texts as store `name` with a deterministic toy model.
+fn embed(cache: &Cache, name: &str, field: TextField) -> EmbeddingStore {
+    let mut w = StoreWriter::new(name, field)
+        .batch_size(50)
+        .model_id(Some("toy"))
+        .begin(cache)
+        .unwrap();
+    for b in w.done()..w.batches() {
+        let unique = w.unique().unwrap();
+        let rows: Vec<f32> = w
+            .inputs(b)
+            .iter()
+            .flat_map(|&u| {
+                let k = unique.key(u as usize);
+                let a = (k & 0xfff) as f32;
+                [a, -a, 0.25 + ((k >> 12) & 0xff) as f32, u as f32]
+            })
+            .collect();
+        w.write_f32(b, &rows, DIM).unwrap();
+    }
+    w.finish().unwrap();
+    EmbeddingStore::open(cache, name).unwrap()
+}
+
+/// The batch assembled piece by piece from the public primitives: the
+/// loader's fill (features and reactions), then per store its rows and
+/// gather, then the token ids.
+fn reference(
+    cache: &Cache,
+    spec: &BatchSpec,
+    (sel, pad): (Selection, Pad),
+    positions: &[usize],
+    batch_size: usize,
+) -> Batch {
+    let max_cxt = sel.max_cxt;
+    let mut batch = Batch::new(batch_size, max_cxt);
+    let mut reactions = vec![0u32; batch_size * max_cxt];
+    let width = {
+        let mut out = batch.as_mut().with_reactions(&mut reactions).unwrap();
+        Loader::new(cache, sel)
+            .pad(pad)
+            .fill_into(positions, None, &mut out)
+            .unwrap();
+        out.width()
+    };
+    batch.width = width;
+    batch.len = positions.len();
+    let slots = batch_size * width;
+    let offsets = cache.reaction_offsets().unwrap();
+    for store in spec.stores() {
+        let mut rows = vec![0i32; slots];
+        store.rows_of_slots(&offsets, positions, &reactions[..slots], width, &mut rows);
+        let mut index = vec![0i32; batch_size * max_cxt];
+        index[..slots].copy_from_slice(&rows);
+        let mut dense = vec![
+            0f32;
+            if spec.dense() {
+                batch_size * max_cxt * DIM
+            } else {
+                0
+            }
+        ];
+        if spec.dense() {
+            store.gather(&rows, &mut dense[..slots * DIM]);
+        }
+        batch.embeddings.push(EmbeddingBuf {
+            index,
+            rows: dense,
+            half_rows: Vec::new(),
+        });
+    }
+    if let Some((vocab, l)) = spec.vocabulary() {
+        let mut ids = vec![0i32; batch_size * max_cxt * l];
+        let mut out = TokenIdsMut::new(l, &mut ids[..slots * l]).unwrap();
+        vocab
+            .token_ids(cache, positions, &reactions[..slots], width, &mut out)
+            .unwrap();
+        batch.token_ids = ids;
+    }
+    batch.reactions = reactions;
+    batch
+}
+
+/// Compares the live part of two batches (the slots of the last fill).
+fn assert_same(got: &Batch, want: &Batch, what: &str) {
+    let (b, w) = (got.batch_size, got.width);
+    assert_eq!((got.len, got.width), (want.len, want.width), "{what}");
+    assert_eq!(
+        got.features[..b * w * 28],
+        want.features[..b * w * 28],
+        "{what}"
+    );
+    assert_eq!(got.mask[..b * w], want.mask[..b * w], "{what}");
+    assert_eq!(got.lengths, want.lengths, "{what}");
+    assert_eq!(got.source_ids, want.source_ids, "{what}");
+    assert_eq!(got.labels, want.labels, "{what}");
+    assert_eq!(got.embeddings.len(), want.embeddings.len(), "{what}");
+    for (g, e) in got.embeddings.iter().zip(&want.embeddings) {
+        assert_eq!(g.index[..b * w], e.index[..b * w], "{what}: index");
+        assert_eq!(g.rows.len(), e.rows.len(), "{what}: rows held");
+        if !g.rows.is_empty() {
+            assert_eq!(g.rows[..b * w * DIM], e.rows[..b * w * DIM], "{what}: rows");
+        }
+        assert!(g.half_rows.is_empty() && e.half_rows.is_empty(), "{what}");
+    }
+    let l = got.token_ids.len() / (b * got.max_cxt).max(1);
+    assert_eq!(
+        got.token_ids[..b * w * l],
+        want.token_ids[..b * w * l],
+        "{what}: token ids"
+    );
+}
+
+#[test]
+fn one_fill_composes_the_whole_batch_as_the_pieces_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &dir, 2);
+    let cache = Cache::open(&dir).unwrap();
+    embed(&cache, "r", TextField::Reply);
+    embed(&cache, "d", TextField::Description);
+    let vocab = Arc::new(
+        Vocabulary::count(&cache, TextField::Reply, Kinds::Both, None, 1, Some(50)).unwrap(),
+    );
+    let open = |n| EmbeddingStore::open(&cache, n).unwrap();
+    let n = cache.len();
+    let mut checked = 0;
+    for dense in [true, false] {
+        for tokens in [None, Some(6)] {
+            let mut spec = BatchSpec::new()
+                .embeddings(&cache, vec![open("r"), open("d")], dense)
+                .unwrap();
+            if let Some(l) = tokens {
+                spec = spec.token_ids(vocab.clone(), l);
+            }
+            for pad in [Pad::Max, Pad::Longest { multiple: 4 }] {
+                let sel = Selection {
+                    kinds: Kinds::Both,
+                    max_cxt: 24,
+                    ..Selection::default()
+                };
+                let loader = Loader::new(&cache, sel).pad(pad).outputs(&spec);
+                let mut batch = loader.new_batch(5);
+                // Fills of varying widths into the same buffers: padding
+                // slots left from a wider fill must read as padding.
+                let fills: Vec<Vec<usize>> = vec![
+                    (0..n.min(5)).collect(),
+                    vec![n - 1],
+                    (0..n).step_by(2).take(5).collect(),
+                    vec![],
+                    (1..n.min(4)).collect(),
+                    (1..n.min(4)).collect(),
+                ];
+                for positions in &fills {
+                    loader.fill(positions, &mut batch).unwrap();
+                    let want = reference(&cache, &spec, (sel, pad), positions, 5);
+                    assert_same(
+                        &batch,
+                        &want,
+                        &format!("{dense} {tokens:?} {pad:?} {positions:?}"),
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 2 * 2 * 2 * 6);
+}
+
+#[test]
+fn buffers_missing_an_output_of_the_spec_are_refused_before_any_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &dir, 2);
+    let cache = Cache::open(&dir).unwrap();
+    embed(&cache, "r", TextField::Reply);
+    let spec = BatchSpec::new()
+        .embeddings(
+            &cache,
+            vec![EmbeddingStore::open(&cache, "r").unwrap()],
+            true,
+        )
+        .unwrap();
+    let loader = Loader::new(&cache, Selection::default()).outputs(&spec);
+    // A plain Batch lacks the reactions and the store's buffers.
+    let mut plain = Batch::new(2, 200);
+    plain.features.fill(7.0);
+    let err = loader.fill(&[0, 1], &mut plain).unwrap_err().to_string();
+    assert!(err.contains("reactions"), "{err}");
+    assert!(plain.features.iter().all(|&x| x == 7.0));
+    // A batch for the spec but without dense rows.
+    let mut batch = loader.new_batch(2);
+    batch.embeddings[0].rows = Vec::new();
+    let err = loader.fill(&[0, 1], &mut batch).unwrap_err().to_string();
+    assert!(err.contains("embedding rows"), "{err}");
+    // And the right one fills.
+    let mut batch = loader.new_batch(2);
+    loader.fill(&[0, 1], &mut batch).unwrap();
+    assert_eq!(batch.len, 2);
+}
