@@ -56,16 +56,21 @@ pub(crate) fn embed(
         if stop == Some(calls) {
             return (calls, resumed, None);
         }
-        let unique = w.unique().unwrap();
-        let rows: Vec<f32> = w
-            .inputs(b)
-            .iter()
-            .flat_map(|&u| row_of_key(unique.key(u as usize)))
-            .collect();
-        w.write_f32(b, &rows, DIM).unwrap();
+        write_toy_batch(&mut w, b);
         calls += 1;
     }
     (calls, resumed, Some(w.finish().unwrap()))
+}
+
+/// Writes batch `b` of `w` with the toy model's rows ([`row_of_key`]).
+pub(crate) fn write_toy_batch(w: &mut StoreWriter, b: usize) {
+    let unique = w.unique().unwrap();
+    let rows: Vec<f32> = w
+        .inputs(b)
+        .iter()
+        .flat_map(|&u| row_of_key(unique.key(u as usize)))
+        .collect();
+    w.write_f32(b, &rows, DIM).unwrap();
 }
 
 /// Writes store `name` of `cache`'s reply texts; returns its directory.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use crate::embeddings::{
-    DIM, assert_rows_follow_inputs, copy_dir, embed, row_of_key, scratch_bytes, store_bytes, walk,
+    assert_rows_follow_inputs, copy_dir, embed, scratch_bytes, store_bytes, walk, write_toy_batch,
 };
 use socialctx::{Cache, EmbeddingStore, StoreMeta, StoreWriter, TextField};
 
@@ -32,13 +32,7 @@ fn nightly(cache: &Cache, batch: usize) -> Night {
     let not_reused = w.not_reused().map(str::to_owned);
     let (new_inputs, compacting) = (w.new_inputs(), w.compacting());
     for b in w.done()..w.batches() {
-        let unique = w.unique().unwrap();
-        let rows: Vec<f32> = w
-            .inputs(b)
-            .iter()
-            .flat_map(|&u| row_of_key(unique.key(u as usize)))
-            .collect();
-        w.write_f32(b, &rows, DIM).unwrap();
+        write_toy_batch(&mut w, b);
     }
     Night {
         not_reused,
