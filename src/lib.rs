@@ -52,6 +52,7 @@ pub use incremental::build_incremental;
 pub use ingest::plan::{Plan, build_partition};
 pub use ingest::{BuildOptions, BuildSummary, NoProgress, Phases, Progress, build};
 pub use merge::merge;
+pub use read::texts::{TextField, UniqueTexts};
 pub use read::{
     Cache, LazyCache, NumView, ReactionNum, ReactionView, ThreadSource, ThreadView, TokenList,
 };
@@ -64,7 +65,6 @@ pub use train::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer};
-pub use train::texts::{TextField, UniqueTexts};
 pub use train::token_ids::{BagOfWords, TokenIdsMut};
 pub use train::vocab::Vocabulary;
 

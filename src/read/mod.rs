@@ -1,5 +1,7 @@
 //! The read half: open a cache, validate it (all at once or file by file on
-//! first use), and read it through zero-copy views into memory maps.
+//! first use), and read it through zero-copy views into memory maps; and
+//! the distinct texts of a field over a cache ([`texts`]: what an embedding
+//! store embeds and a vocabulary counts).
 //!
 //! It depends on the [format](crate::format) and the [schema](crate::schema)
 //! only, never on the build: a cache written by any build of the same format
@@ -7,6 +9,7 @@
 
 mod cache;
 mod source;
+pub mod texts;
 mod validate;
 mod view;
 

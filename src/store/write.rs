@@ -25,7 +25,7 @@ use super::read::{EmbeddingStore, Verify, check_name, non_finite, parked_derived
 use crate::error::EmbeddingError;
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
-use crate::train::texts::{TextField, UniqueTexts};
+use crate::read::texts::{TextField, UniqueTexts};
 use files::{check_replaceable, create_segment, hash_file, io, io_err, rows_err, sync_path};
 use staging::{Plan, Prev, Run};
 

@@ -13,9 +13,9 @@ use std::io::Write;
 use std::path::Path;
 
 use super::selection::Kinds;
-use super::texts::TextField;
 use crate::error::LoadError;
 use crate::read::ThreadSource;
+use crate::read::texts::TextField;
 
 /// AllenNLP's out-of-vocabulary token (index 1 of a padded namespace;
 /// index 0 is its padding token, `@@PADDING@@`, which files never hold).

@@ -15,7 +15,7 @@ use super::super::read::EmbeddingStore;
 use super::Result;
 use super::files::{create_segment, hash_file, io, rows_err, sync_path, write_npy};
 use crate::error::EmbeddingError;
-use crate::train::texts::UniqueTexts;
+use crate::read::texts::UniqueTexts;
 
 /// What an unfinished embed records in its staging directory; it resumes
 /// only under the same plan.

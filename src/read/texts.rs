@@ -36,9 +36,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use rayon::prelude::*;
 
+use super::{ReactionView, ThreadSource, TokenList};
 use crate::error::LoadError;
 use crate::format::ArchivedInputKeys;
-use crate::read::{ReactionView, ThreadSource, TokenList};
 
 /// Which text of a reaction to embed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
