@@ -538,37 +538,46 @@ impl EmbeddingStore {
         previous: Option<&[i32]>,
         out: &mut [T],
     ) {
-        let dim = self.meta.dim;
-        let fits = std::mem::size_of::<T>() == self.dtype.size();
-        // The segment of the last row: consecutive rows of a batch mostly
-        // fall in the same one, so the search runs at segment changes only.
-        let mut seg: Option<(usize, usize, &[T])> = None;
-        for (slot, (dst, &row)) in out.chunks_exact_mut(dim.max(1)).zip(rows).enumerate() {
+        let mut seg = None;
+        for (slot, (dst, &row)) in out
+            .chunks_exact_mut(self.meta.dim.max(1))
+            .zip(rows)
+            .enumerate()
+        {
             if row < 0 && previous.is_some_and(|p| p.get(slot) == Some(&-1)) {
                 continue;
             }
-            let Some(r) = usize::try_from(row).ok().filter(|_| fits) else {
-                dst.fill(T::default());
-                continue;
-            };
-            let hit = match seg {
-                Some((first, end, _)) if (first..end).contains(&r) => seg,
-                _ => {
-                    let k = self.segments.partition_point(|s| s.first <= r);
-                    seg = k.checked_sub(1).map(|k| {
-                        let s = &self.segments[k];
-                        let data = <[T]>::ref_from_bytes(&s.map[s.at..]).unwrap_or(&[]);
-                        (s.first, s.first + s.rows, data)
-                    });
-                    seg
-                }
-            };
-            match hit
-                .and_then(|(first, _, data)| data.get((r - first) * dim..(r - first + 1) * dim))
-            {
-                Some(from) => dst.copy_from_slice(from),
-                None => dst.fill(T::default()),
-            }
+            self.copy_row(row, &mut seg, dst);
+        }
+    }
+
+    /// Copies global row `row` (-1: zeros) into `dst`, `dim` values, through
+    /// `seg`, the segment the caller's last row fell in: consecutive rows
+    /// of a batch mostly fall in the same one, so the search runs at
+    /// segment changes only (start with `None`).
+    pub(crate) fn copy_row<'s, T: Copy + Default + FromBytes + zerocopy::Immutable>(
+        &'s self,
+        row: i32,
+        seg: &mut Option<(usize, usize, &'s [T])>,
+        dst: &mut [T],
+    ) {
+        let dim = self.meta.dim;
+        let fits = std::mem::size_of::<T>() == self.dtype.size();
+        let Some(r) = usize::try_from(row).ok().filter(|_| fits) else {
+            dst.fill(T::default());
+            return;
+        };
+        if !seg.is_some_and(|(first, end, _)| (first..end).contains(&r)) {
+            let k = self.segments.partition_point(|s| s.first <= r);
+            *seg = k.checked_sub(1).map(|k| {
+                let s = &self.segments[k];
+                let data = <[T]>::ref_from_bytes(&s.map[s.at..]).unwrap_or(&[]);
+                (s.first, s.first + s.rows, data)
+            });
+        }
+        match seg.and_then(|(first, _, data)| data.get((r - first) * dim..(r - first + 1) * dim)) {
+            Some(from) => dst.copy_from_slice(from),
+            None => dst.fill(T::default()),
         }
     }
 }

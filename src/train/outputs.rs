@@ -162,6 +162,7 @@ impl BatchSpec {
             let mut o = outs.store(i);
             let dim = store.dim();
             let index = store.index();
+            let (mut seg, mut half_seg) = (None, None);
             for (slot, &r) in reactions.iter().enumerate() {
                 let row = slot_row(index, &self.offsets, positions, width, slot, r);
                 // A slot that was padding in the last fill of this width
@@ -170,10 +171,10 @@ impl BatchSpec {
                 if !(reuse && row < 0 && o.index[slot] == -1) {
                     let at = slot * dim..(slot + 1) * dim;
                     if let Some(d) = o.rows.as_deref_mut() {
-                        store.gather(&[row], &mut d[at.clone()]);
+                        store.copy_row(row, &mut seg, &mut d[at.clone()]);
                     }
                     if let Some(d) = o.half_rows.as_deref_mut() {
-                        store.gather(&[row], &mut d[at]);
+                        store.copy_row(row, &mut half_seg, &mut d[at]);
                     }
                 }
                 o.index[slot] = row;
