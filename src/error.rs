@@ -379,6 +379,20 @@ pub enum LoadError {
         position: usize,
     },
 
+    /// Outputs made for one cache content (a [`BatchSpec`](crate::BatchSpec)
+    /// and its stores, addressed by that content's reaction order) used
+    /// with a cache of another: refused rather than gathering other
+    /// reactions' rows.
+    #[error("{what} is of cache content {found}, not {expected} (the cache it is used with)")]
+    OtherContent {
+        /// The store or spec.
+        what: String,
+        /// The content id of the cache it is used with.
+        expected: String,
+        /// The content id it was made for.
+        found: String,
+    },
+
     /// Two different inputs with one content key (xxh3-128): so unlikely
     /// (about 2^-128 per pair) that it is reported, never guessed around.
     #[error("two different texts share the content key {key:032x}; please report this")]

@@ -172,7 +172,7 @@ impl Core {
         self.len
     }
 
-    pub(super) fn content_id(&self) -> u64 {
+    pub(crate) fn content_id(&self) -> u64 {
         self.content_id
     }
 

@@ -457,7 +457,7 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
                 found: labels.len(),
             });
         }
-        self.spec.check(out)?;
+        self.spec.check(self.cache, out)?;
         let sel = Selection {
             max_cxt: out.max_cxt.min(self.selection.max_cxt),
             ..self.selection

@@ -40,6 +40,9 @@ pub struct BatchSpec {
     stores: Vec<EmbeddingStore>,
     /// Per thread, its first reaction in cache order (the stores' index).
     offsets: Vec<u64>,
+    /// The content id of the cache `offsets` are of (with stores): a
+    /// Loader over another content would gather other reactions' rows.
+    content: u64,
     dense: bool,
     token_ids: Option<(Arc<Vocabulary>, usize)>,
 }
@@ -48,6 +51,7 @@ pub struct BatchSpec {
 pub(super) static NO_OUTPUTS: BatchSpec = BatchSpec {
     stores: Vec::new(),
     offsets: Vec::new(),
+    content: 0,
     dense: false,
     token_ids: None,
 };
@@ -61,12 +65,25 @@ impl BatchSpec {
     /// Per store (opened on `cache`), each row slot's row in it
     /// ([`EmbeddingMut::index`]) and, with `dense`, the row's values
     /// ([`EmbeddingMut::rows`], or `half_rows` for a float16 store).
+    /// A store of another cache content is refused
+    /// ([`LoadError::OtherContent`]), and so is the spec at the fill of a
+    /// [`Loader`](crate::Loader) over another content: the stores' index is
+    /// addressed by this cache's reaction order.
     pub fn embeddings<C: ThreadSource + ?Sized>(
         mut self,
         cache: &C,
         stores: Vec<EmbeddingStore>,
         dense: bool,
     ) -> Result<Self> {
+        let content = cache.content_id();
+        if let Some(store) = stores.iter().find(|s| s.meta().cache_content_id != content) {
+            return Err(LoadError::OtherContent {
+                what: format!("embedding store {}", store.dir().display()),
+                expected: content,
+                found: store.meta().cache_content_id.clone(),
+            });
+        }
+        self.content = cache.core().content_id();
         self.offsets = if stores.is_empty() {
             Vec::new()
         } else {
@@ -106,7 +123,19 @@ impl BatchSpec {
 
     /// Checks that `out` has a buffer of the right size for every output
     /// (and none for an output the spec lacks), before anything is written.
-    pub(super) fn check(&self, out: &mut BatchMut<'_>) -> Result<()> {
+    pub(super) fn check<C: ThreadSource + ?Sized>(
+        &self,
+        cache: &C,
+        out: &mut BatchMut<'_>,
+    ) -> Result<()> {
+        let now = cache.core().content_id();
+        if !self.stores.is_empty() && now != self.content {
+            return Err(LoadError::OtherContent {
+                what: "a BatchSpec's embedding stores".to_owned(),
+                expected: format!("{now:016x}"),
+                found: format!("{:016x}", self.content),
+            });
+        }
         let slots = out.batch_size() * out.max_cxt();
         let size = |buffer, expected, found| {
             if expected == found {

@@ -215,3 +215,53 @@ fn buffers_missing_an_output_of_the_spec_are_refused_before_any_write() {
     loader.fill(&[0, 1], &mut batch).unwrap();
     assert_eq!(batch.len, 2);
 }
+
+/// A spec's store index is addressed by its cache's reaction order: a
+/// spec made on one cache, filled by a Loader over another (or holding a
+/// store of another cache's content), would gather other reactions' rows
+/// without a word. Both are refused, naming the two content ids.
+#[test]
+fn a_spec_of_another_cache_content_is_refused_not_gathered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    build_cache(&repo("tests/fixtures/golden/corpus"), &a_dir, 2);
+    build_cache(&repo("data-samples/corpus"), &b_dir, 2);
+    let (a, b) = (Cache::open(&a_dir).unwrap(), Cache::open(&b_dir).unwrap());
+    embed(&a, "r", TextField::Reply);
+    embed(&b, "r", TextField::Reply);
+    let open = |c: &Cache| EmbeddingStore::open(c, "r").unwrap();
+    // A store of b's content in a spec for a.
+    let err = BatchSpec::new()
+        .embeddings(&a, vec![open(&b)], true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&b.content_id()) && err.contains(&a.content_id()),
+        "{err}"
+    );
+    // A spec for a, filled by a Loader over b.
+    let spec = BatchSpec::new()
+        .embeddings(&a, vec![open(&a)], true)
+        .unwrap();
+    let loader = Loader::new(&b, Selection::default()).outputs(&spec);
+    let mut batch = loader.new_batch(2);
+    batch.features.fill(7.0);
+    let err = loader.fill(&[0, 1], &mut batch).unwrap_err().to_string();
+    assert!(
+        err.contains(&a.content_id()) && err.contains(&b.content_id()),
+        "{err}"
+    );
+    assert!(
+        batch.features.iter().all(|&x| x == 7.0),
+        "written before the refusal"
+    );
+    // A spec without stores is any cache's; one of the same content fills.
+    let plain = BatchSpec::new();
+    Loader::new(&b, Selection::default())
+        .outputs(&plain)
+        .fill(&[0], &mut Batch::new(1, 200))
+        .unwrap();
+    let same = Cache::open(&a_dir).unwrap();
+    let loader = Loader::new(&same, Selection::default()).outputs(&spec);
+    loader.fill(&[0, 1], &mut loader.new_batch(2)).unwrap();
+}
