@@ -334,6 +334,9 @@ def test_python_dash_m_and_version():
         ["build", SAMPLE, "/tmp/x", "--workers", "many"],
         ["build", SAMPLE, "/tmp/x", "--threads", "0"],
         ["build", SAMPLE, "/tmp/x", "--shard-mib", "0"],
+        # Past any machine: aborted starting threads (exit 134, a Rust backtrace).
+        ["build", SAMPLE, "/tmp/x", "--io-depth", "100000000"],
+        ["build", SAMPLE, "/tmp/x", "--workers", "65535"],
         ["build", SAMPLE, "/tmp/x", "--verify"],
         ["build", SAMPLE, "/tmp/x", "--bogus"],
         ["build-partition", SAMPLE, "/tmp/x", "--plan", "p.json"],
