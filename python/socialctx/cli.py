@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return code
         return _PYTHON[command](json.loads(parsed, object_hook=_os_path))
     except KeyboardInterrupt as e:
-        print(f"interrupted: {e or 'stopped'}", file=sys.stderr)
+        print(f"interrupted: {str(e) or 'stopped'}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (_ext.Error, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

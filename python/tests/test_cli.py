@@ -606,6 +606,27 @@ def embed(batch):
 """
 
 
+def test_an_interrupted_embed_says_so(pair, tmp_path):
+    """Ctrl-C during `socialctx embed` printed "interrupted: " and nothing
+    more (a KeyboardInterrupt has no message)."""
+    ours, _, _, _ = pair
+    (tmp_path / "stopper.py").write_text(
+        "import os, signal\n"
+        "def model(batch):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    raise AssertionError('the signal did not stop the embed')\n"
+    )
+    r = subprocess.run(
+        [script(), "embed", ours, "--model", "stopper:model", "--name", "stopped", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "interrupted: stopped\n", r.stderr
+
+
 def test_nightly_recipe_one_command_per_stage(tmp_path):
     """The README's nightly job: an incremental build, then an embed that
     runs the model only for the night's new inputs."""
