@@ -143,15 +143,29 @@ _PYTHON: dict[str, Callable[[Args], int]] = {
 }
 
 
+def _os_path(d: dict[str, Any]) -> Any:
+    """A path that is not UTF-8 comes from Rust as ``{"os_bytes": [...]}``:
+    the name, as Python's argv holds it (surrogate escapes)."""
+    if d.keys() == {"os_bytes"}:
+        return os.fsdecode(bytes(d["os_bytes"]))
+    return d
+
+
 def _out(text: str) -> None:
     """Prints to stdout; a reader that went away (``| head``) is not an error."""
+    if sys.stdout is None:  # closed by the caller (``>&-``): nothing to print to
+        return
     try:
-        sys.stdout.write(text)
+        # A path that is not UTF-8 (surrogate escapes): U+FFFD, as Rust prints it.
+        sys.stdout.write(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
         sys.stdout.flush()
     except BrokenPipeError:
         # Python would complain again when it flushes at exit: point stdout
         # at /dev/null (the Python docs' recipe for SIGPIPE).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as e:  # a full disk: worded as the Rust commands word it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise OSError(f"writing output: {e.strerror} (os error {e.errno})") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,16 +184,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError:  # not the main thread (main() called from a thread)
         previous = None
     try:
-        # Rust writes to file descriptors 1 and 2 itself.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        # Rust writes to file descriptors 1 and 2 itself. (Python sets a
+        # stream it found closed, `socialctx ... >&-`, to None.)
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
         sample = Path(__file__).resolve().parent / "sample"
         code, command, parsed = _ext._socialctx(["socialctx", *args], sample)
         if command is None or parsed is None:
             return code
-        return _PYTHON[command](json.loads(parsed))
+        return _PYTHON[command](json.loads(parsed, object_hook=_os_path))
     except KeyboardInterrupt as e:
-        print(f"interrupted: {e or 'stopped'}", file=sys.stderr)
+        print(f"interrupted: {str(e) or 'stopped'}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (_ext.Error, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -448,9 +448,11 @@ def write_parquet(
     table = _pa().table(data)
     path = Path(path)
     fd, tmp = _temp_beside(path)
-    os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        # The open file, not its name: pyarrow takes only names that are
+        # UTF-8 (a Latin-1 directory name was "surrogates not allowed").
+        with os.fdopen(fd, "wb") as f:
+            pq.write_table(table, f)
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)

@@ -238,6 +238,66 @@ def test_errors_are_one_line_naming_the_file(args, needle):
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 
 
+def test_python_commands_take_paths_that_are_not_utf8(pair, tmp_path):
+    """A directory name with a byte that is not UTF-8 (a Latin-1 name on an
+    old file server): the Rust commands took it, the ones Python runs said
+    only "error: path contains invalid UTF-8 characters"."""
+    ours, _, _, _ = pair
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9 cache"))
+    shutil.copytree(ours, odd)
+
+    def sc(*args: object) -> subprocess.CompletedProcess[bytes]:
+        argv = [os.fsencode(script()), *(os.fsencode(a) for a in args)]
+        return subprocess.run(argv, capture_output=True, cwd=REPO, timeout=120)
+
+    r = sc("info", odd, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["threads"] == 38
+    out = Path(os.fsdecode(bytes(tmp_path) + b"/r\xe9actions.parquet"))
+    r = sc("info", odd)
+    assert r.returncode == 0 and b"threads" in r.stdout, r.stderr
+    r = sc("export", odd, out)
+    assert r.returncode == 0 and out.is_file(), r.stderr
+    r = sc("describe", odd, "--json")
+    assert r.returncode == 0, r.stderr
+    # A missing one is still the one-line error naming it.
+    r = sc("info", Path(os.fsdecode(bytes(tmp_path) + b"/n\xe9ant")))
+    assert r.returncode == 1 and r.stderr.startswith(b"error: no cache at"), r.stderr
+    assert b"Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("command", ["info", "dump", "stats"])
+def test_a_closed_stdout_is_not_a_traceback(pair, command):
+    """`socialctx info CACHE >&-`: Python sets a stream it finds closed to
+    None; the command ran into it with a traceback."""
+    ours, _, _, _ = pair
+    r = subprocess.run(
+        f"'{script()}' {command} '{ours}' >&-",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in r.stderr and "panicked" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("command", ["info", "dump", "stats"])
+def test_output_to_a_full_disk_is_an_error(pair, command):
+    """`socialctx stats CACHE > table.txt` on a full disk exited 0 with an
+    empty file."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    ours, _, _, _ = pair
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [script(), command, ours], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("error: ") and "No space left" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_every_help_works(command):
     r = run(*([command] if command else []), "--help")
@@ -274,6 +334,9 @@ def test_python_dash_m_and_version():
         ["build", SAMPLE, "/tmp/x", "--workers", "many"],
         ["build", SAMPLE, "/tmp/x", "--threads", "0"],
         ["build", SAMPLE, "/tmp/x", "--shard-mib", "0"],
+        # Past any machine: aborted starting threads (exit 134, a Rust backtrace).
+        ["build", SAMPLE, "/tmp/x", "--io-depth", "100000000"],
+        ["build", SAMPLE, "/tmp/x", "--workers", "65535"],
         ["build", SAMPLE, "/tmp/x", "--verify"],
         ["build", SAMPLE, "/tmp/x", "--bogus"],
         ["build-partition", SAMPLE, "/tmp/x", "--plan", "p.json"],
@@ -541,6 +604,27 @@ import numpy as np
 def embed(batch):
     return np.stack([np.array([len(t), sum(map(len, t)) % 97, 1.0], np.float32) for t in batch])
 """
+
+
+def test_an_interrupted_embed_says_so(pair, tmp_path):
+    """Ctrl-C during `socialctx embed` printed "interrupted: " and nothing
+    more (a KeyboardInterrupt has no message)."""
+    ours, _, _, _ = pair
+    (tmp_path / "stopper.py").write_text(
+        "import os, signal\n"
+        "def model(batch):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    raise AssertionError('the signal did not stop the embed')\n"
+    )
+    r = subprocess.run(
+        [script(), "embed", ours, "--model", "stopper:model", "--name", "stopped", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "interrupted: stopped\n", r.stderr
 
 
 def test_nightly_recipe_one_command_per_stage(tmp_path):

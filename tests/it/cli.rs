@@ -304,3 +304,50 @@ fn dump_tokens_prints_the_text_oracle_and_refuses_extended() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--extended"), "{}", text(&o).1);
 }
+
+/// Output that cannot be written (stdout a full disk) is an error, not a
+/// silent success with an empty file: `stats > table.txt` on a full disk
+/// exited 0. A reader that went away (`| head`) stays quiet.
+#[test]
+fn output_to_a_full_disk_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    build_cache(&repo("data-samples/corpus"), &cache, 1);
+    let full = || {
+        fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    for name in ["stats", "dump"] {
+        let o = example(name).arg(&cache).stdout(full()).output().unwrap();
+        let err = text(&o).1;
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.starts_with("error: writing output") && err.contains("No space left"),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+}
+
+/// `--io-depth 100000000` started prefetch threads until one could not get
+/// its stack and the process aborted (a Rust backtrace, exit 134); `-j`
+/// near its old bound of 65535 exhausted memory the same way. Both are
+/// bounded now: a usage error naming the option, before anything starts.
+#[test]
+fn thread_counts_past_any_machine_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (option, value) in [("--io-depth", "100000000"), ("--workers", "65535")] {
+        let o = example("precache")
+            .arg(repo("data-samples/corpus"))
+            .arg(tmp.path().join("c"))
+            .args(["--quiet", option, value])
+            .output()
+            .unwrap();
+        let err = text(&o).1;
+        assert_eq!(o.status.code(), Some(2), "{option} {value}: {err}");
+        assert!(err.contains(option) && err.contains("1024"), "{err}");
+        assert!(!tmp.path().join("c").exists());
+    }
+}

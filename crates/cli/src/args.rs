@@ -1,10 +1,36 @@
 //! The definition of the `socialctx` command: every subcommand, option,
 //! help text and usage error (clap's derive). `lib.rs` runs it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+
+/// A path handed to Python: a string, or `{"os_bytes": [...]}` when it is
+/// not UTF-8 (a name Python's own argv holds as surrogate escapes; cli.py
+/// decodes it with `os.fsdecode`). serde's own refuses such a path.
+fn os_path<S: Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    match p.to_str() {
+        Some(text) => s.serialize_str(text),
+        None => {
+            #[derive(Serialize)]
+            struct OsBytes<'a> {
+                os_bytes: &'a [u8],
+            }
+            OsBytes {
+                os_bytes: p.as_os_str().as_encoded_bytes(),
+            }
+            .serialize(s)
+        }
+    }
+}
+
+fn os_path_opt<S: Serializer>(p: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(p) => os_path(p, s),
+        None => s.serialize_none(),
+    }
+}
 
 macro_rules! exit_status {
     ($interrupted:literal) => {
@@ -158,14 +184,19 @@ pub(crate) enum PyCommand {
     Export(ExportArgs),
 }
 
+/// The most worker or prefetch threads a build may start.
+const MAX_THREADS: i64 = 1024;
+
 /// `-j`/`--workers`: every command that builds.
 #[derive(Args, Debug)]
 pub(crate) struct Workers {
     /// Worker threads [default: available cores]; the cache is byte-identical for any N
     // `--threads`, the former name, is a hidden alias: a cache's "threads"
     // are conversation threads.
+    // Bounded: each is an OS thread, and far past the cores the build
+    // aborted when one could not get its stack.
     #[arg(short = 'j', long, alias = "threads", value_name = "N",
-          value_parser = clap::value_parser!(u16).range(1..))]
+          value_parser = clap::value_parser!(u16).range(1..=MAX_THREADS))]
     pub(crate) workers: Option<u16>,
 }
 
@@ -232,8 +263,9 @@ pub(crate) struct BuildArgs {
     pub(crate) verify: bool,
     /// Prefetch threads that keep reads in flight when the corpus is not in
     /// the page cache (0 = none) [default: 32; 0 under `ulimit -v`]
-    #[arg(long, value_name = "N")]
-    pub(crate) io_depth: Option<usize>,
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS))]
+    pub(crate) io_depth: Option<u16>,
     /// Partitioned builds as the precache example takes them: without
     /// --partition, walk CORPUS once and write the plan to PLAN_FILE (what
     /// `socialctx plan` does); with it, the plan to build a partition of
@@ -341,6 +373,7 @@ pub(crate) struct StatsArgs {
 #[derive(Args, Debug, Serialize)]
 pub(crate) struct InfoArgs {
     /// The cache directory
+    #[serde(serialize_with = "os_path")]
     #[arg(value_name = "CACHE")]
     pub(crate) cache: PathBuf,
     /// Print the same as one JSON object
@@ -351,6 +384,7 @@ pub(crate) struct InfoArgs {
 #[derive(Args, Debug, Serialize)]
 pub(crate) struct EmbedArgs {
     /// The cache directory
+    #[serde(serialize_with = "os_path")]
     #[arg(value_name = "CACHE")]
     pub(crate) cache: PathBuf,
     /// The model
@@ -386,6 +420,7 @@ pub(crate) struct EmbedArgs {
 #[derive(Args, Debug, Serialize)]
 pub(crate) struct DescribeArgs {
     /// The cache directory
+    #[serde(serialize_with = "os_path")]
     #[arg(value_name = "CACHE")]
     pub(crate) cache: PathBuf,
     /// As a Markdown table
@@ -399,6 +434,7 @@ pub(crate) struct DescribeArgs {
     pub(crate) json: bool,
     /// Also write one self-contained HTML page (table, figures, folds and
     /// leakage audit)
+    #[serde(serialize_with = "os_path_opt")]
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
 }
@@ -406,9 +442,11 @@ pub(crate) struct DescribeArgs {
 #[derive(Args, Debug, Serialize)]
 pub(crate) struct ExportArgs {
     /// The cache directory
+    #[serde(serialize_with = "os_path")]
     #[arg(value_name = "CACHE")]
     pub(crate) cache: PathBuf,
     /// The Parquet file to write
+    #[serde(serialize_with = "os_path")]
     #[arg(value_name = "OUT")]
     pub(crate) out: PathBuf,
     /// One row per reaction or per thread

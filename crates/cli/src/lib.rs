@@ -280,7 +280,7 @@ fn build(a: BuildArgs, ctx: &Context) -> Done {
     };
     let mut opts = options(&a.workers, &a.content);
     if let Some(d) = a.io_depth {
-        opts = opts.io_depth(d);
+        opts = opts.io_depth(usize::from(d));
     }
     opts = opts.verify(a.verify);
     let job = match (a.plan, a.partition) {
@@ -471,28 +471,39 @@ fn dump(a: &DumpArgs) -> Done {
 }
 
 fn stats(a: &StatsArgs) -> Done {
-    let go = || -> sc::Result<()> {
-        let cache = sc::Cache::open(&a.cache)?;
-        let (s, notes) = sc::summary::split_stats(&cache, &a.split, a.retweets)?;
-        for note in notes {
-            eprintln!("{note}");
-        }
-        out(&sc::summary::stats_table(&s));
-        if let Some(path) = &a.save {
-            s.save(path)?;
-            eprintln!("saved {}", path.display());
-        }
-        Ok(())
-    };
-    go().map(|()| 0).map_err(|e| e.to_string())
+    let cache = sc::Cache::open(&a.cache).map_err(|e| e.to_string())?;
+    let (s, notes) =
+        sc::summary::split_stats(&cache, &a.split, a.retweets).map_err(|e| e.to_string())?;
+    for note in notes {
+        eprintln!("{note}");
+    }
+    try_out(&sc::summary::stats_table(&s))?;
+    if let Some(path) = &a.save {
+        s.save(path).map_err(|e| e.to_string())?;
+        eprintln!("saved {}", path.display());
+    }
+    Ok(0)
 }
 
-/// Prints to stdout; a reader that went away (`| head`) is not an error.
-fn out(text: &str) {
+/// Prints to stdout; a reader that went away (`| head`) is not an error,
+/// output that cannot be written (a full disk) is.
+fn try_out(text: &str) -> Done {
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout
+    match stdout
         .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        _ => Ok(0),
+    }
+}
+
+/// The summary of a command whose work is done (published, saved): output
+/// that cannot be written is a warning, not a failure of the work.
+fn out(text: &str) {
+    if let Err(e) = try_out(text) {
+        eprintln!("warning: {e}");
+    }
 }
 
 #[cfg(test)]
