@@ -67,6 +67,9 @@ class BuildSummary:
     """The plan's id, for a partition build or a merge."""
     partitions: int | None
     """How many partitions the plan was cut into, for a partition build or a merge."""
+    warnings: list[str]
+    """What failed after the new cache was published (the build succeeded; the
+    next build cleans up): the lines ``socialctx build`` prints as warnings."""
     def __getitem__(self, key: str) -> Any:
         """Deprecated: read the attribute ``key``."""
 

@@ -324,11 +324,15 @@ pub(crate) struct BuildSummary {
     /// How many partitions the plan was cut into, for a partition build or
     /// a merge.
     partitions: Option<usize>,
+    /// What failed after the new cache was published (the build succeeded;
+    /// the next build cleans up): the lines `socialctx build` prints as
+    /// "warning: …".
+    warnings: Vec<String>,
 }
 
 /// The attribute names, in the order `repr` shows them (also the keys of
 /// the dicts the build functions returned before).
-const BUILD_SUMMARY_FIELDS: [&str; 14] = [
+const BUILD_SUMMARY_FIELDS: [&str; 15] = [
     "cache_dir",
     "threads",
     "reactions",
@@ -343,6 +347,7 @@ const BUILD_SUMMARY_FIELDS: [&str; 14] = [
     "incremental",
     "plan_id",
     "partitions",
+    "warnings",
 ];
 
 impl BuildSummary {
@@ -363,6 +368,7 @@ impl BuildSummary {
             incremental: s.incremental.clone(),
             plan_id: m.partition.as_ref().map(|p| p.plan_id.clone()),
             partitions: m.partition.as_ref().map(|p| p.count as usize),
+            warnings: s.warnings.clone(),
         }
     }
 }
@@ -397,6 +403,11 @@ impl BuildSummary {
             incremental: field(f, "incremental")?,
             plan_id: field(f, "plan_id")?,
             partitions: field(f, "partitions")?,
+            // Pickled before summaries had warnings: none.
+            warnings: match f.get_item("warnings")? {
+                Some(w) => w.extract()?,
+                None => Vec::new(),
+            },
         })
     }
 

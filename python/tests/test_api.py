@@ -186,3 +186,51 @@ def test_embed_returns_a_typed_summary(built, tmp_path):
         warnings.simplefilter("always")
         assert r["unique"] == r.unique
     assert [w.category for w in caught] == [DeprecationWarning]
+
+
+def test_a_failure_after_the_swap_is_a_warning_on_the_summary(tmp_path: Path) -> None:
+    # Once the new cache is published the build has succeeded; what fails
+    # after it (here: removing the replaced cache's first file, through the
+    # publish fault hook) was printed by the command but lost to Python
+    # callers. It is the summary's `warnings`.
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    corpus = REPO / "data-samples/corpus"
+    cache = tmp_path / "cache"
+    assert socialctx.build(corpus, cache, progress=False).warnings == []
+    shutil.copytree(cache, tmp_path / "saved")
+    script = (
+        "import json, sys, socialctx\n"
+        "s = socialctx.build(sys.argv[1], sys.argv[2], progress=False)\n"
+        "print(json.dumps(s.warnings))\n"
+    )
+
+    def run(hook: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "SOCIALCTX_TEST_PUBLISH_FAULT": hook}
+        return subprocess.run(
+            [sys.executable, "-c", script, str(corpus), str(cache)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+
+    traced = run("trace")
+    assert traced.returncode == 0, traced.stderr
+    # "publish step N: OP PATH": the first unlink in the swapped-out cache.
+    steps = [ln.split(" ", 4)[2:] for ln in traced.stderr.splitlines() if ln.startswith("publish ")]
+    (n,) = [n.rstrip(":") for n, op, path in steps if op == "unlink" and ".tmp-" in path][:1]
+    shutil.rmtree(cache)
+    shutil.copytree(tmp_path / "saved", cache)
+    faulted = run(f"{n}:error")
+    assert faulted.returncode == 0, faulted.stderr
+    warned = json.loads(faulted.stdout)
+    assert len(warned) == 1 and "the cache is published" in warned[0], warned
+    summary = socialctx.build(corpus, cache, progress=False)
+    assert summary.warnings == []
+    assert pickle.loads(pickle.dumps(summary)).warnings == []
+    assert "warnings=[]" in repr(summary)
