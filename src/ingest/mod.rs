@@ -66,7 +66,8 @@ pub const DEFAULT_IO_DEPTH: usize = 32;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct BuildOptions {
-    /// Worker threads (and walker threads). Default: available cores.
+    /// Worker threads (and walker threads). Default: available cores. At
+    /// most 1,024 are started.
     pub threads: usize,
     /// Stop at the first bad input instead of skipping and reporting it.
     pub strict: bool,
@@ -75,9 +76,9 @@ pub struct BuildOptions {
     /// Cap on one shard's archive size.
     pub shard_bytes: usize,
     /// Prefetch threads that keep reads in flight ahead of the workers when
-    /// the corpus is not in the page cache (0: none). Default 32, or 0 under
-    /// an address-space limit; a warm build skips cached threads, so the
-    /// default costs little there.
+    /// the corpus is not in the page cache (0: none; at most 1,024 are
+    /// started). Default 32, or 0 under an address-space limit; a warm
+    /// build skips cached threads, so the default costs little there.
     pub io_depth: usize,
     /// Incremental builds only: also compare file contents (xxh3), for file
     /// systems whose timestamps are coarse or unreliable. Reads every file.
@@ -308,20 +309,28 @@ const ADDRESS_SPACE_PER_THREAD: u64 = 2 * (66 << 20);
 /// is not per thread: the shard being written, the thread list, maps.
 const ADDRESS_SPACE_RESERVE: u64 = 192 << 20;
 
-/// Prefetch threads to start: `wanted`, or none under an address-space
-/// limit (each thread that allocates may reserve a glibc heap arena).
+/// The most worker or prefetch threads a build starts, whatever it is
+/// asked for: `workers=65535` ran the machine out of memory, and no corpus
+/// gains past this. (`socialctx build` refuses more as a usage error.)
+const MAX_THREADS: usize = 1024;
+
+/// Prefetch threads to start: `wanted` (at most [`MAX_THREADS`]), or none
+/// under an address-space limit (each thread that allocates may reserve a
+/// glibc heap arena).
 fn io_depth(wanted: usize) -> usize {
     match rustix::process::getrlimit(rustix::process::Resource::As).current {
         Some(_) => 0,
-        None => wanted,
+        None => wanted.min(MAX_THREADS),
     }
 }
 
-/// How many of `wanted` threads fit under the process's address-space limit.
+/// How many of `wanted` threads (at most [`MAX_THREADS`]) fit under the
+/// process's address-space limit.
 ///
 /// Without this, `ulimit -v` with many cores ends in an allocation failure
 /// (abort) or a panic inside a freshly started thread that cannot be caught.
 fn threads_that_fit(wanted: usize) -> usize {
+    let wanted = wanted.min(MAX_THREADS);
     let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::As).current else {
         return wanted;
     };

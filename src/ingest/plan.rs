@@ -98,7 +98,7 @@ impl Plan {
         if !corpus.is_dir() {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
-        let threads = opts.threads.max(1);
+        let threads = super::threads_that_fit(opts.threads.max(1));
         let (list, bad, index) = discover_checked(corpus, threads, opts, opts.extended)?;
         let rumour_index = sorted_index(index.as_ref());
         let fps = fingerprints(&list, threads, How::Portable);

@@ -195,3 +195,20 @@ fn a_failed_swap_in_a_sticky_directory_keeps_the_users_files() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A build asked for more threads than any machine has starts at most
+/// 1,024 (`workers=65535` from Python ran the machine out of memory; the
+/// command refuses it as a usage error). The plan's walk is capped alike.
+#[test]
+fn a_build_asked_for_65535_workers_starts_at_most_1024() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = corpus(tmp.path());
+    let opts = socialctx::BuildOptions::default()
+        .threads(65535)
+        .io_depth(65535);
+    let summary =
+        socialctx::build(&corpus, tmp.path().join("c"), &opts, &socialctx::NoProgress).unwrap();
+    assert!(summary.workers <= 1024, "{} workers", summary.workers);
+    let plan = socialctx::Plan::create(&corpus, &opts).unwrap();
+    assert!(!plan.is_empty());
+}
