@@ -223,18 +223,24 @@ def test_latex_escapes_what_tex_reads_as_commands() -> None:
     assert _latex_escape("a<b>c|d") == r"a\textless{}b\textgreater{}c\textbar{}d"
 
 
+def cache_with_events(tmp_path: Path, events: list[str]) -> socialctx.Cache:
+    """A cache of one real rumour thread per event, the events named
+    `events` (event names are the user's folder names: any text)."""
+    rnr = REPO / "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours"
+    threads = sorted(p for p in rnr.iterdir() if p.is_dir())[: len(events)]
+    for event, thread in zip(events, threads):
+        shutil.copytree(thread, tmp_path / "corpus" / event / "rumours" / thread.name)
+    socialctx.build(tmp_path / "corpus", tmp_path / "cache", progress=False)
+    return socialctx.open(tmp_path / "cache")
+
+
 def test_dollar_signs_in_event_names_are_text_in_the_figures(tmp_path: Path) -> None:
     # matplotlib reads "$...$" as mathtext: an event folder named like
     # "p$\\badcmd{$q" made `describe --html` fail ("error: " and a pyparsing
     # message, no page), and "u$x_1$v" was drawn as math.
     pytest.importorskip("matplotlib")
-    rnr = REPO / "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours"
-    threads = sorted(p for p in rnr.iterdir() if p.is_dir())[:2]
     events = ["p$\\badcmd{$q", "u$x_1$v"]
-    for event, thread in zip(events, threads):
-        shutil.copytree(thread, tmp_path / "corpus" / event / "rumours" / thread.name)
-    socialctx.build(tmp_path / "corpus", tmp_path / "cache", progress=False)
-    d = socialctx.describe(socialctx.open(tmp_path / "cache"))
+    d = socialctx.describe(cache_with_events(tmp_path, events))
     assert sorted(f.event for f in d.folds) == sorted(events)
     page = d.write_html(tmp_path / "page.html").read_text()
     assert "p$\\badcmd{$q" in page and "<svg" in page
@@ -421,13 +427,8 @@ def test_markdown_cells_read_as_the_event_names() -> None:
 
 
 def test_markdown_table_escapes_event_folder_names(tmp_path: Path) -> None:
-    rnr = REPO / "tests/fixtures/real/pheme-rnr/corpus/charliehebdo/rumours"
-    threads = sorted(p for p in rnr.iterdir() if p.is_dir())[:2]
     events = ["<b>x&amp;y<b>", "a*b*_c_ [l](u)"]
-    for event, thread in zip(events, threads):
-        shutil.copytree(thread, tmp_path / "corpus" / event / "rumours" / thread.name)
-    socialctx.build(tmp_path / "corpus", tmp_path / "cache", progress=False)
-    md = socialctx.describe(socialctx.open(tmp_path / "cache")).markdown()
+    md = socialctx.describe(cache_with_events(tmp_path, events)).markdown()
     rows = _cells(_render(md))
     assert rows[0][0] == "Event" and rows[-1][0] == "Total"
     assert sorted(r[0] for r in rows[1:-1]) == sorted(events)

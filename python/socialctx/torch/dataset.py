@@ -480,12 +480,7 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         worker: int,
         workers: int,
     ) -> Iterator[Any]:
-        in_process = get_worker_info() is None
-        if in_process:
-            self._position = (epoch, start)
-        else:
-            self._progress = [epoch, start, worker, workers, 0]
-        todo = range(start + worker, len(plan), workers)
+        in_process, todo = self._todo(plan, epoch, start, worker, workers)
         if not todo:
             return iter(())
         # Sized for the largest batch to come, not batch_size.
@@ -493,6 +488,19 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         if in_process and self.pin_memory:
             return self._counted(self._iter_pinned(loader, plan, todo, size, epoch), epoch, todo)
         return self._counted(self._iter_fresh(loader, plan, todo, size, epoch), epoch, todo)
+
+    def _todo(
+        self, plan: list[npt.NDArray[np.int64]], epoch: int, start: int, worker: int, workers: int
+    ) -> tuple[bool, range]:
+        """Records where this iteration starts (this process's position, or
+        the worker's progress) and returns (in process, the plan indices it
+        yields)."""
+        in_process = get_worker_info() is None
+        if in_process:
+            self._position = (epoch, start)
+        else:
+            self._progress = [epoch, start, worker, workers, 0]
+        return in_process, range(start + worker, len(plan), workers)
 
     def _counted(self, items: Iterator[Any], epoch: int, todo: range) -> Iterator[Any]:
         """Records each item as consumed when it is handed out."""

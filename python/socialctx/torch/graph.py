@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
-from torch.utils.data import get_worker_info
 
 from .. import Cache, GraphBatch, Loader, Vocabulary
 from .dataset import CacheDataset, _can_pin, _into
@@ -96,12 +95,7 @@ class GraphDataset(CacheDataset):
         worker: int,
         workers: int,
     ) -> Iterator[Any]:
-        in_process = get_worker_info() is None
-        if in_process:
-            self._position = (epoch, start)
-        else:
-            self._progress = [epoch, start, worker, workers, 0]
-        todo = range(start + worker, len(plan), workers)
+        in_process, todo = self._todo(plan, epoch, start, worker, workers)
         pin = in_process and self.pin_memory
         return self._counted(self._iter_graphs(loader, plan, todo, epoch, pin), epoch, todo)
 
