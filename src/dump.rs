@@ -40,7 +40,9 @@ fn write_f32<W: Write>(w: &mut W, x: f32) -> io::Result<()> {
 }
 
 fn write_str<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, s).map_err(io::Error::other)
+    // `From`, not `Error::other`: an I/O error keeps its kind (a closed
+    // pipe under `dump --tokens | head` is not a failure).
+    serde_json::to_writer(&mut *w, s).map_err(io::Error::from)
 }
 
 /// What [`write_cache`] prints.

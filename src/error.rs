@@ -69,6 +69,23 @@ pub enum EmbeddingError {
         /// The cache's content id.
         expected: String,
     },
+    /// The store was made by another model than the one required
+    /// ([`EmbeddingStore::require_model`](crate::EmbeddingStore::require_model)).
+    #[error(
+        "{path}: store {name:?} was made by {}, but model {expected:?} is required; embed it \
+         again with that model and model_id={expected:?}",
+        made_by(.found)
+    )]
+    OtherModel {
+        /// The store's directory.
+        path: PathBuf,
+        /// Its name.
+        name: String,
+        /// The model id the store records (None: made without one).
+        found: Option<String>,
+        /// The model id required.
+        expected: String,
+    },
     /// A file of the store is unreadable, malformed or damaged.
     #[error("{path}: {reason}")]
     Damaged {
@@ -99,6 +116,14 @@ pub enum EmbeddingError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// A store's model in messages: its id, or that it has none.
+pub(crate) fn made_by(model_id: &Option<String>) -> String {
+    match model_id {
+        Some(id) => format!("model {id:?}"),
+        None => "a model of unknown identity (no model id)".into(),
+    }
 }
 
 /// Everything that can stop a build. Any existing cache is then left as it was.
@@ -200,6 +225,24 @@ pub enum BuildError {
         corpus: PathBuf,
         /// What changed, each naming a thread or file relative to the corpus.
         changed: Vec<String>,
+    },
+
+    /// An artifact (a plan, a partition) was made by a library whose
+    /// definition of the stored values differs from this one's
+    /// ([`Manifest::current_definition`](crate::Manifest::current_definition)):
+    /// its values would mix with others computed by other code.
+    #[error(
+        "{what} was made by definition {found} of the stored values, but this library computes definition {expected}: {remedy}"
+    )]
+    DefinitionChanged {
+        /// The artifact.
+        what: String,
+        /// Its recorded definition digest (`none recorded` if it has none).
+        found: String,
+        /// This library's.
+        expected: String,
+        /// What to do.
+        remedy: &'static str,
     },
 
     /// A partition build was asked for partition `index` of `count`, which

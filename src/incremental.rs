@@ -7,8 +7,8 @@
 //! of its folders exist. ctime catches an in-place edit that restores the
 //! mtime. Before reading any file, a build waits until the file system's
 //! clock (a stamp file's mtime) has passed every time its fingerprints saw,
-//! in whole seconds when no corpus file has a sub-second mtime (a file
-//! system with 1-second timestamps), so a change after the fingerprints
+//! in whole seconds for files on a device where no corpus file has a
+//! sub-second mtime (a file system with 1-second timestamps), so a change after the fingerprints
 //! always changes them. A file modified at or after that point counts as
 //! changed at the next build (git's racy-clean rule), with or without
 //! content hashes (`--verify`: a file edited and reverted while the build
@@ -23,7 +23,8 @@
 //! threads' values are recomputed from their reactions' author keys, kept in
 //! the fingerprint file. A full build is done when anything makes reuse
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
-//! fingerprints), and the summary says why.
+//! fingerprints, values computed by another definition of the features:
+//! `crate::definition`), and the summary says why.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -40,7 +41,7 @@ use crate::format::user_key;
 use crate::ingest::discover::ThreadDir;
 use crate::ingest::extended::{rumour_index, rumour_index_with};
 use crate::ingest::features::reliability::RumourIndex;
-use crate::ingest::fingerprint::{Fp, How, fingerprints};
+use crate::ingest::fingerprint::{Fp, How, Precision, fingerprints};
 use crate::ingest::job::{Reuse, Started, Supply};
 use crate::ingest::thread::Outcome;
 use crate::ingest::writer::remove_superseded_fingerprints;
@@ -77,6 +78,9 @@ struct Fingerprints {
     /// Whether the fingerprints include content hashes.
     #[serde(default)]
     verify: bool,
+    /// The definition digest of the build that wrote these.
+    #[serde(default)]
+    definition: String,
     /// When the build that wrote these started reading (ns since the epoch,
     /// the file system's clock, after the fingerprinted times had passed):
     /// a file modified at or after it may have been read before the change.
@@ -144,19 +148,12 @@ impl Fingerprints {
         self.xxh3 = self.checksum();
         let name = fingerprints_file(content_id);
         let file = derived.join(&name);
-        let tmp = derived.join(format!(".{name}.tmp-{}", std::process::id()));
         fs::create_dir_all(derived).map_err(|e| BuildError::io(derived, e))?;
         let json = serde_json::to_vec(&self).map_err(|e| BuildError::io(&file, e.into()))?;
-        let written = fs::File::create(&tmp)
-            .and_then(|mut f| {
-                std::io::Write::write_all(&mut f, &json)?;
-                f.sync_all()
-            })
-            .and_then(|()| fs::rename(&tmp, &file));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(BuildError::io(&file, e));
-        }
+        // The one routine for replacing a file: a killed build's temporary
+        // file is removed by the next write of the same fingerprints.
+        crate::output::replace_file(&file, |f| std::io::Write::write_all(f, &json))
+            .map_err(|e| BuildError::io(&file, e))?;
         Ok(())
     }
 }
@@ -175,13 +172,13 @@ fn file_clock(dir: &Path) -> Option<i128> {
 }
 
 /// Waits until file times have moved past every time the fingerprints saw
-/// (in the corpus's granularity: whole seconds when `coarse`), so that any
-/// later change of a fingerprinted file gets a time of its own and shows in
-/// the next build's fingerprints; the build reads files only after this.
+/// (in each file system's precision: [`Precision`]), so that any later
+/// change of a fingerprinted file gets a time of its own and shows in the
+/// next build's fingerprints; the build reads files only after this.
 /// Returns the start time that the next build's racy-clean rule uses.
 /// Times more than a second ahead (a skewed clock) are not waited for:
 /// those files stay racy and are read again by the next build.
-fn settle(dir: &Path, fps: &[Fp], coarse: bool) -> i128 {
+fn settle(dir: &Path, fps: &[Fp], precision: &Precision) -> i128 {
     let now = || {
         file_clock(dir).unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -190,13 +187,8 @@ fn settle(dir: &Path, fps: &[Fp], coarse: bool) -> i128 {
         })
     };
     let second = 1_000_000_000i128;
-    let Some(newest) = fps.iter().map(|f| f.newest).max() else {
+    let Some(need) = precision.settled_at(fps) else {
         return now();
-    };
-    let need = if coarse {
-        newest - newest.rem_euclid(second) + second
-    } else {
-        newest + 1
     };
     let mut t = now();
     if need - t <= second + second / 10 {
@@ -207,19 +199,6 @@ fn settle(dir: &Path, fps: &[Fp], coarse: bool) -> i128 {
         }
     }
     t
-}
-
-/// The previous build's start in the corpus's timestamp granularity: when
-/// no file of the corpus has a sub-second mtime, its file system keeps whole
-/// seconds (ext4 with 128-byte inodes, HFS+, some NFS servers), and an edit
-/// made in the second a build started is stored as that second, so the
-/// start is taken down to its second.
-fn racy_from(started_ns: i128, fps: &[Fp]) -> i128 {
-    if fps.iter().any(|f| f.subsec) {
-        started_ns
-    } else {
-        started_ns - started_ns.rem_euclid(1_000_000_000)
-    }
 }
 
 /// Non-empty per-thread values by thread rel path.
@@ -261,8 +240,23 @@ fn old_cache(
     fps: &[Fp],
 ) -> std::result::Result<Old, String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
-    let old = Fingerprints::load(&cache)?;
     let m = cache.manifest();
+    // Values computed by other code are never reused: checked first, so
+    // that the summary says why.
+    let ours = crate::definition::definition();
+    if m.definition != ours {
+        return Err(format!(
+            "definition changed (the old cache's values were computed by definition {}, this build's is {ours})",
+            crate::definition::shown(&m.definition)
+        ));
+    }
+    let old = Fingerprints::load(&cache)?;
+    if old.definition != ours {
+        return Err(format!(
+            "definition changed (the old fingerprints were written by definition {}, this build's is {ours})",
+            crate::definition::shown(&old.definition)
+        ));
+    }
     if old.corpus != canonical(corpus) {
         return Err(format!("the old cache was built from {}", old.corpus));
     }
@@ -293,19 +287,16 @@ fn old_cache(
     }
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
-    let built_at = racy_from(old.started_ns, fps);
+    let precision = Precision::of(fps);
     let mut reuse = HashMap::new();
-    for (
-        td,
-        &Fp {
-            hash: fp, newest, ..
-        },
-    ) in list.iter().zip(fps)
-    {
+    for (td, f) in list.iter().zip(fps) {
         // The racy-clean rule, with or without content hashes: a file
-        // modified at or after the previous build's start may have been read
-        // (or hashed) before that change or a revert of it.
-        if old.threads.get(&td.rel) != Some(&fp) || newest >= built_at {
+        // modified at or after the previous build's start (in its file
+        // system's precision) may have been read (or hashed) before that
+        // change or a revert of it.
+        if old.threads.get(&td.rel) != Some(&f.hash)
+            || f.newest >= precision.racy_from(old.started_ns, f)
+        {
             continue;
         }
         match cache.position(td.source_id) {
@@ -370,8 +361,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
         How::Local
     };
     let fps = fingerprints(list, workers, how);
-    let coarse = !fps.iter().any(|f| f.subsec);
-    let started_ns = settle(started.writer.temp_dir(), &fps, coarse);
+    let started_ns = settle(started.writer.temp_dir(), &fps, &Precision::of(&fps));
     let old = old_cache(corpus, cache, &opts, list, &fps);
     let index = opts.extended.then(|| match &old {
         Ok(o) => o.rumour_index(list, workers, opts.max_file_bytes),
@@ -414,6 +404,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
             shard_bytes: opts.shard_bytes as u64,
             extended: opts.extended,
             verify: opts.verify,
+            definition: crate::definition::definition().to_owned(),
             started_ns,
             threads: list
                 .iter()

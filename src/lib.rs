@@ -30,12 +30,14 @@
 
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod definition;
 pub mod dump;
 mod error;
 mod format;
 mod incremental;
 mod ingest;
 mod merge;
+mod output;
 mod read;
 mod repack;
 mod schema;
@@ -81,6 +83,7 @@ pub mod internals {
     pub use crate::ingest::publish::swap_dir;
     pub use crate::ingest::writer::{CacheWriter, ThreadData, ThreadText, WriterOptions};
     pub use crate::ingest::{discover, features, layout, parents, parse};
+    pub use crate::output::{Replacement, replace_file};
     pub use crate::store::format::{self as store_format, Dtype, npy_header};
 }
 

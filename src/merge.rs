@@ -103,6 +103,33 @@ impl Partitions {
             infos.push((info, p.to_path_buf(), cache));
         }
         let (first, first_path) = (infos[0].0.clone(), infos[0].1.clone());
+        // Values computed by different code never mix (src/definition.rs).
+        let shown = crate::definition::shown;
+        let first_def = infos[0].2.manifest().definition.clone();
+        for (_, p, cache) in &infos {
+            let d = &cache.manifest().definition;
+            if *d != first_def {
+                return Err(bad(
+                    p,
+                    format!(
+                        "built by definition {} of the stored values, but {} by definition {}: partitions of different versions never mix; build every partition with one version",
+                        shown(d),
+                        first_path.display(),
+                        shown(&first_def)
+                    ),
+                ));
+            }
+        }
+        let ours = crate::definition::definition();
+        if first_def != ours {
+            return Err(bad(
+                &first_path,
+                format!(
+                    "built by definition {} of the stored values, but this library computes definition {ours}: merge with the version that built the partitions, or build them again with this one",
+                    shown(&first_def)
+                ),
+            ));
+        }
         for (info, p, _) in &infos {
             if info.plan_id == first.plan_id && info.inputs != first.inputs {
                 return Err(bad(

@@ -215,10 +215,10 @@ def main() -> None:
     positions = np.arange(n)
     labels = np.asarray(cache.labels)
     old = CacheDataset(
-        args.cache, positions, args.batch, labels=labels, seed=0, embeddings=[store], dense=True
+        cache, positions, args.batch, labels=labels, seed=0, embeddings=[store], dense=True
     )
     new = CacheDataset(
-        args.cache,
+        cache,
         positions,
         args.batch,
         labels=labels,
@@ -231,7 +231,7 @@ def main() -> None:
     # buffers (a fill is ~0.1 ms of Rust with the GIL released): no worker
     # processes, no inter-process queue.
     pinned = CacheDataset(
-        args.cache,
+        cache,
         positions,
         args.batch,
         labels=labels,

@@ -113,7 +113,7 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # pinned without CUDA
             ds = GraphDataset(
-                args.cache, np.arange(len(cache)), args.batch, labels=labels, seed=0, pyg=False,
+                cache, np.arange(len(cache)), args.batch, labels=labels, seed=0, pyg=False,
                 bag_of_words=vocab, kinds="replies", max_cxt=200, pin_memory=pinned,
             )  # fmt: skip
             it = on_device(ds, 0 if pinned else args.workers, device)

@@ -25,6 +25,7 @@ Everything heavy runs in Rust with the GIL released. For PyTorch, see
 """
 
 from ._socialctx import (
+    DEFINITION,
     FEATURE_NAMES,
     FORMAT_VERSION,
     NUM_FEATURES,
@@ -56,13 +57,14 @@ from ._socialctx import (
 )
 from .describe import Description, describe
 from .embed import EmbeddingError, EmbedSummary, embed
-from .folds import Fold, folds
+from .folds import Fold, Selection, folds, select
 from .sample import sample_corpus
 from .store import Embeddings, open_store
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFINITION",
     "FEATURE_NAMES",
     "FORMAT_VERSION",
     "NUM_FEATURES",
@@ -85,7 +87,9 @@ __all__ = [
     "UniqueTexts",
     "Vocabulary",
     "Fold",
+    "Selection",
     "folds",
+    "select",
     "Description",
     "describe",
     "sample_corpus",

@@ -23,9 +23,9 @@ def _figure(**kw: Any) -> Figure:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError(
-            "socialctx.describe's figures need matplotlib: pip install 'socialctx[describe]'"
-        ) from None
+        from ._extras import missing
+
+        raise missing("socialctx.describe (figures)", "matplotlib") from None
     # Figure() directly, not pyplot: no global state, no backend selection.
     return Figure(**kw)
 

@@ -1,7 +1,8 @@
 """Type stubs of the extension module (re-exported by ``socialctx``)."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
+from pathlib import Path
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -14,6 +15,11 @@ _Labels = npt.NDArray[np.int8] | Sequence[int]
 FEATURE_NAMES: list[str]
 NUM_FEATURES: int
 FORMAT_VERSION: int
+#: This library's definition digest (16 hex digits): a digest, made when the
+#: extension was compiled, of the sources that compute the values a cache
+#: stores. A cache records the one that built it (``manifest["definition"]``);
+#: an incremental build over a cache of another definition builds in full.
+DEFINITION: str
 
 class Error(Exception):
     """Base class of every socialctx error."""
@@ -198,6 +204,11 @@ class Cache:
     def labels(self) -> npt.NDArray[np.int8]:
         """Label code of every thread, [T]: 1 rumour, 0 non-rumour, -1 unknown."""
     @property
+    def veracity(self) -> npt.NDArray[np.int8]:
+        """Veracity code of every thread, [T]: 0 false, 1 true, 2 unverified;
+        -1 for a thread not labelled rumour (whatever its ``annotation.json``
+        says) and for a rumour without a veracity annotation."""
+    @property
     def report(self) -> list[BadInput]:
         """Every input the build skipped."""
     def vocabulary(
@@ -230,8 +241,11 @@ class Cache:
 
         ``"reactions"``: one row per reaction (replies and retweets) of the
         threads at ``positions`` (all when None, in that order): thread_id,
-        position, event, label, label_code, veracity, annotated_rumour,
-        kind ("reply"/"retweet"), reaction_id, user_key (the author's
+        position, event, label, label_code, veracity (a rumour's; null for
+        any other thread, as ``Cache.veracity``), annotated_rumour,
+        kind ("reply"/"retweet", as stored), is_source_copy (the source
+        tweet stored again among its reactions: no reply, and counted in no
+        ``replies``), reaction_id, user_key (the author's
         ``user.id_str`` as a uint64 when decimal, else a hash with the top
         bit set), parent_id (the source's id
         for the root's children), parent_how, created_at (timestamp[s,
@@ -569,9 +583,12 @@ class Loader:
     ``pad="max"`` makes every batch ``[B, max_cxt]``; ``pad="longest"`` as
     wide as its longest thread, rounded up to ``pad_multiple``. Stores in
     ``embeddings`` are indexed per row slot (``batch.embedding_index``) and,
-    with ``dense=True``, copied (``batch.embeddings``). With ``token_ids``
-    (a Vocabulary) and ``max_tokens``, every fill also writes each row
-    slot's token ids (``batch.token_ids``, int32 ``[B, width, max_tokens]``).
+    with ``dense=True``, copied (``batch.embeddings``); given as a dict
+    ``{name: model_id}``, a store made by another model (or without a model
+    id) is an ``EmbeddingError`` naming both ids (None: any model). With
+    ``token_ids`` (a Vocabulary) and ``max_tokens``, every fill also writes
+    each row slot's token ids (``batch.token_ids``, int32 ``[B, width,
+    max_tokens]``).
     """
 
     def __init__(
@@ -583,7 +600,7 @@ class Loader:
         window_s: float | None = None,
         stats: FeatureStats | None = None,
         empty: Literal["row", "masked"] = "row",
-        embeddings: Sequence[str] | None = None,
+        embeddings: Sequence[str] | Mapping[str, str | None] | None = None,
         pad: Literal["max", "longest"] = "max",
         pad_multiple: int = 8,
         dense: bool = True,
@@ -626,7 +643,9 @@ class Loader:
         drop_last: bool = False,
     ) -> list[npt.NDArray[np.int64]]:
         """The epoch's batches as arrays of indices into ``positions``
-        (bucketed, sharded by rank); deterministic on any machine."""
+        (bucketed, sharded by rank); deterministic on any machine. Every
+        rank gets as many batches, none empty (batches of one padded by
+        repetition when they would outnumber the threads)."""
     def epoch(
         self,
         positions: _Positions,
@@ -642,7 +661,7 @@ class Loader:
         refilled in place."""
 
 def _open_store(
-    cache: Cache, name: str, same_content: bool = True
+    cache: Cache, name: str, same_content: bool = True, model_id: str | None = None
 ) -> tuple[str, list[tuple[str, int]]]: ...
 
 class StoreWriter:
@@ -687,6 +706,16 @@ class StoreWriter:
     def write(self, b: int, rows: npt.NDArray[Any]) -> None: ...
     def finish(self) -> str: ...
     def close(self) -> None: ...
+
+# The crate's one routine for replacing an output atomically, keeping its
+# mode, group and links (python/src/output.rs). Not a public API.
+class _Replacement:
+    def __init__(self, path: _Path) -> None: ...
+    def fileno(self) -> int: ...
+    @property
+    def temp_path(self) -> Path | None: ...
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
 
 # The `socialctx` command's entry point (socialctx/cli.py; python/src/cli.rs;
 # the command itself is defined once, in crates/cli). Not a public API.

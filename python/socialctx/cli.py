@@ -64,33 +64,86 @@ def _load_model(spec: str) -> Callable[[list[list[str]]], Any]:
     return obj  # type: ignore[no-any-return]
 
 
+def _model_identity(spec: str, model: Any) -> tuple[str | None, str]:
+    """``embed``'s model id without ``--model-id``, and how it was found.
+
+    The callable's ``model_id`` attribute (a string) is taken as given.
+    Otherwise the id is derived: ``MODULE:CALLABLE@`` and 16 hex digits of
+    a SHA-256 of the spec, the callable's qualified name and the bytes of
+    the module's file and of the file defining the callable (its class for
+    an instance), so that an edit of either is another model. Weights the
+    code loads from elsewhere, and modules it imports, are not in it: a
+    derived id resumes an interrupted embed but never reuses a previous
+    store's rows (give ``--model-id``, e.g. a hash of the weights, for
+    that). A callable without readable files has no id (unknown)."""
+    import hashlib
+    import inspect
+
+    from .embed import callable_model_id
+
+    given = callable_model_id(model)
+    if given is not None:
+        return given, "given by the callable's model_id attribute"
+    module = sys.modules.get(spec.partition(":")[0])
+    defined = model if inspect.isroutine(model) or inspect.isclass(model) else type(model)
+    digest = hashlib.sha256(spec.encode())
+    digest.update(getattr(defined, "__qualname__", "").encode())
+    try:
+        files = {inspect.getfile(m) for m in (module, defined) if m is not None}
+        for f in sorted(files):
+            digest.update(f.encode() + b"\0" + Path(f).read_bytes())
+    except (TypeError, OSError):  # a built-in, or a file gone since the import
+        return None, "unknown: no readable source to derive it from; give --model-id"
+    return (
+        f"{spec}@{digest.hexdigest()[:16]}",
+        "derived from the model's source: resumes an interrupted embed, reuses no rows "
+        "(give --model-id to reuse)",
+    )
+
+
 def _embed(a: Args) -> int:
     import time
+    import warnings
 
     from . import embed, open
 
     model = _load_model(a["model"])
+    model_id, how = a["model_id"], "given"
+    if model_id is None:
+        model_id, how = _model_identity(a["model"], model)
     cache = open(a["cache"])
     started = time.monotonic()
-    r = embed(
-        cache,
-        model,
-        field=a["field"],
-        name=a["name"],
-        batch_size=a["batch_size"],
-        dtype=a["dtype"],
-        model_id=a["model_id"],
-        progress=False if a["quiet"] else None,
-        compact=a["compact"],
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        r = embed(
+            cache,
+            model,
+            field=a["field"],
+            name=a["name"],
+            batch_size=a["batch_size"],
+            dtype=a["dtype"],
+            model_id=model_id,
+            progress=False if a["quiet"] else None,
+            compact=a["compact"],
+            reuse=not how.startswith("derived"),
+        )
+    for w in said:
+        print(f"warning: {w.message}", file=sys.stderr)
+    notes = "".join(
+        f"{label} {text}\n"
+        for label, text in (("restarted ", r.restarted), ("not reused", r.not_reused))
+        if text
     )
     _out(
         f"store      {Path(cache.derived_dir) / 'embeddings' / a['name']}\n"
+        f"model      {model_id if model_id is not None else '(no id)'} ({how})\n"
         f"inputs     {r.unique} distinct ({r.reactions} reactions), dim {r.dim}\n"
         f"new        {r.new} (embedded now, {r.calls} model calls)\n"
         f"reused     {r.reused} (rows of the previous store)\n"
         f"dropped    {r.dropped} (rows no reaction uses; "
         f"{'removed: compacted' if r.compacted else 'kept until compaction'})\n"
         f"resumed    {r.resumed} batches from an interrupted run\n"
+        f"{notes}"
         f"seconds    {time.monotonic() - started:.3f}\n"
     )
     return EXIT_OK
@@ -107,17 +160,29 @@ def _describe(a: Args) -> int:
 
     # A missing optional package (pandas, pyarrow, matplotlib) is an error
     # line naming it, not a traceback.
+    columns = a.get("columns")
     try:
         d = describe(_ext.open(a["cache"]))
+        form = (
+            d.markdown
+            if a["markdown"]
+            else d.latex
+            if a["latex"]
+            else d.json
+            if a["json"]
+            else d.text
+        )
+        # The columns are checked before the page is written.
+        table = form(columns)
         if a["html"] is not None:
             d.write_html(a["html"])
             print(f"wrote {a['html']}", file=sys.stderr)
     except ImportError as e:
         raise ValueError(str(e)) from None
-    form = (
-        d.markdown if a["markdown"] else d.latex if a["latex"] else d.json if a["json"] else d.text
-    )
-    _out(form())
+    # With --html the page is the output; a table too only when asked for
+    # by its form (--markdown, --latex, --json) or its --columns.
+    if a["html"] is None or a["markdown"] or a["latex"] or a["json"] or columns is not None:
+        _out(table)
     return EXIT_OK
 
 

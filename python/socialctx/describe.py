@@ -31,23 +31,24 @@ thread, computed in Rust) aggregated with pandas. Definitions (also in
   level, ``user_key`` of the reactions level: ``user.id_str``);
   *source authors*: distinct authors of source tweets.
 
-Needs pandas and pyarrow; the figures and the page need matplotlib
-(``pip install socialctx[describe]``).
+Needs pandas and pyarrow; the figures and the page need matplotlib (the
+``describe`` extra: ``pip install './python[describe]'`` from a clone).
 """
 
 from __future__ import annotations
 
-import errno
 import html
 import io
 import json as _json
 import math
 import os
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from ._extras import missing
+from ._output import write_output
 from ._socialctx import FEATURE_NAMES, Cache
 from .folds import Fold, folds
 
@@ -92,11 +93,8 @@ _TIMES = ("first_reply_s", "median_reply_s")
 _FLOATS = ("size_median", "size_p90", "depth_median")
 
 
-def _require(what: str) -> None:
-    raise ImportError(
-        f"socialctx.describe needs {what}: pip install 'socialctx[describe]' "
-        "(pandas, pyarrow and matplotlib)"
-    )
+def _require(package: str, what: str = "socialctx.describe") -> None:
+    raise missing(what, package) from None
 
 
 def _pd() -> Any:
@@ -225,6 +223,14 @@ class Description:
     folds: list[Fold]
     cache: Cache
 
+    @property
+    def definition(self) -> str | None:
+        """The definition digest of the code that computed the cache's values
+        (``socialctx.DEFINITION`` of the library that built it; None if the
+        cache predates it)."""
+        d = self.cache.manifest.get("definition")
+        return str(d) if d else None
+
     def rows(self) -> list[tuple[str, dict[str, Any]]]:
         """(event, row) per event, then ("Total", row)."""
         out = [(str(e), self._row(r)) for e, r in self.events.iterrows()]
@@ -254,17 +260,48 @@ class Description:
             data[key] = [r[key] for _, r in rows]
         return pa.table(data)
 
-    def _grid(self, *, minutes: bool) -> tuple[list[str], list[list[str]]]:
-        head = ["Event"] + [h for _, h, _ in COLUMNS]
+    def columns(self, columns: Sequence[str] | None = None, *, paper: bool = False) -> list[str]:
+        """The keys of the columns to show: ``columns`` (keys of
+        :data:`COLUMNS`, in that order; ``["all"]`` for every one) or, when
+        None, every column, less, for a ``paper`` table (LaTeX), those that
+        are zero or empty in every row (no retweets, no unlabelled thread,
+        no veracity annotation): PHEME's LaTeX table keeps 16 of the 18."""
+        keys = [k for k, _, _ in COLUMNS]
+        if columns is None:
+            if not paper:
+                return keys
+            rows = [r for _, r in self.rows()]
+            return [k for k in keys if k == "threads" or any(r[k] not in (None, 0) for r in rows)]
+        # "a,b" as --columns takes it (a str is a Sequence of characters).
+        columns = columns.split(",") if isinstance(columns, str) else list(columns)
+        if columns == ["all"]:
+            return keys
+        unknown = [c for c in columns if c not in keys]
+        if unknown or not columns or len(set(columns)) != len(columns):
+            why = (
+                f"unknown {', '.join(map(repr, unknown))}"
+                if unknown
+                else "none given"
+                if not columns
+                else "one named twice"
+            )
+            raise ValueError(f"columns: {why}; the table's are all or {', '.join(keys)}")
+        return columns
+
+    def _grid(self, keys: list[str], *, minutes: bool) -> tuple[list[str], list[list[str]]]:
+        heads = {k: h for k, h, _ in COLUMNS}
+        head = ["Event"] + [heads[k] for k in keys]
         body = [
-            [event] + [_cell(k, row[k], minutes=minutes) for k, _, _ in COLUMNS]
+            [event] + [_cell(k, row[k], minutes=minutes) for k in keys]
             for event, row in self.rows()
         ]
         return head, body
 
-    def text(self) -> str:
-        """The table for a terminal (times in minutes or hours)."""
-        head, body = self._grid(minutes=True)
+    def text(self, columns: Sequence[str] | None = None) -> str:
+        """The table for a terminal (times in minutes or hours); ``columns``
+        as in :meth:`columns` (default: every one)."""
+        keys = self.columns(columns)
+        head, body = self._grid(keys, minutes=True)
         widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
 
         def line(cells: list[str]) -> str:
@@ -274,12 +311,15 @@ class Description:
 
         rule = "-" * len(line(head))
         lines = [line(head), rule, *(line(r) for r in body[:-1]), rule, line(body[-1])]
-        notes = [f"  {h}: {d}" for _, h, d in COLUMNS]
+        defs = {k: (h, d) for k, h, d in COLUMNS}
+        notes = [f"  {defs[k][0]}: {defs[k][1]}" for k in keys]
+        notes.append(f"  values computed by definition {self.definition or 'none recorded'}")
         return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
-    def markdown(self) -> str:
-        """The table as GitHub-flavoured Markdown (times in minutes or hours)."""
-        head, body = self._grid(minutes=True)
+    def markdown(self, columns: Sequence[str] | None = None) -> str:
+        """The table as GitHub-flavoured Markdown (times in minutes or hours);
+        ``columns`` as in :meth:`columns` (default: every one)."""
+        head, body = self._grid(self.columns(columns), minutes=True)
 
         def row(cells: list[str], bold: bool = False) -> str:
             # Event names are the user's folder names: escaped whole. The
@@ -294,10 +334,11 @@ class Description:
         lines.append(row(body[-1], bold=True))
         return "\n".join(lines) + "\n"
 
-    def latex(self) -> str:
+    def latex(self, columns: Sequence[str] | None = None) -> str:
         """The table as a LaTeX ``tabular`` with booktabs rules, as a paper
-        pastes it (times in minutes or hours)."""
-        head, body = self._grid(minutes=True)
+        pastes it (times in minutes or hours); ``columns`` as in
+        :meth:`columns` (default: those not zero or empty in every row)."""
+        head, body = self._grid(self.columns(columns, paper=True), minutes=True)
         cols = "l" + "r" * (len(head) - 1)
 
         def line(cells: list[str]) -> str:
@@ -317,16 +358,19 @@ class Description:
         ]
         return "\n".join(lines) + "\n"
 
-    def json(self) -> str:
+    def json(self, columns: Sequence[str] | None = None) -> str:
         """The table as JSON: ``{"columns": {key: definition}, "events":
-        {event: row}, "total": row}``; times in seconds, null where a value
-        does not exist."""
-        rows = self.rows()
+        {event: row}, "total": row, "folds": ..., "definition": digest}``; times
+        in seconds, null where a value does not exist; ``columns`` as in
+        :meth:`columns` (default: every one)."""
+        keys = self.columns(columns)
+        rows = [(e, {k: r[k] for k in keys}) for e, r in self.rows()]
         doc = {
-            "columns": {k: d for k, _, d in COLUMNS},
+            "columns": {k: d for k, _, d in COLUMNS if k in keys},
             "events": dict(rows[:-1]),
             "total": rows[-1][1],
             "folds": self._folds_doc(),
+            "definition": self.definition,
         }
         return _json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
@@ -361,42 +405,13 @@ class Description:
         return _write_atomic(Path(path), self.html().encode("utf-8"))
 
 
-def _cannot_write(path: Path, e: OSError) -> OSError:
-    """``e`` naming ``path``, the file the user asked for, not the
-    temporary file beside it."""
-    return type(e)(e.errno, f"cannot write {path}: {e.strerror or e}")
-
-
-def _temp_beside(path: Path) -> tuple[int, str]:
-    """A temporary file beside ``path`` with the mode a new file gets
-    (mkstemp's is 0600)."""
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, f"cannot write {path}: it is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        raise _cannot_write(path, e) from None
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-    return fd, tmp
-
-
 def _write_atomic(path: Path, data: bytes) -> Path:
-    """Writes ``data`` to ``path`` through a temporary file beside it, so
-    that a failure leaves no partial file."""
-    fd, tmp = _temp_beside(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise _cannot_write(path, e) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Writes ``data`` to ``path`` (see :func:`socialctx._output.write_output`)."""
+
+    def write(f: BinaryIO) -> None:
+        f.write(data)
+
+    return write_output(path, write)
 
 
 def describe(cache: Cache) -> Description:
@@ -439,27 +454,16 @@ def write_parquet(
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        _require("pyarrow")
+        _require("pyarrow", "writing Parquet (socialctx export)")
     if columns is not None and not columns:
         # Parquet keeps no row count without a column: the file would read
         # back empty.
         raise ValueError("no column to write (columns is empty)")
     data = cache.to_arrow(level=level, columns=columns)
     table = _pa().table(data)
-    path = Path(path)
-    fd, tmp = _temp_beside(path)
-    try:
-        # The open file, not its name: pyarrow takes only names that are
-        # UTF-8 (a Latin-1 directory name was "surrogates not allowed").
-        with os.fdopen(fd, "wb") as f:
-            pq.write_table(table, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise _cannot_write(path, e) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The open file, not its name: pyarrow takes only names that are UTF-8
+    # (a Latin-1 directory name was "surrogates not allowed").
+    write_output(Path(path), lambda f: pq.write_table(table, f))
     return int(table.num_rows)
 
 

@@ -76,6 +76,15 @@ class EmbedSummary:
     """Rows of the previous store no reaction uses any more."""
     compacted: bool = False
     """Whether the store was written as one segment (compacted or from scratch)."""
+    model_id: str | None = None
+    """The model id the store was written under (recorded in ``meta.json``;
+    None: the model's identity is unknown)."""
+    restarted: str | None = None
+    """Why an interrupted embed was started over instead of resumed (another
+    model, no model id, rows of another width); None if none was discarded."""
+    not_reused: str | None = None
+    """Why the previous store's rows were not reused although a ``model_id``
+    was given (made by another model or without an id, or unreadable)."""
 
     def __getitem__(self, key: str) -> int:
         """Deprecated: ``summary["unique"]`` (``embed`` returned a dict); read the attribute."""
@@ -97,6 +106,16 @@ def store_dir(cache: _socialctx.Cache, name: str) -> Path:
     return Path(cache.derived_dir) / "embeddings" / name
 
 
+def callable_model_id(fn: Any) -> str | None:
+    """The model id ``fn`` states: its ``model_id`` attribute, or that of
+    the object a bound method belongs to, if a string."""
+    for holder in (fn, getattr(fn, "__self__", None)):
+        given = getattr(holder, "model_id", None)
+        if isinstance(given, str):
+            return given
+    return None
+
+
 def embed(
     cache: _socialctx.Cache,
     fn: EmbedFn,
@@ -108,6 +127,7 @@ def embed(
     model_id: str | None = None,
     progress: Callable[[int, int], None] | bool | None = None,
     compact: bool = False,
+    reuse: bool = True,
 ) -> EmbedSummary:
     """Embeds every distinct non-empty input of ``field`` with ``fn`` into
     the store ``name`` of ``cache``.
@@ -119,7 +139,10 @@ def embed(
     (the author's description split on ``' '``).
 
     ``model_id`` names the model (e.g. a hash of its weights) and is stored
-    in ``meta.json``. With a ``model_id``, re-embedding a rebuilt cache
+    in ``meta.json``; without one, ``fn.model_id`` is taken if ``fn`` (or
+    the object of a bound method) has that attribute as a string, else the
+    model's identity is unknown (and recorded as null). An empty id is a
+    ValueError. With a ``model_id``, re-embedding a rebuilt cache
     reuses the rows of every input the store already has under the same
     ``model_id`` (matched by content: xxh3-128 of their tokens), calls
     ``fn`` only for the new ones and writes their rows as one new segment;
@@ -133,9 +156,14 @@ def embed(
     terminal (``False``: never).
 
     Resumable: after an interruption (Ctrl-C, a crash, a kill), calling it
-    again with the same arguments computes only the batches not yet
-    written; an interrupted embed of another ``model_id`` or row width is
-    started over (with a warning), never mixed. A full disk is an
+    again with the same arguments and the same ``model_id`` computes only
+    the batches not yet written. Rows of two models are never mixed: an
+    interrupted embed of another ``model_id``, of rows of another width, or
+    without a ``model_id`` (the model cannot be known to be the same) is
+    started over, with a warning and the reason in
+    :attr:`EmbedSummary.restarted`; a previous store made by another model
+    (or without an id) is not reused (:attr:`EmbedSummary.not_reused`).
+    ``reuse=False`` never reuses a previous store's rows. A full disk is an
     :class:`EmbeddingError` naming the file, and every value is checked
     finite after the cast to ``dtype``.
     """
@@ -146,13 +174,17 @@ def embed(
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     store_dir(cache, name)
+    if model_id == "":
+        raise ValueError("model_id must not be empty (None: the model is unknown)")
+    if model_id is None:
+        model_id = callable_model_id(fn)
     if progress is None and sys.stderr.isatty():
         progress = _ProgressBar(name)
     elif progress is None or progress is False or progress is True:
         progress = _ProgressBar(name) if progress is True else None
     opts = dict(field=field, half=dtype == "float16", batch_size=batch_size, model_id=model_id)
     try:
-        return _embed(cache, fn, name, dtype, progress, dict(opts, compact=compact))
+        return _embed(cache, fn, name, dtype, progress, dict(opts, compact=compact, reuse=reuse))
     finally:
         if isinstance(progress, _ProgressBar):
             progress.close()
@@ -165,11 +197,14 @@ def _embed(
     dtype: str,
     progress: Callable[[int, int], None] | None,
     opts: dict[str, Any],
+    restarted: str | None = None,
 ) -> EmbedSummary:
     w = _socialctx.StoreWriter(cache, name, **opts)
     try:
+        not_reused = w.not_reused
+        restarted = restarted or w.restarted
         for note in (
-            w.not_reused and f"not reusing {store_dir(cache, name)}: {w.not_reused}",
+            not_reused and f"not reusing {store_dir(cache, name)}: {not_reused}",
             w.restarted,
         ):
             if note:
@@ -187,15 +222,14 @@ def _embed(
             if w.dim not in (None, rows.shape[1]) and calls == 1 and (w.resumed or w.reused):
                 # The model changed since the interrupted run or the store
                 # it would reuse: its rows cannot be mixed; start over.
-                warnings.warn(
+                why = (
                     f"{store_dir(cache, name)}: fn returns rows of dimension {rows.shape[1]}, "
-                    f"the store being completed has {w.dim}; starting over from scratch",
-                    stacklevel=3,
+                    f"the store being completed has {w.dim}; starting over from scratch"
                 )
+                warnings.warn(why, stacklevel=3)
                 w.close()
-                return _embed(
-                    cache, fn, name, dtype, progress, dict(opts, reuse=False, resume=False)
-                )
+                again = dict(opts, reuse=False, resume=False)
+                return _embed(cache, fn, name, dtype, progress, again, restarted or why)
             with np.errstate(over="ignore", invalid="ignore"):
                 cast = np.ascontiguousarray(rows, dtype=_DTYPES[dtype])
             # The writer checks the width and that every value is finite
@@ -205,11 +239,24 @@ def _embed(
                 progress(b + 1, w.batches)
         counts = (w.unique, w.reactions, w.resumed, w.new_inputs, w.reused, w.dropped)
         compacted = w.compacting
-        dim = int(json.loads(w.finish())["dim"])
+        meta = json.loads(w.finish())
     finally:
         w.close()
     unique, reactions, resumed, new, reused, dropped = counts
-    return EmbedSummary(calls, unique, dim, reactions, resumed, new, reused, dropped, compacted)
+    return EmbedSummary(
+        calls,
+        unique,
+        int(meta["dim"]),
+        reactions,
+        resumed,
+        new,
+        reused,
+        dropped,
+        compacted,
+        meta["model_id"],
+        restarted,
+        not_reused or None,
+    )
 
 
 class _ProgressBar:

@@ -1,14 +1,17 @@
 """Leave-one-event-out folds, as every PHEME paper (RPDNN included)
 evaluates: for each event, train on the threads of every other event and
-test on its own.
+test on its own; and selections of threads held by source id.
 
     import socialctx
 
     cache = socialctx.open("target/socialctx-cache")
-    for fold in socialctx.folds(cache):
+    for fold in socialctx.folds(cache, dev=0.1, seed=0):
         fold.event, fold.train, fold.test      # positions (np.int64), sorted
+        fold.train_labels, fold.test_veracity  # aligned with them (np.int8)
+        fold.dev                               # stratified, seeded, from train
         fold.leakage                           # what crosses the split
         fold.write_csv("splits/" + fold.event) # RPDNN's split CSVs
+        fold.selection("train")                # positions tied to their generation
 
 Folds are deterministic (events in name order, positions in cache order).
 Only threads with a known label (0 or 1) are placed in folds; the others
@@ -16,29 +19,125 @@ are listed in ``Fold.unlabelled``. The leakage audit names, per fold, the
 source authors who posted both a test thread and a training thread, and the
 test threads whose source text also occurs (exactly) in training: both let
 a model score by memorising rather than by generalising across events.
+
+Positions mean threads of one cache generation; source ids mean the same
+threads on every generation. A fold (``fold.on(new_cache)``) or any list
+of source ids (:func:`select`) is resolved to the positions of the
+generation at hand: threads deleted since are reported (``missing``), new
+threads are never added (a test fold stays the threads it was).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
+import io
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ._output import write_output
 from ._socialctx import Cache
 
-__all__ = ["Fold", "folds"]
+__all__ = ["Fold", "Selection", "folds", "select"]
+
+#: Veracity codes (``Thread.value("veracity")``): a rumour's annotated truth.
+VERACITY = {0: "false", 1: "true", 2: "unverified"}
 
 
-@dataclass(frozen=True)
+def _empty() -> npt.NDArray[np.int64]:
+    return np.zeros(0, dtype=np.int64)
+
+
+def _veracity(cache: Cache, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.int8]:
+    """Veracity codes per position: 0 false, 1 true, 2 unverified, -1 for
+    a non-rumour (whatever its annotation says) or no annotation, as
+    ``Cache.veracity`` gives them."""
+    return np.asarray(cache.veracity, dtype=np.int8)[positions]
+
+
+@dataclass(frozen=True, repr=False)
+class Selection:
+    """Threads of one cache generation, held by source id: ``positions``
+    (np.int64) on the generation ``content_id``, their ``source_ids``,
+    rumour ``labels`` and ``veracity`` (np.int8, aligned), and ``missing``:
+    source ids asked for that this generation does not hold. Datasets
+    take one in place of positions (also with a cache's path: the
+    selection names its generation)."""
+
+    positions: npt.NDArray[np.int64]
+    source_ids: npt.NDArray[np.int64]
+    labels: npt.NDArray[np.int8]
+    veracity: npt.NDArray[np.int8]
+    content_id: str
+    missing: npt.NDArray[np.int64] = field(default_factory=_empty)
+    #: Whether ``labels`` were given (a split's) rather than the cache's.
+    own_labels: bool = False
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def on(self, cache: Cache) -> Selection:
+        """The same threads (by source id) on ``cache``'s generation."""
+        ids = np.concatenate([self.source_ids, self.missing])
+        if not self.own_labels:
+            return select(cache, ids)
+        # The missing ones' labels are gone with them: only the found carry over.
+        found = select(cache, self.source_ids, self.labels)
+        return dataclasses.replace(found, missing=np.concatenate([found.missing, self.missing]))
+
+    def __repr__(self) -> str:
+        return (
+            f"socialctx.Selection(threads={len(self.positions)}, missing={len(self.missing)}, "
+            f"content_id={self.content_id[:12]!r})"
+        )
+
+
+def select(
+    cache: Cache,
+    source_ids: npt.NDArray[np.integer[Any]] | Sequence[int],
+    labels: npt.NDArray[np.integer[Any]] | Sequence[int] | None = None,
+) -> Selection:
+    """The threads of ``source_ids`` (in that order) on ``cache``'s
+    generation; ids it does not hold go to ``missing`` (and their
+    ``labels``, when given, are left out with them). ``labels`` replace
+    the cache's label codes (e.g. a split file's)."""
+    ids = np.asarray(source_ids, dtype=np.int64).reshape(-1)
+    if labels is not None and len(np.asarray(labels)) != len(ids):
+        raise ValueError(f"{len(np.asarray(labels))} labels for {len(ids)} source ids")
+    found = [cache.position(int(i)) for i in ids.tolist()]
+    here = np.array([p is not None for p in found], dtype=bool)
+    positions = np.array([p for p in found if p is not None], dtype=np.int64)
+    if labels is None:
+        lab = cache.labels[positions] if len(positions) else np.zeros(0, dtype=np.int8)
+    else:
+        lab = np.asarray(labels)[here]
+    return Selection(
+        positions=positions,
+        source_ids=ids[here],
+        labels=np.asarray(lab).astype(np.int8),
+        veracity=_veracity(cache, positions),
+        content_id=cache.content_id,
+        missing=ids[~here],
+        own_labels=labels is not None,
+    )
+
+
+@dataclass(frozen=True, repr=False)
 class Fold:
-    """One held-out event: ``train`` and ``test`` positions (sorted)."""
+    """One held-out event: ``train`` and ``test`` positions (sorted), with
+    their labels (``train_labels``, ``test_labels``: 1 rumour, 0 not) and
+    veracity (``train_veracity``, ...: 0 false, 1 true, 2 unverified, -1
+    not a rumour), an optional ``dev`` split carved out of train
+    (stratified by label, seeded; empty without one), and the source ids
+    of each part (:meth:`selection`, :meth:`on`)."""
 
     event: str
     train: npt.NDArray[np.int64]
@@ -47,8 +146,103 @@ class Fold:
     #: user ids posting source tweets on both sides; source ids of test
     #: threads whose text occurs in training too.
     leakage: dict[str, list[str]] = field(default_factory=dict)
-    unlabelled: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    cache: Cache | None = field(default=None, repr=False, compare=False)
+    unlabelled: npt.NDArray[np.int64] = field(default_factory=_empty)
+    cache: Cache | None = field(default=None, compare=False)
+    dev: npt.NDArray[np.int64] = field(default_factory=_empty)
+    #: Source ids asked for (by :meth:`on`) that the cache no longer holds.
+    missing: npt.NDArray[np.int64] = field(default_factory=_empty)
+
+    def _cache(self) -> Cache:
+        if self.cache is None:
+            raise ValueError("this Fold has no cache to read the threads from")
+        return self.cache
+
+    def selection(self, part: str = "train") -> Selection:
+        """``part`` ("train", "dev" or "test") as a :class:`Selection`:
+        positions with their generation, source ids, labels, veracity."""
+        positions = {"train": self.train, "dev": self.dev, "test": self.test}.get(part)
+        if positions is None:
+            raise ValueError(f'a fold\'s parts are "train", "dev" and "test", not {part!r}')
+        cache = self._cache()
+        ids = cache.source_ids[positions].astype(np.int64) if len(positions) else _empty()
+        return select(cache, ids)
+
+    @property
+    def train_labels(self) -> npt.NDArray[np.int8]:
+        return self._cache().labels[self.train]
+
+    @property
+    def dev_labels(self) -> npt.NDArray[np.int8]:
+        return self._cache().labels[self.dev]
+
+    @property
+    def test_labels(self) -> npt.NDArray[np.int8]:
+        return self._cache().labels[self.test]
+
+    @property
+    def train_veracity(self) -> npt.NDArray[np.int8]:
+        return _veracity(self._cache(), self.train)
+
+    @property
+    def dev_veracity(self) -> npt.NDArray[np.int8]:
+        return _veracity(self._cache(), self.dev)
+
+    @property
+    def test_veracity(self) -> npt.NDArray[np.int8]:
+        return _veracity(self._cache(), self.test)
+
+    def with_dev(self, fraction: float = 0.1, seed: int = 0) -> Fold:
+        """This fold with ``dev``: ``fraction`` of train's threads of each
+        label (at least one of each label train has, at most all but one),
+        drawn with ``seed``; train keeps the rest. Deterministic."""
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(f"dev fraction must be between 0 and 1, not {fraction!r}")
+        pool = np.sort(np.concatenate([self.train, self.dev]))
+        labels = self._cache().labels[pool]
+        rng = np.random.default_rng(seed)
+        dev: list[int] = []
+        for label in np.unique(labels).tolist():
+            members = pool[labels == label]
+            k = min(max(1, round(fraction * len(members))), len(members) - 1)
+            if k > 0:
+                dev.extend(rng.choice(members, size=k, replace=False).tolist())
+        dev_a = np.sort(np.array(dev, dtype=np.int64))
+        return dataclasses.replace(self, train=np.setdiff1d(pool, dev_a), dev=dev_a)
+
+    def on(self, cache: Cache) -> Fold:
+        """The same fold on another generation of the cache (after a
+        nightly rebuild): each part's threads by source id; threads
+        deleted since go to ``missing``; threads new since are added to no
+        part (a test fold stays the threads it was). The leakage audit is
+        redone on the threads that remain."""
+        parts = {p: self.selection(p) for p in ("train", "dev", "test")}
+        unl = self._cache().source_ids[self.unlabelled].astype(np.int64)
+        moved = {p: s.on(cache) for p, s in parts.items()}
+        unlabelled = select(cache, unl)
+        missing = np.concatenate([s.missing for s in moved.values()] + [unlabelled.missing])
+        train = np.sort(moved["train"].positions)
+        test = np.sort(moved["test"].positions)
+        return Fold(
+            self.event,
+            train,
+            test,
+            _leakage(_sources(cache), train, test),
+            np.sort(unlabelled.positions),
+            cache,
+            np.sort(moved["dev"].positions),
+            missing,
+        )
+
+    def __repr__(self) -> str:
+        leak = self.leakage
+        dev = f", dev={len(self.dev)}" if len(self.dev) else ""
+        gone = f", missing={len(self.missing)}" if len(self.missing) else ""
+        return (
+            f"socialctx.Fold(event={self.event!r}, train={len(self.train)}{dev}, "
+            f"test={len(self.test)}, unlabelled={len(self.unlabelled)}{gone}, leakage: "
+            f"{len(leak.get('shared_source_authors', []))} shared source authors, "
+            f"{len(leak.get('shared_source_texts', []))} shared source texts)"
+        )
 
     def write_csv(self, directory: str | os.PathLike[str]) -> tuple[Path, Path]:
         """Writes ``all_rnr_train_set_combined.csv`` and
@@ -57,17 +251,21 @@ class Fold:
         cache does not keep it) into ``directory``; returns their paths."""
         if self.cache is None:
             raise ValueError("this Fold has no cache to read the threads from")
+        cache = self.cache
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name, positions in (("train", self.train), ("test", self.test)):
             path = out / f"all_rnr_{name}_set_combined.csv"
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "w", newline="", encoding="utf-8") as f:
+            rows = positions.tolist()
+
+            def write(raw: BinaryIO, rows: list[int] = rows) -> None:
+                # Detached, not closed, at the end: write_output closes it.
+                f = io.TextIOWrapper(raw, newline="", encoding="utf-8")
                 w = csv.writer(f)
                 w.writerow(["tweet_id", "created_at", "text", "label", "user_id", "user_name"])
-                for p in positions.tolist():
-                    t = self.cache[p]
+                for p in rows:
+                    t = cache[p]
                     when = dt.datetime.fromtimestamp(t.source_created_at, dt.timezone.utc)
                     w.writerow(
                         [
@@ -79,48 +277,67 @@ class Fold:
                             "",
                         ]
                     )
-            os.replace(tmp, path)
+                f.flush()
+                f.detach()
+
+            write_output(path, write)
             paths.append(path)
         return paths[0], paths[1]
 
 
-def folds(cache: Cache, by: Literal["event"] = "event") -> list[Fold]:
-    """One fold per event of ``cache`` (see the module's documentation)."""
+def _sources(cache: Cache) -> tuple[list[str], list[str], list[str]]:
+    """Every thread's source author, text and id (one pass over the cache)."""
+    authors, texts, ids = [], [], []
+    for t in cache:
+        authors.append(t.source_user_id)
+        texts.append(t.source_text)
+        ids.append(str(t.source_id))
+    return authors, texts, ids
+
+
+def _leakage(
+    sources: tuple[list[str], list[str], list[str]],
+    train: npt.NDArray[np.int64],
+    test: npt.NDArray[np.int64],
+) -> dict[str, list[str]]:
+    authors, texts, ids = sources
+    train_authors = {authors[p] for p in train.tolist()}
+    train_texts = {texts[p] for p in train.tolist()}
+    return {
+        "shared_source_authors": sorted({authors[p] for p in test.tolist()} & train_authors),
+        "shared_source_texts": [ids[p] for p in test.tolist() if texts[p] in train_texts],
+    }
+
+
+def folds(
+    cache: Cache, by: Literal["event"] = "event", *, dev: float | None = None, seed: int = 0
+) -> list[Fold]:
+    """One fold per event of ``cache`` (see the module's documentation);
+    with ``dev``, each fold's :meth:`Fold.with_dev` of that fraction and
+    ``seed``."""
     if by != "event":
         raise ValueError(f'folds can be made by "event" only, not {by!r}')
     events: dict[str, list[int]] = defaultdict(list)
     unlabelled = []
-    authors: list[str] = []
-    texts: list[str] = []
-    ids: list[str] = []
     for p, t in enumerate(cache):
-        authors.append(t.source_user_id)
-        texts.append(t.source_text)
-        ids.append(str(t.source_id))
         if t.label_code in (0, 1):
             events[t.event].append(p)
         else:
             unlabelled.append(p)
+    sources = _sources(cache)
     out = []
     for event in sorted(events):
         test = np.array(events[event], dtype=np.int64)
         train = np.array(
             sorted(p for e, ps in events.items() if e != event for p in ps), dtype=np.int64
         )
-        train_authors = {authors[p] for p in train.tolist()}
-        train_texts = {texts[p] for p in train.tolist()}
-        leakage = {
-            "shared_source_authors": sorted({authors[p] for p in test.tolist()} & train_authors),
-            "shared_source_texts": [ids[p] for p in test.tolist() if texts[p] in train_texts],
-        }
-        out.append(
-            Fold(
-                event,
-                train,
-                test,
-                leakage,
-                np.array(unlabelled, dtype=np.int64),
-                cache,
-            )
+        fold = Fold(
+            event,
+            train,
+            test,
+            _leakage(sources, train, test),
+            np.array(unlabelled, dtype=np.int64),
+            cache,
         )
+        out.append(fold if dev is None else fold.with_dev(dev, seed))
     return out

@@ -70,12 +70,18 @@ class Embeddings:
 
 
 def open_store(
-    cache: _socialctx.Cache, name: str, *, validate: Literal["lazy", "all"] = "all"
+    cache: _socialctx.Cache,
+    name: str,
+    *,
+    validate: Literal["lazy", "all"] = "all",
+    model_id: str | None = None,
 ) -> Embeddings:
     """Opens store ``name`` of ``cache``, verified in full by the crate's
     reader (metadata, that it belongs to this content of the cache, every
     file's size and checksum, the arrays' headers, every index entry,
     finite rows): any fault is an :class:`EmbeddingError` naming the file.
+    With ``model_id``, a store made by another model (or without a model
+    id) is an :class:`EmbeddingError` naming both ids.
     ``validate`` is accepted for compatibility; every open verifies all."""
     if validate not in ("lazy", "all"):
         raise ValueError(f'validate must be "lazy" or "all", not {validate!r}')
@@ -94,7 +100,7 @@ def open_store(
             held = -1  # the crate's open says what is missing
         try:
             try:
-                meta_json, segments = _socialctx._open_store(cache, name)
+                meta_json, segments = _socialctx._open_store(cache, name, model_id=model_id)
             except EmbeddingError:
                 # Replaced while being checked, the error may be the swap's.
                 if held < 0 or _names(path, held) or attempt == 2:

@@ -25,8 +25,8 @@ use arrow_array::builder::{StringBuilder, UInt64Builder};
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{
-    ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int64Array, RecordBatch,
-    RecordBatchIterator, StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int64Array,
+    RecordBatch, RecordBatchIterator, StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -41,7 +41,7 @@ use crate::error::{Error, Result};
 use crate::thread::view_at;
 
 /// The columns of the two levels, in their default order.
-const REACTION_BASE: [&str; 13] = [
+const REACTION_BASE: [&str; 14] = [
     "thread_id",
     "position",
     "event",
@@ -50,6 +50,7 @@ const REACTION_BASE: [&str; 13] = [
     "veracity",
     "annotated_rumour",
     "kind",
+    "is_source_copy",
     "reaction_id",
     "user_key",
     "parent_id",
@@ -120,6 +121,7 @@ fn data_type(level: Level, name: &str) -> DataType {
         "event" | "label" | "veracity" | "annotated_rumour" | "kind" | "parent_how"
         | "source_user_id" => DataType::Utf8,
         "label_code" => DataType::Int8,
+        "is_source_copy" => DataType::Boolean,
         "created_at" | "source_created_at" => utc(),
         "reactions"
         | "replies"
@@ -152,8 +154,7 @@ struct Part<'a> {
 
 /// Per-thread values both levels share.
 fn veracity(reader: &Reader, t: &sc::ThreadView<'_>) -> Option<&'static str> {
-    let c = reader.thread_column("veracity")?;
-    sc::Veracity::from_code(t.thread_value(c)?).map(sc::Veracity::as_str)
+    crate::cache::veracity_of(reader, &t.numbers()).map(sc::Veracity::as_str)
 }
 
 fn annotated(reader: &Reader, t: &sc::ThreadView<'_>) -> Option<&'static str> {
@@ -270,6 +271,14 @@ fn reaction_batch(
             "kind" => Arc::new(StringArray::from_iter_values(
                 records().map(|r| r.kind.as_str()),
             )),
+            // The source tweet stored again among its own reactions
+            // (PHEME's reactions/ folders): kind "reply" as stored, but no
+            // reply to itself; the threads level and `describe` leave it out
+            // of "replies".
+            "is_source_copy" => Arc::new(BooleanArray::from_iter(parts.iter().flat_map(|p| {
+                let source = p.view.source_id();
+                p.num.reaction_records().map(move |r| Some(r.id == source))
+            }))),
             "reaction_id" => Arc::new(UInt64Array::from_iter_values(records().map(|r| r.id))),
             "user_key" => Arc::new(UInt64Array::from_iter_values(records().map(|r| r.user_key))),
             "parent_id" => {
@@ -644,7 +653,13 @@ pub(crate) fn to_arrow(
             .into());
         }
     };
-    let schema = schema_of(level, columns)?;
+    // Which code computed the values (issue 42), kept by a Parquet file.
+    let definition = reader.manifest().definition.clone();
+    let schema = Arc::new(
+        Arc::unwrap_or_clone(schema_of(level, columns)?).with_metadata(
+            std::collections::HashMap::from([("socialctx.definition".to_owned(), definition)]),
+        ),
+    );
     let positions = some_positions_of(positions, reader.len())?;
     let batches = py.detach(|| batches(reader, level, &schema, positions))?;
     Ok(PyArrowData {

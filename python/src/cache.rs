@@ -20,6 +20,18 @@ use crate::texts::PyUniqueTexts;
 use crate::thread::{PyThread, view_at};
 use crate::vocab::PyVocabulary;
 
+/// A rumour's veracity: none for a thread not labelled rumour, whatever its
+/// `annotation.json` says. (The stored column, `dump --extended`'s, follows
+/// the annotation alone: PHEME's one non-rumour annotated "unclear" has
+/// "unverified" there, one veracity label more than there are rumours.)
+pub(crate) fn veracity_of(reader: &Reader, t: &sc::NumView<'_>) -> Option<sc::Veracity> {
+    if t.label_code() != sc::Label::Rumour.code() {
+        return None;
+    }
+    let c = reader.thread_column("veracity")?;
+    sc::Veracity::from_code(t.thread_value(c)?)
+}
+
 /// An open feature cache. Made by `socialctx.open`.
 #[pyclass(frozen, module = "socialctx", name = "Cache")]
 pub(crate) struct PyCache {
@@ -241,6 +253,18 @@ impl PyCache {
     fn labels<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<i8>>> {
         let labels = py.detach(|| self.each_thread(|t| t.label_code()))?;
         Ok(labels.into_pyarray(py))
+    }
+
+    /// Veracity codes of every thread (np.int8 [T]: 0 false, 1 true, 2
+    /// unverified; -1 for a thread not labelled rumour, whatever its
+    /// annotation says, and for a rumour without a veracity annotation).
+    #[getter]
+    fn veracity<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<i8>>> {
+        let reader = self.reader.as_ref();
+        let codes = py.detach(|| {
+            self.each_thread(|t| veracity_of(reader, t).map_or(-1, |v| v.code() as i8))
+        })?;
+        Ok(codes.into_pyarray(py))
     }
 
     /// The bad-input report of the build: a list of `BadInput` (`path`, `reason`).

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -45,7 +45,7 @@ impl LoaderCore {
         let window_s: Option<f64> = kw.get("window_s", None)?;
         let stats: Option<Bound<'_, PyFeatureStats>> = kw.get("stats", None)?;
         let empty: String = kw.get("empty", "row".to_owned())?;
-        let embeddings: Option<Vec<String>> = kw.get("embeddings", None)?;
+        let embeddings: Option<Bound<'_, PyAny>> = kw.get("embeddings", None)?;
         let pad: String = kw.get("pad", "max".to_owned())?;
         let pad_multiple: usize = kw.get("pad_multiple", 8)?;
         let dense: bool = kw.get("dense", true)?;
@@ -91,7 +91,7 @@ impl LoaderCore {
                 )));
             }
         };
-        let names = embeddings.unwrap_or_default();
+        let (names, models) = stores_of(embeddings.as_ref())?;
         for (i, name) in names.iter().enumerate() {
             if names[..i].contains(name) {
                 return Err(value_error(format!("embedding store {name:?} named twice")));
@@ -103,8 +103,11 @@ impl LoaderCore {
             max_cxt,
         };
         let mut stores = Vec::with_capacity(names.len());
-        for name in &names {
+        for (name, model) in names.iter().zip(&models) {
             let store = py.detach(|| sc::EmbeddingStore::open(&*reader, name))?;
+            if let Some(id) = model {
+                store.require_model(id)?;
+            }
             if store.dim() == 0 {
                 return Err(EmbeddingError::new_err(format!(
                     "{}: store {name:?} has no rows (no input to embed)",
@@ -222,4 +225,38 @@ impl PlanOptions {
 
 fn value_error(message: impl Into<String>) -> PyScError {
     PyValueError::new_err(message.into()).into()
+}
+
+/// `embeddings=`: store names (a list), or names each with the model its
+/// store must have been made by (a dict `{name: model_id}`; None: any),
+/// in the order given.
+fn stores_of(given: Option<&Bound<'_, PyAny>>) -> PyResult<(Vec<String>, Vec<Option<String>>)> {
+    let Some(given) = given else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    if let Ok(d) = given.cast::<PyDict>() {
+        let mut names = Vec::with_capacity(d.len());
+        let mut models = Vec::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            names.push(k.extract::<String>().map_err(|_| embeddings_type(given))?);
+            models.push(
+                v.extract::<Option<String>>()
+                    .map_err(|_| embeddings_type(given))?,
+            );
+        }
+        return Ok((names, models));
+    }
+    let names: Vec<String> = given.extract().map_err(|_| embeddings_type(given))?;
+    let models = vec![None; names.len()];
+    Ok((names, models))
+}
+
+fn embeddings_type(given: &Bound<'_, PyAny>) -> PyErr {
+    let shown = given
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |r| r.to_string());
+    PyTypeError::new_err(format!(
+        "Loader() argument 'embeddings': store names (a list of str) or each store's required \
+         model ({{name: model_id}}, a dict of str to str or None), not {shown}"
+    ))
 }

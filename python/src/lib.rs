@@ -31,6 +31,7 @@ mod error;
 mod fill;
 mod graph;
 mod loader;
+mod output;
 mod split;
 mod stats;
 mod store;
@@ -48,6 +49,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FEATURE_NAMES", sc::Feature::NAMES.to_vec())?;
     m.add("NUM_FEATURES", sc::Feature::COUNT)?;
     m.add("FORMAT_VERSION", sc::FORMAT_VERSION)?;
+    m.add("DEFINITION", sc::Manifest::current_definition())?;
     m.add_function(wrap_pyfunction!(cache::open, m)?)?;
     m.add_function(wrap_pyfunction!(build::build, m)?)?;
     m.add_function(wrap_pyfunction!(build::plan, m)?)?;
@@ -57,6 +59,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(loader::shuffled, m)?)?;
     m.add_function(wrap_pyfunction!(store::_open_store, m)?)?;
     m.add_class::<store::PyStoreWriter>()?;
+    m.add_class::<output::PyReplacement>()?;
     m.add_class::<cache::PyCache>()?;
     m.add_class::<arrow::PyArrowData>()?;
     m.add_class::<cache::CacheIter>()?;

@@ -34,7 +34,9 @@ use crate::fill::{LoaderCore, PlanOptions};
 /// - `empty`: what a thread with no selected reaction gives: `"row"` (one
 ///   all-zero row with mask 1, as the reference) or `"masked"` (no row).
 /// - `embeddings`: names of embedding stores (made by `socialctx.embed`)
-///   whose rows each batch indexes: `batch.embedding_index[name]`.
+///   whose rows each batch indexes: `batch.embedding_index[name]`; or a
+///   dict `{name: model_id}`, which also refuses a store made by another
+///   model or without a model id (EmbeddingError naming both; None: any).
 /// - `dense`: also copy the rows themselves into `batch.embeddings[name]`
 ///   (`[B, T, dim]` on the host). With `dense=False`, gather them on the
 ///   device instead (`socialctx.torch.EmbeddingTable`).
@@ -188,8 +190,11 @@ impl PyLoader {
     /// - `world_size`, `rank`: with several ranks the batch count is a
     ///   multiple of `world_size` (threads spread evenly, no batch over
     ///   `batch_size`), so every rank gets the same number; `rank` returns
-    ///   only that rank's batches. `drop_last` instead keeps only full
-    ///   batches, as many for every rank.
+    ///   only that rank's batches. No batch is ever empty: when batches
+    ///   would outnumber the threads (`batch_size=1`, or fewer threads
+    ///   than ranks) they are batches of one, the first threads repeated
+    ///   (`DistributedSampler`'s padding). `drop_last` instead keeps only
+    ///   full batches, as many for every rank.
     #[pyo3(
         signature = (positions, batch_size, **options),
         text_signature = "($self, positions, batch_size, *, seed=None, bucket=False, noise=0.1, world_size=1, rank=None, drop_last=False)"

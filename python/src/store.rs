@@ -23,24 +23,30 @@ fn meta_json(meta: &sc::StoreMeta) -> PyResult<String> {
 
 /// Opens store `name` of `cache` verified in full (metadata, every file's
 /// checksum, headers, index, finite rows; with `same_content`, that it
-/// belongs to this content of the cache). Returns its metadata as JSON and
-/// per segment its path and first global row; raises EmbeddingError naming
-/// the file and the reason.
+/// belongs to this content of the cache; with `model_id`, that it was made
+/// by that model). Returns its metadata as JSON and per segment its path
+/// and first global row; raises EmbeddingError naming the file and the
+/// reason.
 #[pyfunction]
-#[pyo3(signature = (cache, name, same_content=true))]
+#[pyo3(signature = (cache, name, same_content=true, model_id=None))]
 pub(crate) fn _open_store(
     py: Python<'_>,
     cache: &Bound<'_, PyCache>,
     name: &str,
     same_content: bool,
+    model_id: Option<&str>,
 ) -> Result<(String, Vec<(PathBuf, usize)>)> {
     let c = &*cache.get().reader;
     let store = py.detach(|| {
-        if same_content {
+        let store = if same_content {
             sc::EmbeddingStore::open(c, name)
         } else {
             sc::EmbeddingStore::open_any_content(c, name)
+        }?;
+        if let Some(id) = model_id {
+            store.require_model(id)?;
         }
+        Ok::<_, sc::EmbeddingError>(store)
     })?;
     let segments = store
         .segments()

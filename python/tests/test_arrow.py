@@ -54,6 +54,13 @@ def label_code(line: dict[str, Any]) -> int:
     return {"rumour": 1, "nonrumour": 0}.get(line["annotated_rumour"], -1)
 
 
+def veracity(line: dict[str, Any]) -> str | None:
+    """A rumour's veracity: none for a thread not labelled rumour, whatever
+    its annotation says (the stored column, which `dump --extended` prints,
+    gives PHEME's one non-rumour annotated "unclear" a veracity)."""
+    return line["veracity"] if label_code(line) == 1 else None
+
+
 def same_f32(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -65,7 +72,7 @@ def same_f32(a: float | None, b: float | None) -> bool:
 def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str) -> None:
     cache = socialctx.open(built[name])
     table = pa.table(cache.to_arrow())
-    assert table.column_names[:13] == [
+    assert table.column_names[:14] == [
         "thread_id",
         "position",
         "event",
@@ -74,14 +81,15 @@ def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str
         "veracity",
         "annotated_rumour",
         "kind",
+        "is_source_copy",
         "reaction_id",
         "user_key",
         "parent_id",
         "parent_how",
         "created_at",
     ]
-    assert table.column_names[13:41] == socialctx.FEATURE_NAMES
-    assert table.column_names[41:] == EXTENDED
+    assert table.column_names[14:42] == socialctx.FEATURE_NAMES
+    assert table.column_names[42:] == EXTENDED
     got = table.to_pydict()
     got["created_at"] = table.column("created_at").cast(pa.int64()).to_pylist()
     lines = dump(built[name])
@@ -96,9 +104,10 @@ def test_reactions_equal_dump_column_by_column(built: dict[str, Path], name: str
             expected["event"].append(line["event"])
             expected["label"].append(line["label"])
             expected["label_code"].append(label_code(line))
-            expected["veracity"].append(line["veracity"])
+            expected["veracity"].append(veracity(line))
             expected["annotated_rumour"].append(line["annotated_rumour"])
             expected["kind"].append(r["kind"])
+            expected["is_source_copy"].append(r["id"] == line["source_id"])
             expected["reaction_id"].append(int(r["id"]))
             expected["parent_id"].append(int(r["parent"]))
             expected["parent_how"].append(r["parent_how"])
@@ -224,7 +233,7 @@ def test_threads_level_equals_dump(built: dict[str, Path], name: str) -> None:
         assert row["thread_id"] == int(line["source_id"])
         assert row["position"] == p
         assert (row["event"], row["label"]) == (line["event"], line["label"])
-        assert row["veracity"] == line["veracity"]
+        assert row["veracity"] == veracity(line)
         assert row["annotated_rumour"] == line["annotated_rumour"]
         assert row["label_code"] == t.label_code == label_code(line)
         assert row["source_user_id"] == t.source_user_id
@@ -245,6 +254,27 @@ def test_threads_level_equals_dump(built: dict[str, Path], name: str) -> None:
                 break
             before += r["kind"] == "retweet" and r["id"] != line["source_id"]
         assert row["retweets_before_first_reply"] == before
+
+
+def test_veracity_is_a_rumours_only(built: dict[str, Path]) -> None:
+    """PHEME's germanwings non-rumour 580319983676313601 is annotated
+    "unclear": the threads level gave it "unverified", one veracity label
+    more than there are rumours. `cache.veracity` is the same per thread."""
+    cache = socialctx.open(built["pheme-veracity"])
+    threads = pa.table(cache.to_arrow(level="threads")).to_pydict()
+    odd = threads["thread_id"].index(580319983676313601)
+    assert threads["label_code"][odd] == 0 and threads["annotated_rumour"][odd] == "unclear"
+    assert threads["veracity"][odd] is None
+    codes = {"false": 0, "true": 1, "unverified": 2, None: -1}
+    v = cache.veracity
+    assert v.dtype == np.int8 and v.shape == (len(cache),)
+    assert v.tolist() == [codes[x] for x in threads["veracity"]]
+    labels = cache.labels
+    assert (v[labels != 1] == -1).all() and (v[labels == 1] >= 0).any()
+    reactions = pa.table(cache.to_arrow(columns=["position", "veracity"])).to_pydict()
+    assert all(
+        x == threads["veracity"][p] for p, x in zip(reactions["position"], reactions["veracity"])
+    )
 
 
 def test_every_consumer_reads_the_same(built: dict[str, Path]) -> None:
@@ -520,3 +550,32 @@ def test_export_errors_leave_nothing_behind(built: dict[str, Path], tmp_path: Pa
     r = run_cli("export", str(tmp_path / "no-cache"), str(out))
     assert r.returncode == 1 and "no-cache" in r.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_guides_schema_table_is_the_schema(built: dict[str, Path]) -> None:
+    """python/README.md documents the columns (they were only in the stubs):
+    each level's columns, in order, with their types and nullability, are
+    the table's rows."""
+    text = (REPO / "python/README.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (both|reactions|threads) \| ([^|]+) \|", text, re.M)
+    assert len(rows) > 25, rows
+    named = {"timestamp[s, UTC]": "timestamp[s, tz=UTC]", "float32": "float", "float64": "double"}
+    cache = socialctx.open(built["pheme-veracity"])
+    for level in ("reactions", "threads"):
+        schema = pa.table(cache.to_arrow(level=level)).schema
+        documented = [(n, t.strip()) for n, lv, t in rows if lv in ("both", level)]
+        if level == "reactions":
+            # On request only: checked against its own schema.
+            ((_, typ),) = [d for d in documented if d[0] == "features"]
+            documented.remove(("features", typ))
+            f = pa.table(cache.to_arrow(columns=["features"])).schema.field("features")
+            assert typ.replace("\\", "") == "fixed_size_list<float32>[28]"
+            assert f.type.list_size == 28 and f.type.value_type == pa.float32(), f.type
+        # The 28 features and the extended columns are one row each.
+        rows_of = socialctx.FEATURE_NAMES + cache.reaction_columns if level == "reactions" else []
+        got = [f for f in schema if f.name not in rows_of]
+        assert [n for n, _ in documented] == [f.name for f in got], level
+        for (name, typ), f in zip(documented, got):
+            base, null, _ = typ.partition(", null")
+            assert named.get(base, base) == str(f.type), (level, name, typ, f.type)
+            assert f.nullable == bool(null), (level, name)

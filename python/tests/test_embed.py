@@ -209,21 +209,21 @@ def test_embed_resumes_after_a_kill(golden):
     unique = golden.unique_texts(field)
     total = math.ceil(len(unique) / 32)
     assert total > 8
-    child = _killed_embed(golden, 5, field, "k", 32)
+    child = _killed_embed(golden, 5, field, "k", 32, model_id="toy")
     assert child.returncode == -signal.SIGKILL, child.stderr
     with pytest.raises(socialctx.EmbeddingError):
         socialctx.open_store(golden, "k")  # nothing published
     model = Model()
-    result = socialctx.embed(golden, model, field=field, name="k", batch_size=32)
+    result = socialctx.embed(golden, model, field=field, name="k", batch_size=32, model_id="toy")
     assert result.resumed == 5 and model.calls == result.calls == total - 5
     store = socialctx.open_store(golden, "k", validate="all")
     want = np.stack([toy(t) for t in unique.batch(0, len(unique))])
     assert np.array_equal(np.asarray(store.vectors), want)
     assert not any("partial" in n for n in os.listdir(Path(golden.derived_dir) / "embeddings"))
     # A different plan does not reuse the partial work of another.
-    _killed_embed(golden, 3, field, "k", 32)
+    _killed_embed(golden, 3, field, "k2", 32, model_id="toy")
     model = Model()
-    result = socialctx.embed(golden, model, field=field, name="k", batch_size=64)
+    result = socialctx.embed(golden, model, field=field, name="k2", batch_size=64, model_id="toy")
     assert result.resumed == 0 and model.calls == math.ceil(len(unique) / 64)
 
 
@@ -271,12 +271,12 @@ def test_resuming_with_another_model_starts_over_instead_of_mixing(golden):
 
 
 def test_resuming_with_rows_of_another_dimension_starts_over(golden):
-    _interrupted(golden, None, 1.0, stop_after=2)
+    _interrupted(golden, "a", 1.0, stop_after=2)
     wide = lambda batch: np.stack([np.concatenate([toy(t), [7.0]]) for t in batch])  # noqa: E731
     with pytest.warns(UserWarning, match="dimension 5") as warned:
-        result = socialctx.embed(golden, wide, field="reply", name="m", batch_size=16)
+        result = socialctx.embed(golden, wide, field="reply", name="m", batch_size=16, model_id="a")
     assert warned[0].filename == __file__
-    assert result.dim == 5
+    assert result.dim == 5 and result.resumed == 0 and "dimension 5" in (result.restarted or "")
     assert socialctx.open_store(golden, "m").vectors.shape[1] == 5
 
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,6 @@ from embed_helpers import (
     _scratch_bytes,
     _store_bytes,
     toy,
-    toy_model,
 )
 
 # --- Nightly: rows keyed by content, reused after a rebuild (issue 26) -----
@@ -274,25 +274,38 @@ def night_variants(tmp_path_factory) -> list[Path]:
 
 
 def test_the_store_state_machine(night_variants, tmp_path):
-    """Random sequences of nightly embeds of another content, compactions
-    and embeds interrupted after a few calls, against a reference (every
-    reaction reads its input's toy row): every published store reads as the
-    reference, keeps the dead rows within a quarter of its rows (else it
-    compacts), and a compacted one equals a from-scratch embed byte for byte."""
+    """Random sequences of nightly embeds of another content, compactions,
+    embeds interrupted after a few calls and model changes (to another
+    model id, or between two models without one: rows of the same width),
+    against a reference (every reaction reads its input's row of the model
+    that published the store): every published store reads as the
+    reference, so an interrupted embed of one model is never completed
+    with another's rows; an embed after another model's interruption
+    resumes nothing and says why; dead rows stay within a quarter of the
+    rows (else it compacts), and a compacted store equals a from-scratch
+    embed byte for byte."""
     from hypothesis import HealthCheck, settings
     from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+    from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-    scratch: dict[int, dict[str, bytes]] = {}
+    # (model id, scale of the toy rows): two named models, two anonymous.
+    models = [("m", 1.0), ("n", 2.0), (None, 3.0), (None, 4.0)]
 
-    def scratch_bytes(v: int) -> dict[str, bytes]:
-        if v not in scratch:
-            fresh = tmp_path / f"scratch-{v}"
+    def rows_of(k: int):
+        return lambda batch: np.stack([toy(t) * models[k][1] for t in batch])
+
+    scratch: dict[tuple[int, int], dict[str, bytes]] = {}
+
+    def scratch_bytes(v: int, k: int) -> dict[str, bytes]:
+        if (v, k) not in scratch:
+            fresh = tmp_path / f"scratch-{v}-{k}"
             shutil.copytree(night_variants[v], fresh, ignore=shutil.ignore_patterns("derived"))
             c = socialctx.open(fresh)
-            socialctx.embed(c, Model(), field="reply", name="r", batch_size=4, model_id="m")
-            scratch[v] = _store_bytes(c, "r")
-        return scratch[v]
+            socialctx.embed(
+                c, rows_of(k), field="reply", name="r", batch_size=4, model_id=models[k][0]
+            )
+            scratch[(v, k)] = _store_bytes(c, "r")
+        return scratch[(v, k)]
 
     class Store(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -300,7 +313,9 @@ def test_the_store_state_machine(night_variants, tmp_path):
             self.dir = tmp_path / f"work-{id(self)}"
             shutil.copytree(night_variants[0], self.dir)
             self.variant = 0
-            self.published = False
+            self.model = 0
+            self.published: int | None = None  # the model of the published store
+            self.partial: int | None = None  # the model of an interrupted embed
 
         def cache(self) -> socialctx.Cache:
             return socialctx.open(self.dir)
@@ -312,20 +327,33 @@ def test_the_store_state_machine(night_variants, tmp_path):
                     shutil.copy(p, self.dir / p.name)
             self.variant = v
 
+        @initialize(k=st.integers(0, len(models) - 1))
+        def first_model(self, k: int) -> None:
+            self.model = k
+
+        @rule(k=st.integers(0, len(models) - 1))
+        def model_changed(self, k: int) -> None:
+            self.model = k
+
         @rule(compact=st.booleans())
         def embed(self, compact: bool) -> None:
-            s = socialctx.embed(
-                self.cache(),
-                toy_model,
-                field="reply",
-                name="r",
-                batch_size=4,
-                model_id="m",
-                compact=compact,
-            )
-            self.published = True
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                s = socialctx.embed(
+                    self.cache(),
+                    rows_of(self.model),
+                    field="reply",
+                    name="r",
+                    batch_size=4,
+                    model_id=models[self.model][0],
+                    compact=compact,
+                )
+            same = models[self.model][0]
+            if self.partial is not None and (same is None or models[self.partial][0] != same):
+                assert s.resumed == 0 and s.restarted, s
+            self.published, self.partial = self.model, None
             if s.compacted:
-                assert _store_bytes(self.cache(), "r") == scratch_bytes(self.variant)
+                assert _store_bytes(self.cache(), "r") == scratch_bytes(self.variant, self.model)
 
         @rule(calls=st.integers(0, 2))
         def interrupted(self, calls: int) -> None:
@@ -336,36 +364,44 @@ def test_the_store_state_machine(night_variants, tmp_path):
                 n += 1
                 if n > calls:
                     raise Interrupt
-                return toy_model(batch)
+                return rows_of(self.model)(batch)
 
             try:
-                socialctx.embed(
-                    self.cache(), fn, field="reply", name="r", batch_size=4, model_id="m"
-                )
-                self.published = True
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    socialctx.embed(
+                        self.cache(),
+                        fn,
+                        field="reply",
+                        name="r",
+                        batch_size=4,
+                        model_id=models[self.model][0],
+                    )
+                self.published, self.partial = self.model, None
             except Interrupt:
-                pass
+                self.partial = self.model
 
         @invariant()
         def reads_as_the_reference(self) -> None:
-            if not self.published:
+            if self.published is None:
                 return
             try:
                 store = socialctx.open_store(self.cache(), "r")
             except socialctx.EmbeddingError as e:
                 assert "rebuilt since" in str(e)  # stale until the next embed
                 return
+            assert store.meta["model_id"] == models[self.published][0]
             unique = self.cache().unique_texts("reply")
             want = np.zeros((len(store.index), store.dim), np.float32)
             has = np.asarray(unique.index) != socialctx.UniqueTexts.NONE
-            rows = np.stack([toy(unique[i]) for i in range(len(unique))])
+            rows = rows_of(self.published)([unique[i] for i in range(len(unique))])
             want[has] = rows[np.asarray(unique.index)[has]]
             assert np.array_equal(store.rows(np.arange(len(store.index))), want)
             m = store.meta
             assert 4 * (m["rows"] - m["unique"]) <= m["rows"] and len(store.segments) <= 32
 
     Store.TestCase.settings = settings(
-        max_examples=12,
+        max_examples=20,
         stateful_step_count=8,
         deadline=None,
         suppress_health_check=list(HealthCheck),

@@ -37,8 +37,8 @@ def test_open_store_never_mixes_a_store_swapped_in_after_its_check(tmp_path, mon
     real = socialctx._socialctx._open_store
     swapped = []
 
-    def nightly_in_between(c, name):
-        out = real(c, name)
+    def nightly_in_between(c, name, **kw):
+        out = real(c, name, **kw)
         if not swapped:
             swapped.append(1)
             for n, reply in enumerate(sorted(corpus.rglob("reactions/*.json"))[:3]):

@@ -28,8 +28,8 @@ def test_items_are_pyg_batches_that_a_bigcn_layer_consumes(built):
     cache = socialctx.open(built["sample"])
     positions = np.arange(len(cache))
     kw = dict(kinds="both", max_cxt=20)
-    plain = list(GraphDataset(built["sample"], positions, 8, pyg=False, **kw))
-    batches = list(GraphDataset(built["sample"], positions, 8, pyg=True, **kw))
+    plain = list(GraphDataset(socialctx.open(built["sample"]), positions, 8, pyg=False, **kw))
+    batches = list(GraphDataset(socialctx.open(built["sample"]), positions, 8, pyg=True, **kw))
     assert len(batches) == len(plain)
     conv_td = GCNConv(socialctx.NUM_FEATURES, 16)
     for got, want in zip(batches, plain):

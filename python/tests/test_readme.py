@@ -62,6 +62,13 @@ assert ids.shape[0] == 32 and ids.shape[2] == 30 and ids.max() > 1
 assert len(indptr) == graph.num_nodes + 1
 assert sum(len(f.test) for f in folds) == int((cache.labels >= 0).sum())
 """,
+    "ds.load_state_dict(state)  # the rest of the epoch, by source id": """
+assert fold.missing.tolist() == [int(gone)]
+r = ds.resumed
+assert r["dropped"] + r["deleted_trained"] == 1 and r["added"] == 0, r
+assert len(rest) == len(set(rest)) == r["remaining"], (len(rest), r)
+assert r["trained"] + r["remaining"] == len(fold.train), r
+""",
 }
 
 # A line of a shell block -> text its output must contain.
@@ -174,3 +181,141 @@ def test_block_runs_alone(doc: str, line: int, lang: str, code: str, tmp_path: P
             assert expected in r.stdout + r.stderr, f"{where}: no {expected!r} in\n{r.stdout}"
     if not in_clone:
         assert not list(REPO.glob("sample-cache")), "a block wrote into the repository"
+
+
+# The docs' claims that can be checked without running a block: the paths
+# they name, what each `--incremental` line's comment says it prints, the
+# options of the commands they show, and the set-up times they quote.
+
+CLAIM_DOCS = (*DOCS, "FEATURES.md")
+_TOP = "(?:src|tests|python|scripts|benches|crates|data-samples|tools|fuzz|examples|\\.ci)"
+
+
+def _named_paths(text: str) -> list[str]:
+    """Repository paths in code spans: a file with a known extension, or a
+    path under a top-level folder of the repository. Placeholders (``<x>``,
+    ``NNNNN``, ``*``, ``$``), absolute paths and URLs are not paths here."""
+    out = []
+    for m in re.finditer(r"`([^`\s]+/[^`\s]*)`", text):
+        p = m.group(1).rstrip(".,:;")
+        if re.search(r"[*{}<>$()\[\]]|NNNNN|^[a-z]+:|^/|^~|::|^\.\.?/", p):
+            continue
+        if re.search(r"\.(py|pyi|rs|md|sh|toml|jsonl|json|csv|txt|yml|yaml)$", p) or re.match(
+            _TOP + "/", p
+        ):
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("doc", CLAIM_DOCS)
+def test_paths_the_docs_name_exist(doc: str) -> None:
+    """FEATURES.md named `oracle/rpdnn_oracle.py` "beside this file" (it is
+    in tests/fixtures/oracle/) and GUIDE.md `src/features/user.rs`. A path
+    is looked up from the repository root and from the doc's folder."""
+    text = (REPO / doc).read_text()
+    named = _named_paths(text)
+    assert named, f"{doc} names no path: the pattern is wrong"
+    gone = [p for p in named if not any((b / p).exists() for b in (REPO, (REPO / doc).parent))]
+    assert not gone, f"{doc} names paths that do not exist: {gone}"
+
+
+# A phrase of an `--incremental` line's comment -> what its `build` line says.
+INCREMENTAL_CLAIMS = {
+    "nothing changed": "build      incremental: nothing changed",
+    "full build": "build      full build: ",
+    "re-read": "build      incremental: ",
+}
+
+
+def test_incremental_examples_print_what_their_comment_says(tmp_path: Path) -> None:
+    """GUIDE.md's `socialctx build --sample sample-cache --incremental   #
+    nothing changed: the cache is kept` printed "full build: the old cache
+    has no fingerprints" after the plain build before it. Each block with
+    such a line runs line by line, and each commented `--incremental` line's
+    output must say what its comment does."""
+    env = {**os.environ}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    seen = 0
+    for doc, line, lang, code in BLOCKS:
+        if lang not in SHELLS or not re.search(r"--incremental\b.*#", code):
+            continue
+        where = tmp_path / f"{doc.replace('/', '_')}-{line}"
+        where.mkdir()
+        for cmd in code.splitlines():
+            command, _, comment = cmd.partition("#")
+            if not command.strip():
+                continue
+            r = subprocess.run(
+                ["bash", "-eu", "-c", command],
+                cwd=where,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert r.returncode == 0, f"{doc}:{line}: {command}\n{r.stderr}"
+            if "--incremental" not in command or not comment.strip():
+                continue
+            claims = [said for phrase, said in INCREMENTAL_CLAIMS.items() if phrase in comment]
+            assert claims, f"{doc}:{line}: no known claim in {comment!r} (INCREMENTAL_CLAIMS)"
+            assert claims[0] in r.stdout, f"{doc}:{line}: {cmd!r} printed\n{r.stdout}"
+            seen += 1
+    assert seen >= 2
+
+
+def _doc_commands() -> list[tuple[str, str, list[str]]]:
+    """(doc, subcommand, its options) for every `socialctx SUBCOMMAND ...`
+    in the docs' code (blocks and spans)."""
+    out = []
+    for doc in DOCS:
+        text = (REPO / doc).read_text()
+        for m in re.finditer(r"socialctx ([a-z][a-z-]+)((?: +[^\s`|#>]+)*)", text):
+            options = re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(2))
+            out.append((doc, m.group(1), options))
+    return out
+
+
+def test_the_docs_command_options_are_in_their_help() -> None:
+    """Every `socialctx SUBCOMMAND --option` the docs show is an option
+    that `socialctx SUBCOMMAND --help` lists."""
+    import shutil
+
+    exe = shutil.which("socialctx", path=os.path.dirname(sys.executable))
+    assert exe, "the installed package's command is missing"
+    commands = set(
+        re.findall(
+            r"^  ([a-z][a-z-]+) ",
+            subprocess.run([exe, "--help"], capture_output=True, text=True).stdout,
+            re.M,
+        )
+    )
+    helps: dict[str, str] = {}
+    wrong = []
+    checked = 0
+    for doc, sub, options in _doc_commands():
+        if sub not in commands:
+            continue  # prose ("socialctx command"), not a subcommand
+        if sub not in helps:
+            helps[sub] = subprocess.run([exe, sub, "--help"], capture_output=True, text=True).stdout
+        for o in options:
+            checked += 1
+            if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", helps[sub]):
+                wrong.append((doc, sub, o))
+    assert checked > 20, checked
+    assert not wrong, f"options the help does not list: {wrong}"
+
+
+def test_the_readme_quotes_the_set_up_table() -> None:
+    """The README said 65 s and 4 minutes; the table it links said 4 min
+    25 s and 7 min 3 s. Every time in the README's "Two commands" section
+    is the benches' set-up table's."""
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("\n## Two commands")
+    section = readme[start : readme.index("\n## ", start + 1)]
+    benches = (REPO / "benches/README.md").read_text()
+    start = benches.index("\n## Set-up time")
+    table = benches[start : benches.index("\n## ", start + 1)]
+    times = re.findall(r"\d+(?:\.\d+)? (?:min \d+ s|s|min)\b", section)
+    assert len(times) >= 5, times
+    missing = [t for t in times if t not in table]
+    assert not missing, f"README times not in benches/README.md's set-up table: {missing}"

@@ -49,7 +49,7 @@ def ids_of(items: list[dict]) -> list[int]:
 def test_dataset_covers_the_epoch_once_across_workers(built, workers):
     cache = socialctx.open(built["sample"])
     positions = np.arange(len(cache))
-    ds = CacheDataset(built["sample"], positions, 5, seed=1, labels=positions % 2)
+    ds = CacheDataset(socialctx.open(built["sample"]), positions, 5, seed=1, labels=positions % 2)
     items = steps(ds, workers)
     for s in items:
         assert s["features"].dtype == torch.float32 and s["features"].shape[1:] == (200, 28)
@@ -81,7 +81,7 @@ def test_yielded_batches_never_change(sample, workers):
 
 
 def test_set_epoch_reaches_persistent_workers(built):
-    ds = CacheDataset(built["sample"], range(30), 4, seed=7)
+    ds = CacheDataset(socialctx.open(built["sample"]), range(30), 4, seed=7)
     dl = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True)
     orders = []
     for epoch in range(3):
@@ -95,7 +95,9 @@ def test_set_epoch_reaches_persistent_workers(built):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_resumption_equals_the_uninterrupted_run(built, workers):
-    ds = CacheDataset(built["sample"], range(36), 3, seed=2, bucket=True, pad="longest")
+    ds = CacheDataset(
+        socialctx.open(built["sample"]), range(36), 3, seed=2, bucket=True, pad="longest"
+    )
     ds.set_epoch(5)
     whole = steps(ds, workers)
     # Interrupt after 4 steps; save; restore into a new dataset.
@@ -107,7 +109,9 @@ def test_resumption_equals_the_uninterrupted_run(built, workers):
     # In-process the dataset counts by itself; workers run ahead, so name the item.
     state = ds.state_dict() if workers == 0 else ds.state_dict(after=seen[-1])
     assert state["epoch"] == 5 and state["batches_done"] == 4
-    again = CacheDataset(built["sample"], range(36), 3, seed=2, bucket=True, pad="longest")
+    again = CacheDataset(
+        socialctx.open(built["sample"]), range(36), 3, seed=2, bucket=True, pad="longest"
+    )
     again.load_state_dict(state)
     rest = steps(again, workers)
     assert ids_of(seen + rest) == ids_of(whole)
@@ -123,7 +127,9 @@ def _rank_main(rank: int, world: int, init: str, out: str, corpus_cache: str) ->
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
     try:
-        ds = CacheDataset(corpus_cache, range(37), 4, seed=3, bucket=True, pad="longest")
+        ds = CacheDataset(
+            socialctx.open(corpus_cache), range(37), 4, seed=3, bucket=True, pad="longest"
+        )
         assert (ds.rank, ds.world_size) == (rank, world)
         got = ids_of(steps(ds, 0))
         n = torch.tensor([len(ds)])
@@ -205,7 +211,7 @@ def test_graph_dataset_yields_the_loaders_graph_batches(built, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch_geometric.data", None)
     cache = socialctx.open(built["sample"])
     positions = np.arange(len(cache))
-    plain = GraphDataset(built["sample"], positions, 8, kinds="both", max_cxt=20)
+    plain = GraphDataset(socialctx.open(built["sample"]), positions, 8, kinds="both", max_cxt=20)
     items = list(plain)
     assert all(isinstance(i, dict) for i in items)
     assert len(items) == len(plain) and sum(len(i["y"]) for i in items) == len(cache)
@@ -217,7 +223,7 @@ def test_graph_dataset_yields_the_loaders_graph_batches(built, monkeypatch):
             np.testing.assert_array_equal(item[key].numpy(), getattr(graph, key), err_msg=key)
         assert item["edge_index"].dtype == torch.int64 and item["y"].dtype == torch.int64
     with pytest.raises(ImportError):
-        GraphDataset(built["sample"], positions, 8, pyg=True)
+        GraphDataset(socialctx.open(built["sample"]), positions, 8, pyg=True)
 
 
 def test_graph_dataset_bag_of_words(built):
@@ -232,7 +238,7 @@ def test_graph_dataset_bag_of_words(built):
     graph = socialctx.GraphBatch()
     for unknown in (True, False):
         ds = GraphDataset(
-            built["sample"], positions, 8, pyg=False, kinds="both", max_cxt=20,
+            socialctx.open(built["sample"]), positions, 8, pyg=False, kinds="both", max_cxt=20,
             bag_of_words=vocab, bow_unknown=unknown,
         )  # fmt: skip
         for workers in (0, 2):
@@ -260,9 +266,11 @@ def test_graph_dataset_pinned_in_process_mode_matches(built):
     from socialctx.torch import GraphDataset
 
     kw = dict(seed=3, pyg=False, kinds="both", max_cxt=20)
-    plain = list(GraphDataset(built["sample"], range(38), 5, **kw))
+    plain = list(GraphDataset(socialctx.open(built["sample"]), range(38), 5, **kw))
     with pytest.warns(UserWarning, match="no CUDA") if not torch.cuda.is_available() else _null():
-        pinned = iter(GraphDataset(built["sample"], range(38), 5, pin_memory=True, **kw))
+        pinned = iter(
+            GraphDataset(socialctx.open(built["sample"]), range(38), 5, pin_memory=True, **kw)
+        )
         previous = None
         for a in plain:
             b = next(pinned)

@@ -98,7 +98,7 @@ def test_workers_read_the_datasets_generation_or_refuse_after_a_rebuild(corpus, 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_graph_dataset_workers_refuse_a_rebuilt_cache(corpus, method):
-    ds = GraphDataset(corpus.cache, range(len(corpus.open())), 8, pyg=False)
+    ds = GraphDataset(corpus.open(), range(len(corpus.open())), 8, pyg=False)
     corpus.drop_first_thread_and_rebuild()
     dl = DataLoader(ds, batch_size=None, num_workers=1, multiprocessing_context=method)
     with pytest.raises(socialctx.CacheError, match=str(corpus.cache)):
@@ -139,7 +139,7 @@ def test_an_old_embedding_table_refuses_items_of_the_rebuilt_cache(corpus):
 
 
 def test_an_unpickled_dataset_refuses_a_rebuilt_cache(corpus):
-    ds = CacheDataset(corpus.cache, range(10), 3)
+    ds = CacheDataset(corpus.open(), range(10), 3)
     blob = pickle.dumps(ds)
     corpus.drop_first_thread_and_rebuild()
     with pytest.raises(socialctx.CacheError, match="rebuilt"):
@@ -176,7 +176,7 @@ def test_resuming_twice_trains_each_batch_once(corpus, workers, persistent):
     resume point: stopping at 3, then 2, trained 15 batches of 12."""
 
     def make() -> CacheDataset:
-        ds = CacheDataset(corpus.cache, range(36), 3, seed=4, bucket=True, pad="longest")
+        ds = CacheDataset(corpus.open(), range(36), 3, seed=4, bucket=True, pad="longest")
         ds.set_epoch(2)
         return ds
 
@@ -192,7 +192,7 @@ def test_resuming_twice_trains_each_batch_once(corpus, workers, persistent):
 def test_state_dict_without_an_item_refuses_after_worker_iteration(corpus):
     """The bug: with workers, ``state_dict()`` returned batches_done=0
     after 3 batches; now it says what to pass instead of guessing."""
-    ds = CacheDataset(corpus.cache, range(36), 3)
+    ds = CacheDataset(corpus.open(), range(36), 3)
     for n, _item in enumerate(DataLoader(ds, batch_size=None, num_workers=2)):
         if n == 2:
             break
@@ -211,7 +211,7 @@ def test_stateful_dataloader_resumes_exactly(corpus, workers):
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     def make() -> CacheDataset:
-        ds = CacheDataset(corpus.cache, range(37), 3, seed=9)
+        ds = CacheDataset(corpus.open(), range(37), 3, seed=9)
         ds.set_epoch(1)
         return ds
 
@@ -237,7 +237,7 @@ def test_set_epoch_after_iter_does_not_mix_epochs(corpus, persistent):
     """The bug: ``set_epoch(1)`` right after ``iter(dl)`` gave epochs with
     duplicated and missing threads (4 of 6 runs). As DistributedSampler:
     the iteration keeps the epoch it started with; the next one has the new."""
-    ds = CacheDataset(corpus.cache, range(36), 2, seed=3)
+    ds = CacheDataset(corpus.open(), range(36), 2, seed=3)
     epochs = []
     for e in range(3):
         ds.set_epoch(e)
@@ -256,7 +256,7 @@ def test_a_resume_point_applies_to_the_next_iteration_only(corpus):
     """The bug: after ``load_state_dict(... batches_done=4 ...)`` every later
     iteration of that epoch skipped 4 batches (forever with seed=None)."""
     for workers in (0, 2):
-        ds = CacheDataset(corpus.cache, range(36), 3)
+        ds = CacheDataset(corpus.open(), range(36), 3)
         state = ds.state_dict()
         state["batches_done"] = 4
         ds.load_state_dict(state)
@@ -278,7 +278,7 @@ def test_a_resume_point_applies_once_with_loaders_seeded_alike(corpus, method):
     reproducibility recipe) give their iterations the same worker seeds, so
     the next fork workers took the used resume point as theirs: the second
     whole pass skipped its first 3 batches, silently."""
-    ds = CacheDataset(corpus.cache, range(36), 3)
+    ds = CacheDataset(corpus.open(), range(36), 3)
     ds.load_state_dict({**ds.state_dict(), "batches_done": 3})
 
     def seeded() -> DataLoader:
@@ -311,7 +311,7 @@ def test_bad_positions_and_labels_are_refused(corpus):
     for positions, error, match in bad_positions:
         for cls in (CacheDataset, GraphDataset):
             with pytest.raises(error, match=match):
-                cls(corpus.cache, positions, 2)
+                cls(corpus.open(), positions, 2)
     for labels, error, match in [
         (np.array([200, 1, 128]), ValueError, "200"),
         ([0, 1, -129], ValueError, "-129"),
@@ -319,8 +319,8 @@ def test_bad_positions_and_labels_are_refused(corpus):
         ([0, 1], ValueError, "2 labels for 3"),
     ]:
         with pytest.raises(error, match=match):
-            CacheDataset(corpus.cache, [0, 1, 2], 2, labels=labels)
-    ok = CacheDataset(corpus.cache, [0, 1, 2], 3, labels=np.array([-1, 0, 127]))
+            CacheDataset(corpus.open(), [0, 1, 2], 2, labels=labels)
+    ok = CacheDataset(corpus.open(), [0, 1, 2], 3, labels=np.array([-1, 0, 127]))
     assert next(iter(ok))["labels"].tolist() == [-1, 0, 127]
 
 
@@ -374,19 +374,19 @@ def test_load_state_dict_refuses_another_plan_naming_the_field(corpus, field, ch
     base = {"positions": range(32), "batch_size": 8, "seed": 0}
     if "noise" in change:
         base["bucket"] = True
-    ds = CacheDataset(corpus.cache, **base)
+    ds = CacheDataset(corpus.open(), **base)
     next(iter(ds))
     state = ds.state_dict()
-    other = CacheDataset(corpus.cache, **{**base, **change})
+    other = CacheDataset(corpus.open(), **{**base, **change})
     with pytest.raises(ValueError, match=f"another plan: {field}"):
         other.load_state_dict(state)
 
 
 def test_load_state_dict_refuses_another_generation(corpus):
-    ds = CacheDataset(corpus.cache, range(10), 2)
+    ds = CacheDataset(corpus.open(), range(10), 2)
     state = ds.state_dict()
     corpus.drop_first_thread_and_rebuild()
-    again = CacheDataset(corpus.cache, range(10), 2)
+    again = CacheDataset(corpus.open(), range(10), 2)
     with pytest.raises(ValueError, match="another plan: content_id"):
         again.load_state_dict(state)
 
@@ -480,7 +480,7 @@ def test_embedding_table_refuses_indices_out_of_range(corpus):
 
 def test_datasets_deepcopy_and_pickle_as_independent_datasets(corpus):
     for cls in (CacheDataset, GraphDataset):
-        ds = cls(corpus.cache, range(20), 3, seed=5)
+        ds = cls(corpus.open(), range(20), 3, seed=5)
         ds.set_epoch(2)
         whole = [i["positions"].tolist() for i in ds]
         for twin in (copy.deepcopy(ds), pickle.loads(pickle.dumps(ds))):
@@ -493,7 +493,7 @@ def test_datasets_deepcopy_and_pickle_as_independent_datasets(corpus):
 def test_batches_are_allocated_for_the_threads_they_hold(corpus):
     """The bug: ``new_batch(batch_size)`` for 5 positions and batch size
     20,000 allocated the full batch (hundreds of MiB)."""
-    ds = CacheDataset(corpus.cache, range(5), 20_000)
+    ds = CacheDataset(corpus.open(), range(5), 20_000)
     tracemalloc.start()
     try:
         item = next(iter(ds))
@@ -575,13 +575,13 @@ def test_an_embedding_table_refuses_items_of_a_rewritten_store(corpus, compact):
 def test_state_dict_refuses_an_item_of_another_dataset(corpus):
     """Red team: ``train.state_dict(after=val_item)`` (same cache) gave a
     state of the validation batch's index, silently."""
-    train = CacheDataset(corpus.cache, range(36), 3, seed=3)
-    val = CacheDataset(corpus.cache, range(5), 2)
+    train = CacheDataset(corpus.open(), range(36), 3, seed=3)
+    val = CacheDataset(corpus.open(), range(5), 2)
     with pytest.raises(ValueError, match="another dataset"):
         train.state_dict(after=next(iter(val)))
     items = list(items_of(train, workers=2))
     assert train.state_dict(after=items[4])["batches_done"] == items[4]["plan_index"] + 1
-    reshuffled = CacheDataset(corpus.cache, range(36), 3, seed=4)
+    reshuffled = CacheDataset(corpus.open(), range(36), 3, seed=4)
     with pytest.raises(ValueError, match="another dataset"):
         reshuffled.state_dict(after=items[4])
 
@@ -589,4 +589,4 @@ def test_state_dict_refuses_an_item_of_another_dataset(corpus):
 def test_positions_from_an_iterator_are_refused_naming_it(corpus):
     """Red team: a generator of positions was refused as "not of shape ()"."""
     with pytest.raises(TypeError, match="not generator"):
-        CacheDataset(corpus.cache, (p for p in range(3)), 2)
+        CacheDataset(corpus.open(), (p for p in range(3)), 2)

@@ -100,12 +100,18 @@ def ref_plan(
     else:
         count = math.ceil(n / batch_size)
         count = -(-count // world) * world
-        base, extra = divmod(n, count)
-        batches, start = [], 0
-        for i in range(count):
-            size = base + (i < extra)
-            batches.append(order[start : start + size])
-            start += size
+        if n == 0:
+            batches = []
+        elif count > n:
+            # No empty batch: batches of one, the first threads repeated.
+            batches = [[order[i % n]] for i in range(count)]
+        else:
+            base, extra = divmod(n, count)
+            batches, start = [], 0
+            for i in range(count):
+                size = base + (i < extra)
+                batches.append(order[start : start + size])
+                start += size
     if noise is not None and seed is not None:
         shuffle(batches, seed ^ 0xBA7C4E500DE20002)
     return batches
@@ -197,10 +203,12 @@ class Machine(RuleBasedStateMachine):
     def _make(self, params: dict[str, Any]) -> CacheDataset:
         p = dict(params)
         kind = p.pop("kind")
+        if len(p["positions"]) == 0:
+            raise ValueError("no threads")
         if kind == "graph":
-            return GraphDataset(self.corpus.cache, pyg=p.pop("pyg"), **p)
+            return GraphDataset(socialctx.open(self.corpus.cache), pyg=p.pop("pyg"), **p)
         p.pop("pyg")
-        return CacheDataset(self.corpus.cache, **p)
+        return CacheDataset(socialctx.open(self.corpus.cache), **p)
 
     @initialize(
         kind=st.sampled_from(["cache", "graph"]),
@@ -237,8 +245,11 @@ class Machine(RuleBasedStateMachine):
 
     # the model's plan
     def plan(self, epoch: int) -> list[list[int]]:
-        p = self.params
-        loader = socialctx.Loader(self.gen, max_cxt=p["max_cxt"])
+        return self.plan_of(self.params, self.gen, epoch)
+
+    @staticmethod
+    def plan_of(p: dict[str, Any], gen: socialctx.Cache, epoch: int) -> list[list[int]]:
+        loader = socialctx.Loader(gen, max_cxt=p["max_cxt"])
         lengths = loader.lengths(p["positions"]).tolist()
         seed = None if p["seed"] is None else p["seed"] + epoch
         batches = ref_plan(
@@ -315,10 +326,14 @@ class Machine(RuleBasedStateMachine):
     @rule(epoch=st.integers(0, 3))
     def set_epoch(self, epoch: int) -> None:
         assert self.ds is not None
+        if self.pending is not None and self.pending[0] != epoch:
+            # One epoch rule: a loaded state's epoch, not another.
+            with pytest.raises(ValueError, match=rf"set_epoch\({self.pending[0]}\) resumes it"):
+                self.ds.set_epoch(epoch)
+            STATS["refused: set_epoch of another epoch than the loaded state's"] += 1
+            return
         self.ds.set_epoch(epoch)
         self.epoch = epoch
-        if self.pending is not None and self.pending[0] != epoch:
-            self.pending = None
         self.position = (epoch, self.start())
         self.workers_ran = False
         self.last_item = None
@@ -406,10 +421,18 @@ class Machine(RuleBasedStateMachine):
                 self.ds.state_dict()
             if self.last_item is None:
                 return
+            if self.stale(self.reopens):
+                # Checking the item needs the dataset's generation, gone.
+                with pytest.raises(socialctx.CacheError, match="rebuilt"):
+                    self.ds.state_dict(after=self.last_item)
+                STATS["refused: an item's state after its generation was gone"] += 1
+                return
             state = self.ds.state_dict(after=self.last_item)
         else:
             state = self.ds.state_dict()
         assert (state["epoch"], state["batches_done"]) == self.position
+        if self.reopens and not self.stale(True):
+            self.reopens = False  # state_dict opened the dataset's generation
         self.saved = (state, dict(self.params), self.gen)
         STATS["saves"] += 1
 
@@ -423,7 +446,7 @@ class Machine(RuleBasedStateMachine):
             except IndexError:
                 STATS["refused: positions out of the rebuilt cache"] += 1
                 return
-            with pytest.raises(ValueError, match="another plan: content_id"):
+            with pytest.raises(ValueError, match="resume_across_rebuild=True"):
                 fresh.load_state_dict(state)
             STATS["refused: another generation"] += 1
             return
@@ -434,6 +457,60 @@ class Machine(RuleBasedStateMachine):
         self.pending = (state["epoch"], state["batches_done"])
         self.position = self.pending
         STATS["loads"] += 1
+
+    @precondition(lambda self: hasattr(self, "saved"))
+    @rule(through_loader=st.booleans())
+    def resume_across_the_rebuild(self, through_loader: bool) -> None:
+        """Loads the saved state into a dataset of the generation at hand,
+        its selection held by source id (socialctx.select), with
+        resume_across_rebuild=True: the rest of the epoch is the selection's
+        threads no rank trained in it, each once (padding aside)."""
+        state, params, gen = self.saved
+        now = socialctx.open(self.corpus.cache)
+        old_ids = gen.source_ids[params["positions"]].astype(np.int64)
+        sel = socialctx.select(now, old_ids, params["labels"])
+        p = dict(params, positions=sel, labels=None, resume_across_rebuild=True)
+        try:
+            ds = self._make(p)
+        except (ValueError, socialctx.Error):
+            return
+        if "ids" not in state and state["plan"]["content_id"] != now.content_id:
+            with pytest.raises(ValueError, match="resumes on its own generation only"):
+                ds.load_state_dict(state)
+            STATS["refused across a rebuild: a state without ids"] += 1
+            return
+        ds.load_state_dict(state)
+        # The model: every rank's first batches_done batches of the saved plan.
+        w = params["world_size"]
+        everyone = [self.plan_of(dict(params, rank=r), gen, state["epoch"]) for r in range(w)]
+        done = state["batches_done"]
+        trained = {int(i) for rp in everyone for b in rp[:done] for i in old_ids[b].tolist()}
+        left = [int(i) for i in sel.source_ids.tolist() if int(i) not in trained]
+        source = DataLoader(ds, batch_size=None) if through_loader else ds
+        items = list(source)
+        got = [int(i) for it in items for i in it["source_ids"].tolist()]
+        assert all(len(it["source_ids"]) for it in items)
+        assert not set(got) & trained
+        if w == 1:
+            assert sorted(got) == sorted(left)
+        else:
+            assert set(got) <= set(left)
+        if state["plan"]["content_id"] != now.content_id:
+            assert ds.resumed["remaining"] == len(left)
+            STATS["resumed across a rebuild: threads dropped"] += ds.resumed["dropped"]
+        # On from here: a fresh dataset of this generation.
+        STATS["resumed across a rebuild"] += 1
+        fresh = dict(
+            params,
+            positions=sel.positions,
+            labels=sel.labels if params["labels"] is not None else None,
+        )
+        try:
+            self.ds = self._make(fresh)
+        except (ValueError, socialctx.Error):
+            return  # the old dataset and its model go on
+        self._reset_model(fresh, now)
+        del self.saved
 
     @precondition(lambda self: hasattr(self, "saved"))
     @rule(option=st.sampled_from(sorted(OPTIONS)))

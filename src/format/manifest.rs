@@ -38,6 +38,13 @@ pub struct Manifest {
     pub reaction_columns: Vec<String>,
     /// Names of the extra per-thread columns, in storage order.
     pub thread_columns: Vec<String>,
+    /// The definition digest of the code that computed the values
+    /// ([`current_definition`](Self::current_definition) of the library
+    /// that built it; empty in caches built before it was recorded): an
+    /// incremental build reuses threads, and a merge takes partitions, only
+    /// of its own definition.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub definition: String,
     /// For a partition cache ([`build_partition`](crate::build_partition)):
     /// which part of which plan it holds. Absent from every other cache
     /// (so their manifests are as before).
@@ -92,6 +99,14 @@ impl Manifest {
     /// The [`thread_columns`](Self::thread_columns) of an extended cache:
     /// the extra per-thread columns, in storage order.
     pub const THREAD_COLUMNS: [&'static str; 2] = crate::schema::THREAD_COLUMNS;
+
+    /// This library's definition digest (16 hex digits): a digest, made
+    /// when the crate is compiled, of the sources that compute the values a
+    /// cache stores (ARCHITECTURE.md lists them). Any change of them
+    /// changes it; a build records it in [`definition`](Self::definition).
+    pub fn current_definition() -> &'static str {
+        crate::definition::definition()
+    }
 
     /// The manifest's bytes as every writer writes them (pretty JSON, one
     /// final newline): readers accept these bytes and no others.

@@ -258,6 +258,18 @@ impl<E> Walk<'_, '_, E> {
             }
             if is_dir {
                 children.push(dir.join(name));
+            } else if file_type == FileType::Symlink {
+                // Not walked (as the reference's `os.walk`), but said: a
+                // linked event, label or thread folder would otherwise be
+                // missing without a word. A link to a file is no folder.
+                match statat(fd, entry.file_name(), AtFlags::empty()) {
+                    Ok(st) if !FileType::from_raw_mode(st.st_mode).is_dir() => {}
+                    Ok(_) => self.report(&dir.join(name), LINKED_DIR.into()),
+                    Err(e) => self.report(
+                        &dir.join(name),
+                        format!("{BROKEN_LINK} ({})", std::io::Error::from(e)),
+                    ),
+                }
             }
         }
         // The thread's layout: the first whose source folder it has.
@@ -315,6 +327,16 @@ impl<E> Walk<'_, '_, E> {
         }
     }
 }
+
+/// The report's reason for a symbolic link to a directory in the corpus:
+/// discovery does not follow links (a link loop cannot make it walk
+/// forever, and the corpus reads as the reference's `os.walk` reads it),
+/// and says so for each.
+pub const LINKED_DIR: &str = "a symbolic link to a directory: not followed (the corpus is walked without following links, as the reference's os.walk does); put the folder itself here, or build from the link's target";
+
+/// The report's reason for a symbolic link that does not resolve (a loop,
+/// a missing target), followed by the system's error.
+pub const BROKEN_LINK: &str = "a symbolic link that does not resolve: not followed";
 
 /// What a directory entry is, in words, for a report (a symlink is
 /// followed: a link to a FIFO is "a FIFO").
@@ -587,6 +609,7 @@ mod tests {
         assert_eq!(
             bad,
             [
+                "ev/linked: a symbolic link to a directory: not followed (the corpus is walked without following links, as the reference's os.walk does); put the folder itself here, or build from the link's target",
                 "ev/rumours/1/annotation.json: a FIFO, not a file: ignored",
                 "ev/rumours/1/replies: a regular file, not a folder: ignored",
                 "ev/rumours/1/structure.json: a directory, not a file: ignored",
@@ -596,6 +619,45 @@ mod tests {
         // The root itself may be a thread.
         let (threads, _) = found(&r.join("store/8"));
         assert_eq!(threads, [(".".to_string(), SRC)]);
+    }
+
+    /// Links are never followed, so a loop cannot make the walk run
+    /// forever; each link to a directory, or that does not resolve, is a
+    /// report line (the threads behind it are not silently missing).
+    #[test]
+    fn symlinked_folders_and_link_loops_are_reported_not_walked() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/rumours/1/source-tweets/1.json");
+        touch(r, "elsewhere/non-rumours/2/source-tweets/2.json");
+        touch(r, "ev/notes.txt");
+        symlink(r.join("elsewhere/non-rumours"), r.join("ev/non-rumours")).unwrap();
+        symlink(r.join("elsewhere/non-rumours/2"), r.join("ev/rumours/3")).unwrap();
+        symlink(r.join("ev/notes.txt"), r.join("ev/notes-link")).unwrap();
+        // A loop through an ancestor, and a link to itself.
+        symlink("..", r.join("ev/rumours/up")).unwrap();
+        symlink("self", r.join("ev/self")).unwrap();
+        let (threads, bad) = found(r);
+        assert_eq!(
+            threads,
+            [
+                ("ev/rumours/1".to_string(), SRC),
+                ("elsewhere/non-rumours/2".to_string(), SRC),
+            ]
+        );
+        assert_eq!(bad.len(), 4, "{bad:#?}");
+        for (line, path) in bad
+            .iter()
+            .zip(["ev/non-rumours", "ev/rumours/3", "ev/rumours/up"])
+        {
+            assert_eq!(line, &format!("{path}: {LINKED_DIR}"));
+        }
+        assert!(
+            bad[3].starts_with(&format!("ev/self: {BROKEN_LINK} (")),
+            "{}",
+            bad[3]
+        );
     }
 
     #[test]

@@ -20,25 +20,96 @@ pub(crate) enum How {
     Local,
     /// The content's xxh3, not the times (`--verify`).
     Content,
-    /// As `Local` without the device number: the same on every machine
-    /// that mounts the corpus (a plan's partitions may run on any).
+    /// Size and mtime (ns) only: the same on every machine that mounts
+    /// the corpus and on a byte-identical copy of it (`cp -a`, `rsync -a`,
+    /// a FUSE mount: other inode numbers and change times), where a plan's
+    /// partitions may run. As rsync's quick check and make, an edit that
+    /// keeps the size and restores the mtime is not seen.
     Portable,
 }
 
-/// A thread's fingerprint, the newest mtime/ctime among its files (ns), and
-/// whether any of their mtimes has a sub-second part.
+/// A thread's fingerprint, the newest mtime/ctime among its files (ns),
+/// whether any of their mtimes has a sub-second part, and the device its
+/// files are on (`None`: on several, or none).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fp {
     pub(crate) hash: u64,
     pub(crate) newest: i128,
     pub(crate) subsec: bool,
+    pub(crate) dev: Option<u64>,
+    /// An xxh3 of the files' inode numbers, and one of their inode numbers
+    /// and change times, in the order `hash` saw them: with the same
+    /// portable hash, other inodes mean a copy, the same inodes with other
+    /// change times an in-place edit (a plan tells them apart).
+    pub(crate) inodes: u64,
+    pub(crate) changes: u64,
+}
+
+const SECOND: i128 = 1_000_000_000;
+
+/// The timestamp precision of the file systems a corpus spans, judged per
+/// device (git's racy-clean rule judges each file against its own file
+/// system's precision): a device on which some file has a sub-second
+/// mtime keeps nanoseconds; on any other (ext4 with 128-byte inodes, HFS+,
+/// some NFS servers, one event folder bind-mounted from one of them) times
+/// are whole seconds, and an edit in the second a build read a file is
+/// stored as that second. A thread spanning devices counts as coarse (the
+/// safe side: read again, waited for longer).
+pub(crate) struct Precision {
+    fine: std::collections::HashSet<u64>,
+}
+
+impl Precision {
+    pub(crate) fn of(fps: &[Fp]) -> Precision {
+        Precision {
+            fine: fps
+                .iter()
+                .filter(|f| f.subsec)
+                .filter_map(|f| f.dev)
+                .collect(),
+        }
+    }
+
+    fn coarse(&self, fp: &Fp) -> bool {
+        fp.dev.is_none_or(|d| !self.fine.contains(&d))
+    }
+
+    /// The racy-clean bound for `fp`'s files: a build started at `started`
+    /// (ns) may have read a file stamped at or after this before a change.
+    pub(crate) fn racy_from(&self, started: i128, fp: &Fp) -> i128 {
+        if self.coarse(fp) {
+            started - started.rem_euclid(SECOND)
+        } else {
+            started
+        }
+    }
+
+    /// The file-system time a build must wait for before reading, so that
+    /// any later change of a fingerprinted file gets a time of its own:
+    /// past every time seen, in each file's own precision. `None` with no
+    /// time seen.
+    pub(crate) fn settled_at(&self, fps: &[Fp]) -> Option<i128> {
+        fps.iter()
+            .filter(|f| f.newest != i128::MIN)
+            .map(|f| {
+                if self.coarse(f) {
+                    f.newest - f.newest.rem_euclid(SECOND) + SECOND
+                } else {
+                    f.newest + 1
+                }
+            })
+            .max()
+    }
 }
 
 /// A thread's [`Fp`].
 pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
     let mut h = Xxh3Default::new();
+    let (mut hi, mut hc) = (Xxh3Default::new(), Xxh3Default::new());
     let mut newest = i128::MIN;
     let mut subsec = false;
+    // (None, first) before any file; Some(None) once two devices were seen.
+    let mut dev: Option<Option<u64>> = None;
     h.update(&td.entries.to_le_bytes());
     if td.layout != 0 {
         // (Not hashed for the first layout: PHEME fingerprints stay as they were.)
@@ -53,16 +124,24 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
                 let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
                 newest = newest.max(mtime).max(ctime);
                 subsec |= m.mtime_nsec() != 0;
+                dev = match dev {
+                    None => Some(Some(m.dev())),
+                    Some(Some(d)) if d == m.dev() => Some(Some(d)),
+                    _ => Some(None),
+                };
                 h.update(&m.len().to_le_bytes());
+                hi.update(&m.ino().to_le_bytes());
+                hc.update(&m.ino().to_le_bytes());
+                hc.update(&ctime.to_le_bytes());
                 match how {
-                    How::Local | How::Portable => {
+                    How::Local => {
                         h.update(&m.ino().to_le_bytes());
-                        if how == How::Local {
-                            h.update(&m.dev().to_le_bytes());
-                        }
+                        h.update(&m.dev().to_le_bytes());
                         h.update(&mtime.to_le_bytes());
                         h.update(&ctime.to_le_bytes());
                     }
+                    // Not the inode nor the ctime: a copy has others.
+                    How::Portable => h.update(&mtime.to_le_bytes()),
                     // With content hashes, the contents decide, not the times.
                     How::Content if m.is_file() => match fs::read(path) {
                         Ok(bytes) => h.update(&xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes()),
@@ -96,6 +175,9 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
         hash: h.digest(),
         newest,
         subsec,
+        dev: dev.flatten(),
+        inodes: hi.digest(),
+        changes: hc.digest(),
     }
 }
 
@@ -107,5 +189,98 @@ pub(crate) fn fingerprints(list: &[ThreadDir], threads: usize, how: How) -> Vec<
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(pool) => pool.install(|| list.par_iter().map(one).collect()),
         Err(_) => list.iter().map(one).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(newest: i128, subsec: bool, dev: Option<u64>) -> Fp {
+        Fp {
+            hash: 0,
+            newest,
+            subsec,
+            dev,
+            inodes: 0,
+            changes: 0,
+        }
+    }
+
+    /// One event folder on a file system with whole-second times (device
+    /// 2) beside the corpus's nanosecond one (device 1): the second's rule
+    /// holds for the threads on device 2 only. Judged for the corpus, the
+    /// sub-second times on device 1 made every thread "fine", and a
+    /// same-size edit on device 2 in the second after the build read it was
+    /// never seen.
+    #[test]
+    fn precision_is_judged_per_device() {
+        let s = 5 * SECOND;
+        let fine = fp(s + 100, true, Some(1));
+        let fine_whole = fp(s, false, Some(1));
+        let coarse = fp(s, false, Some(2));
+        let spanning = fp(s + 100, true, None);
+        let p = Precision::of(&[fine, fine_whole, coarse, spanning]);
+        let started = s + 500;
+        assert_eq!(p.racy_from(started, &fine), started);
+        assert_eq!(p.racy_from(started, &fine_whole), started);
+        // An edit at s + 700 after a read at s + 500 on device 2 is stamped
+        // s: racy from the second's start.
+        assert_eq!(p.racy_from(started, &coarse), s);
+        assert_eq!(p.racy_from(started, &spanning), s);
+        assert!(coarse.newest >= p.racy_from(started, &coarse));
+        // The build waits past the coarse device's second.
+        assert_eq!(p.settled_at(&[fine, coarse]), Some(s + SECOND));
+        assert_eq!(p.settled_at(&[fine]), Some(s + 101));
+        assert_eq!(p.settled_at(&[]), None);
+    }
+
+    /// A byte-identical copy (other inodes and change times, the same
+    /// sizes and mtimes) has the same portable fingerprint; an edit of the
+    /// same size with another mtime has another.
+    #[test]
+    fn portable_fingerprints_survive_a_copy() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let make = |root: &Path| {
+            let d = root.join("e/rumours/1/source-tweets");
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("1.json"), b"{}").unwrap();
+        };
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        make(&a);
+        make(&b);
+        let fa = a.join("e/rumours/1/source-tweets/1.json");
+        let fb = b.join("e/rumours/1/source-tweets/1.json");
+        let when = fs::metadata(&fa).unwrap().modified().unwrap();
+        for f in [&fa, &fb] {
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        }
+        let ma = fs::metadata(&fa).unwrap();
+        assert_ne!(ma.ino(), fs::metadata(&fb).unwrap().ino());
+        let td = |root: &Path| {
+            crate::ingest::discover::discover(root, 1)
+                .unwrap()
+                .threads
+                .remove(0)
+        };
+        let (ta, tb) = (td(&a), td(&b));
+        let hash = |t: &ThreadDir, how| fingerprint(t, how).hash;
+        assert_eq!(hash(&ta, How::Portable), hash(&tb, How::Portable));
+        assert_ne!(hash(&ta, How::Local), hash(&tb, How::Local));
+        fs::write(&fb, b"[]").unwrap();
+        let later = when + std::time::Duration::from_secs(1);
+        fs::File::options()
+            .write(true)
+            .open(&fb)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_ne!(hash(&ta, How::Portable), hash(&tb, How::Portable));
     }
 }

@@ -131,6 +131,15 @@ impl<'a> BuildJob<'a> {
                         ),
                     )
                 })?;
+                let ours = crate::definition::definition();
+                if plan.definition() != ours {
+                    return Err(BuildError::DefinitionChanged {
+                        what: format!("plan {}", plan.id()),
+                        found: crate::definition::shown(plan.definition()).to_owned(),
+                        expected: ours.to_owned(),
+                        remedy: "make the plan again with this version and build every partition of it",
+                    });
+                }
                 let opts = plan.options(self.options);
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;

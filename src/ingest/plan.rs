@@ -13,9 +13,11 @@
 //! left over from an earlier build of the same directory).
 //!
 //! A plan pins the corpus it was made of: per thread a fingerprint of its
-//! files (what incremental builds compare, less the device number, which
-//! differs between machines mounting the corpus), and the thread list, discovery report and rumour index
-//! themselves. A partition build walks the corpus again (a walk, a `stat`
+//! files (their names, sizes and mtimes decide: not the device, inode
+//! numbers or change times, which differ between machines mounting the
+//! corpus and on a node-local `cp -a`/`rsync -a` copy; where the inodes are
+//! the plan's, a moved change time is an in-place edit and refused too), and
+//! the thread list, discovery report and rumour index themselves. A partition build walks the corpus again (a walk, a `stat`
 //! per file and the rumour sources read: what an incremental build that
 //! finds nothing changed costs) and refuses, naming the changed paths, if
 //! anything differs; so partitions built after a change are never merged
@@ -38,8 +40,10 @@ use crate::format::report::BadInput;
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 const PLAN_FORMAT: &str = "socialctx-plan";
-/// 2: the plan carries its checksum; 3: per-thread fingerprints.
-const PLAN_VERSION: u32 = 3;
+/// 2: the plan carries its checksum; 3: per-thread fingerprints; 4: the
+/// fingerprints portable to a copy of the corpus (size and mtime, no inode
+/// or change time): a version-3 plan would read as every thread changed.
+const PLAN_VERSION: u32 = 4;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +61,12 @@ struct PlanThread {
     files: u64,
     /// Its files' fingerprint ([`How::Portable`]), 16 hex digits.
     fingerprint: String,
+    /// Its files' inode numbers, and their inode numbers and change times,
+    /// hashed (16 hex digits each): where the fingerprint and the inodes are
+    /// the same but the change times are not, a file was edited in place and
+    /// its mtime put back (on a copy, other inodes, size and mtime decide).
+    inodes: String,
+    changes: String,
 }
 
 /// What a build of the whole corpus will do, computed once by
@@ -75,6 +85,13 @@ pub struct Plan {
     bad: Vec<BadInput>,
     /// Author key -> earliest rumour source time, sorted (extended builds).
     rumour_index: Vec<(u64, i64)>,
+    /// The definition digest of the library that made the plan (empty in
+    /// plans made before it was recorded): its partitions are built only
+    /// by a library of the same definition. Absent when empty, so that an
+    /// older release's plan still matches its checksum and is refused as
+    /// another version's, not as damaged.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    definition: String,
     /// xxh3-64 of the plan's JSON with this field empty, 16 hex digits (the
     /// plan's [`id`](Plan::id)); set by [`save`](Plan::save), checked by
     /// [`load`](Plan::load).
@@ -114,6 +131,8 @@ impl Plan {
                 layout: td.layout,
                 files: count_files(td),
                 fingerprint: format!("{:016x}", fp.hash),
+                inodes: format!("{:016x}", fp.inodes),
+                changes: format!("{:016x}", fp.changes),
             })
             .collect();
         Ok(Plan {
@@ -126,6 +145,7 @@ impl Plan {
             threads,
             bad,
             rumour_index,
+            definition: crate::definition::definition().to_owned(),
             checksum: String::new(),
         })
     }
@@ -137,14 +157,8 @@ impl Plan {
         let mut sealed = self.clone();
         sealed.checksum = self.id();
         let json = serde_json::to_vec(&sealed).map_err(|e| BuildError::io(path, e.into()))?;
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let written = fs::write(&tmp, json).and_then(|()| fs::rename(&tmp, path));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(BuildError::io(path, e));
-        }
-        Ok(())
+        crate::output::replace_file(path, |f| std::io::Write::write_all(f, &json))
+            .map_err(|e| BuildError::io(path, e))
     }
 
     /// Reads a plan written by [`save`](Plan::save), and checks it: its
@@ -217,6 +231,11 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// The definition digest of the library that made the plan.
+    pub(crate) fn definition(&self) -> &str {
+        &self.definition
     }
 
     /// Number of threads planned.
@@ -334,10 +353,10 @@ impl Plan {
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
             list.iter().map(|t| (t.rel.as_str(), t)).collect();
         let fps = fingerprints(list, workers, How::Portable);
-        let fp_of: std::collections::HashMap<&str, u64> = list
+        let fp_of: std::collections::HashMap<&str, &super::fingerprint::Fp> = list
             .iter()
             .zip(&fps)
-            .map(|(td, fp)| (td.rel.as_str(), fp.hash))
+            .map(|(td, fp)| (td.rel.as_str(), fp))
             .collect();
         for (rel, t) in &planned {
             match found.get(rel) {
@@ -351,8 +370,16 @@ impl Plan {
                 {
                     changed.push(format!("{rel} (its folders changed)"));
                 }
-                Some(_) if format!("{:016x}", fp_of[rel]) != t.fingerprint => {
+                Some(_) if format!("{:016x}", fp_of[rel].hash) != t.fingerprint => {
                     changed.push(format!("{rel} (files changed)"));
+                }
+                // The same files (inodes), changed since the plan with their
+                // size and mtime kept: an in-place edit with the mtime put back.
+                Some(_)
+                    if format!("{:016x}", fp_of[rel].inodes) == t.inodes
+                        && format!("{:016x}", fp_of[rel].changes) != t.changes =>
+                {
+                    changed.push(format!("{rel} (files changed in place, mtime kept)"));
                 }
                 Some(_) => {}
             }

@@ -169,7 +169,15 @@ impl Staging {
         staging.recover()?;
         check_target(target)?;
         let dir = staging.layout.temp_dir(std::process::id());
-        io(&dir, step("mkdir", &dir, || fs::create_dir(&dir)))?;
+        // Owner-only while built when it replaces a cache: publish gives
+        // it the old one's mode and group, and until then (or after a
+        // kill) a `chmod 750` cache's texts are not readable by others in
+        // the staging directory beside it.
+        let mut mkdir = fs::DirBuilder::new();
+        if target.is_dir() {
+            std::os::unix::fs::DirBuilderExt::mode(&mut mkdir, 0o700);
+        }
+        io(&dir, step("mkdir", &dir, || mkdir.create(&dir)))?;
         staging.dir = dir;
         Ok(staging)
     }
@@ -256,6 +264,19 @@ impl Staging {
             if !foreign.is_empty() {
                 sync_dir(&target)?;
             }
+        }
+        // The new cache directory keeps what the operator set on the old
+        // one (a `chmod 750` and a group keep the texts private); a first
+        // build's has the umask's default.
+        if let Ok(old) = fs::metadata(&target)
+            && old.is_dir()
+        {
+            io(
+                &self.dir,
+                step("chmod", &self.dir, || {
+                    crate::output::keep_metadata(&self.dir, &old)
+                }),
+            )?;
         }
         sync_dir(&self.dir)?;
         let swapped = if faults().is_some_and(|f| f.no_exchange) {
@@ -601,27 +622,10 @@ fn put_back(dir: &Path, home: Option<&Path>, level: Level, left: &mut Vec<PathBu
     Ok(())
 }
 
-/// `target` with symlinks in its last component followed (a chain of them,
-/// relative ones resolved against their own directory), so that the new
-/// cache goes where the link points and the link stays.
+/// `target` with symlinks in its last component followed, so that the
+/// new cache goes where the link points and the link stays.
 fn resolve_symlinks(target: &Path) -> Result<PathBuf> {
-    let mut p = target.to_path_buf();
-    for _ in 0..40 {
-        match fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let link = io(&p, fs::read_link(&p))?;
-                p = match p.parent() {
-                    Some(dir) if link.is_relative() => dir.join(link),
-                    _ => link,
-                };
-            }
-            _ => return Ok(p),
-        }
-    }
-    Err(BuildError::io(
-        target,
-        std::io::Error::other("too many levels of symbolic links"),
-    ))
+    io(target, crate::output::resolve_symlinks(target))
 }
 
 /// Entries of the cache directory `dir` that the cache did not write (by

@@ -386,6 +386,7 @@ impl CacheWriter {
             } else {
                 Vec::new()
             },
+            definition: crate::definition::definition().to_owned(),
             partition: self.partition.take(),
             checksum: String::new(),
         };
@@ -411,7 +412,8 @@ impl CacheWriter {
             };
             hook(&content_id, &home.join(DERIVED_DIR))?;
         }
-        let warnings = self.staging.publish()?;
+        let mut warnings = self.staging.publish()?;
+        warnings.extend(crate::definition::simulation_warning());
         remove_superseded_fingerprints(&target.join(DERIVED_DIR), &content_id);
         Ok((manifest, warnings))
     }

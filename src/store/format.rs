@@ -121,7 +121,12 @@ pub struct StoreMeta {
     pub reactions: usize,
     /// The content id of the cache the store was computed from.
     pub cache_content_id: String,
-    /// The caller's name for the model (e.g. a hash of its weights), if given.
+    /// The identity of the model the rows were made with (the caller's id,
+    /// e.g. a hash of its weights, or one the command derived); None when
+    /// unknown (stores of every version before it was recorded read so).
+    /// Rows are reused, and an interrupted embed resumed, only under the
+    /// same id, never under None; a reader can require one
+    /// ([`EmbeddingStore::require_model`](crate::EmbeddingStore::require_model)).
     #[serde(default)]
     pub model_id: Option<String>,
     /// Inputs per model call.

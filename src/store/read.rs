@@ -463,6 +463,28 @@ impl EmbeddingStore {
         &self.meta
     }
 
+    /// The model id the store was made with (`meta.json`'s `model_id`),
+    /// if it was given one.
+    pub fn model_id(&self) -> Option<&str> {
+        self.meta.model_id.as_deref()
+    }
+
+    /// Refuses a store made by another model than `model_id`, or made
+    /// without a model id ([`EmbeddingError::OtherModel`], naming both):
+    /// rows of two models have the same shape, and a training run given
+    /// the wrong one reads it without a word.
+    pub fn require_model(&self, model_id: &str) -> Result<()> {
+        if self.model_id() == Some(model_id) {
+            return Ok(());
+        }
+        Err(EmbeddingError::OtherModel {
+            path: self.dir.clone(),
+            name: self.meta.name.clone(),
+            found: self.meta.model_id.clone(),
+            expected: model_id.to_owned(),
+        })
+    }
+
     /// Row width.
     pub fn dim(&self) -> usize {
         self.meta.dim

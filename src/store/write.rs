@@ -15,13 +15,14 @@ mod files;
 mod staging;
 
 use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
     STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
 };
-use super::read::{EmbeddingStore, Verify, check_name, non_finite, parked_derived};
+use super::read::{EmbeddingStore, Verify, check_name, non_finite, parked_derived, read_meta};
 use crate::error::EmbeddingError;
 use crate::ingest::publish::{swap_dir, try_lock};
 use crate::read::ThreadSource;
@@ -65,9 +66,16 @@ const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// interrupted embed (a crash, a kill) resumes at its next `begin`; the
 /// store is published whole by one atomic directory swap, and readers see
 /// the previous store or the new one. With a [`model_id`](Self::model_id),
-/// a store of the cache's previous content gives back the rows of every
-/// input it has (matched by content key), and only the new inputs are
-/// left to embed.
+/// a store of the cache's previous content made under the same id gives
+/// back the rows of every input it has (matched by content key), and only
+/// the new inputs are left to embed.
+///
+/// Rows of two models never mix: an interrupted embed resumes only under
+/// the same model id (without one, whether it is the same model cannot be
+/// known, and the embed starts over: [`restarted`](Self::restarted) says
+/// why), and a previous store made by another model, or without an id, is
+/// not reused ([`not_reused`](Self::not_reused)). The id is recorded in
+/// `meta.json` ([`EmbeddingStore::require_model`] checks it on reading).
 #[derive(Debug)]
 pub struct StoreWriter {
     name: String,
@@ -79,6 +87,9 @@ pub struct StoreWriter {
     reuse: bool,
     resume: bool,
     run: Option<Run>,
+    /// The cache's directory and its manifest's (device, inode) at
+    /// `begin`: a build that publishes meanwhile swaps both.
+    cache: Option<(PathBuf, (u64, u64))>,
 }
 
 impl StoreWriter {
@@ -96,6 +107,7 @@ impl StoreWriter {
             reuse: true,
             resume: true,
             run: None,
+            cache: None,
         }
     }
 
@@ -112,7 +124,8 @@ impl StoreWriter {
     }
 
     /// The model's identity (e.g. a hash of its weights), stored in the
-    /// metadata: rows of a previous store are reused only under the same id.
+    /// metadata: an interrupted embed is resumed, and rows of a previous
+    /// store are reused, only under the same id (never without one).
     pub fn model_id(mut self, id: Option<&str>) -> Self {
         self.model_id = id.map(str::to_owned);
         self
@@ -145,6 +158,10 @@ impl StoreWriter {
         if self.batch_size == 0 {
             return Err(rows_err("batch_size must be at least 1"));
         }
+        if self.model_id.as_deref() == Some("") {
+            // An empty id would make every unnamed model "the same".
+            return Err(rows_err("model_id must not be empty (None: unknown model)"));
+        }
         let derived = cache.derived_dir();
         if let Some(parked) = parked_derived(cache.dir()) {
             // A build publishing, or killed while publishing, moved the
@@ -159,6 +176,7 @@ impl StoreWriter {
                     .into(),
             });
         }
+        self.cache = Some((cache.dir().to_owned(), manifest_id(cache.dir())));
         let root = derived.join(STORES_DIR);
         io(&root, fs::create_dir_all(&root))?;
         let target = root.join(&self.name);
@@ -166,36 +184,38 @@ impl StoreWriter {
         let Some(lock) = io(&lock_path, try_lock(&lock_path))? else {
             return Err(EmbeddingError::Locked { path: target });
         };
-        check_replaceable(&target)?;
+        // A store moved to a bigger disk and linked here (`NAME ->
+        // /big/NAME`) is replaced where the link points, staged beside it
+        // there (a swap within that file system), and the link stays.
+        let home = io(&target, crate::output::resolve_symlinks(&target))?;
+        let home_dir = home
+            .parent()
+            .map_or_else(|| root.clone(), Path::to_path_buf);
+        let home_name = home
+            .file_name()
+            .map_or_else(|| self.name.clone(), |n| n.to_string_lossy().into_owned());
+        check_replaceable(&home)?;
         let unique =
             UniqueTexts::collect(cache, self.field, None).map_err(|e| EmbeddingError::Damaged {
                 path: cache.dir().to_owned(),
                 reason: e.to_string(),
             })?;
         let mut not_reused = None;
-        // The previous store's checksums are verified, as every reader does:
-        // its segments are linked into (or, compacting, copied to) the new
-        // store, and a damaged one linked unread published a store every
-        // reader refused while the embed reported success. A damaged store
-        // is named (`not_reused`) and its rows computed again.
         let prev = if self.reuse && self.model_id.is_some() && target.join(META_FILE).exists() {
-            match EmbeddingStore::open_checked(&derived, None, &self.name, Verify::Checksums) {
-                Ok(store) => {
-                    let m = store.meta();
-                    let fits = m.model_id == self.model_id
-                        && m.field == self.field.as_str()
-                        && m.dtype == self.dtype.meta_name()
-                        && m.dim > 0;
-                    let keys_xxh3 = m.files.get(KEYS_FILE).map(|f| f.xxh3.clone());
-                    fits.then(|| Prev {
-                        keys_xxh3: keys_xxh3.unwrap_or_default(),
-                        store,
-                    })
-                }
-                Err(e) => {
-                    not_reused = Some(e.to_string());
+            // The model first, from meta.json alone: rows of another model,
+            // or of one made without an id, are never appended to (and the
+            // store is not read in full for nothing).
+            let made_by = read_meta(&target, &derived, &self.name).map(|m| m.model_id);
+            match made_by {
+                Ok(id) if id != self.model_id => {
+                    not_reused = Some(format!(
+                        "made by {}, not by model {:?}: every input is embedded again",
+                        crate::error::made_by(&id),
+                        self.model_id.as_deref().unwrap_or_default()
+                    ));
                     None
                 }
+                _ => self.previous(&derived, &mut not_reused),
             }
         } else {
             None
@@ -239,9 +259,9 @@ impl StoreWriter {
             _ => 0,
         };
         let mut run = Run {
-            partial: root.join(staging_name(&self.name)),
-            root,
-            target,
+            partial: home_dir.join(staging_name(&home_name)),
+            root: home_dir,
+            target: home,
             lock,
             unique,
             plan,
@@ -266,6 +286,33 @@ impl StoreWriter {
         }
         self.run = Some(run);
         Ok(self)
+    }
+
+    /// The previous store, verified (as every reader does: its segments
+    /// are linked into, or compacting copied to, the new store, and a
+    /// damaged one linked unread published a store every reader refused
+    /// while the embed reported success), if its rows fit this embed's
+    /// (model, field, dtype). A damaged store is named (`not_reused`) and
+    /// its rows computed again.
+    fn previous(&self, derived: &std::path::Path, not_reused: &mut Option<String>) -> Option<Prev> {
+        match EmbeddingStore::open_checked(derived, None, &self.name, Verify::Checksums) {
+            Ok(store) => {
+                let m = store.meta();
+                let fits = m.model_id == self.model_id
+                    && m.field == self.field.as_str()
+                    && m.dtype == self.dtype.meta_name()
+                    && m.dim > 0;
+                let keys_xxh3 = m.files.get(KEYS_FILE).map(|f| f.xxh3.clone());
+                fits.then(|| Prev {
+                    keys_xxh3: keys_xxh3.unwrap_or_default(),
+                    store,
+                })
+            }
+            Err(e) => {
+                *not_reused = Some(e.to_string());
+                None
+            }
+        }
     }
 
     /// The distinct inputs (the batches' inputs are positions in it).
@@ -333,13 +380,14 @@ impl StoreWriter {
     }
 
     /// Why a previous store of this name was not reused, where it could
-    /// not be read.
+    /// not be read or was made by another model (or without a model id)
+    /// than this embed's model id.
     pub fn not_reused(&self) -> Option<&str> {
         self.run.as_ref().and_then(|r| r.not_reused.as_deref())
     }
 
     /// Why an interrupted embed was not resumed, where it was of another
-    /// model (it is started over, never mixed).
+    /// model or no model id was given (it is started over, never mixed).
     pub fn restarted(&self) -> Option<&str> {
         self.run.as_ref().and_then(|r| r.restarted.as_deref())
     }
@@ -361,6 +409,11 @@ impl StoreWriter {
     }
 
     fn write(&mut self, b: usize, bytes: &[u8], dim: usize) -> Result<()> {
+        let r = self.write_rows(b, bytes, dim);
+        r.map_err(|e| explain(self.cache.as_ref(), e))
+    }
+
+    fn write_rows(&mut self, b: usize, bytes: &[u8], dim: usize) -> Result<()> {
         let n = self.inputs(b).len();
         let batch_size = self.batch_size;
         let dtype = self.dtype;
@@ -426,6 +479,11 @@ impl StoreWriter {
     /// Writes the index, keys and metadata, and publishes the store in
     /// place of the previous one. Returns the new store's metadata.
     pub fn finish(mut self) -> Result<StoreMeta> {
+        let cache = self.cache.take();
+        self.publish().map_err(|e| explain(cache.as_ref(), e))
+    }
+
+    fn publish(&mut self) -> Result<StoreMeta> {
         let batches = self.batches();
         let (name, batch_size) = (self.name.clone(), self.batch_size);
         let run = self
@@ -516,6 +574,14 @@ impl StoreWriter {
         // Links keep the previous store's segments alive in the new one.
         let prev = run.prev.take();
         drop(prev);
+        // The new store's directory keeps what the operator set on the
+        // old one (mode, group).
+        if let Ok(old) = fs::metadata(&run.target) {
+            io(
+                &run.partial,
+                crate::output::keep_metadata(&run.partial, &old),
+            )?;
+        }
         match swap_dir(&run.partial, &run.target) {
             Ok(false) => {}
             Ok(true) => io(&run.partial, fs::remove_dir_all(&run.partial))?,
@@ -523,7 +589,10 @@ impl StoreWriter {
                 // No atomic exchange here: replace in two renames, the old
                 // store parked at the staging path (a kill in between
                 // leaves no store; the next embed recomputes it).
-                let parked = run.root.join(format!(".{}.old", self.name));
+                let parked = run.root.join(format!(
+                    ".{}.old",
+                    run.target.file_name().unwrap_or_default().to_string_lossy()
+                ));
                 let _ = fs::remove_dir_all(&parked);
                 io(&run.target, fs::rename(&run.target, &parked))?;
                 io(&run.target, fs::rename(&run.partial, &run.target))?;
@@ -533,5 +602,38 @@ impl StoreWriter {
         }
         sync_path(&run.root)?;
         Ok(meta)
+    }
+}
+
+/// The (device, inode) of the manifest of the cache at `dir`; (0, 0) if
+/// there is none.
+fn manifest_id(dir: &Path) -> (u64, u64) {
+    fs::metadata(dir.join(crate::format::layout::MANIFEST_FILE))
+        .map_or((0, 0), |m| (m.dev(), m.ino()))
+}
+
+/// A file of the embed's own gone missing, said as what happened: a build
+/// published the cache meanwhile (it carries derived/, and so this embed's
+/// staging files, into the new cache), rather than a bare "No such file or
+/// directory".
+fn explain(cache: Option<&(PathBuf, (u64, u64))>, e: EmbeddingError) -> EmbeddingError {
+    let EmbeddingError::Io { path, source } = &e else {
+        return e;
+    };
+    let Some((dir, id)) = cache else {
+        return e;
+    };
+    if source.kind() != std::io::ErrorKind::NotFound
+        || !(parked_derived(dir).is_some() || manifest_id(dir) != *id)
+    {
+        return e;
+    }
+    EmbeddingError::Damaged {
+        path: dir.clone(),
+        reason: format!(
+            "a build published this cache while the embed ran, and {} went with the old \
+             cache's derived/ ({source}): run the embed again, for the new content",
+            path.display()
+        ),
     }
 }

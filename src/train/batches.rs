@@ -57,11 +57,15 @@ impl Batching {
     ///   of batches: rank `r` takes batches `r, r + world_size, ...`
     ///   ([`rank_batches`](Self::rank_batches)). With `drop_last`, only `world_size * k` full
     ///   batches are kept and the rest of the items wait for another epoch, as
-    ///   `DistributedSampler(drop_last=True)` does.
+    ///   `DistributedSampler(drop_last=True)` does. When the batches
+    ///   outnumber the items (batch size 1, say 5 threads on 2 ranks),
+    ///   no batch is left empty: the plan is batches of one, the order's
+    ///   first items repeated to fill the last ones, as `DistributedSampler`
+    ///   pads by repetition (with `drop_last` they are dropped instead).
     ///
-    /// `lengths` matter only when bucketing. Fails when there are fewer items
-    /// than ranks (some rank would get an empty batch) or `batch_size` or
-    /// `world_size` is 0.
+    /// `lengths` matter only when bucketing. No batch is ever empty: fewer
+    /// items than ranks are padded by repetition too (no items: no
+    /// batches). Fails when `batch_size` or `world_size` is 0.
     pub fn plan(&self, lengths: &[usize]) -> Result<Vec<Vec<usize>>, LoadError> {
         let how = self;
         let n = lengths.len();
@@ -98,22 +102,28 @@ impl Batching {
             let k = n / bs / world * world;
             order[..k * bs].chunks(bs).map(<[usize]>::to_vec).collect()
         } else {
-            if n < world {
-                return Err(LoadError::BadBatching {
-                    reason: format!("{n} threads cannot be shared out among {world} ranks"),
-                });
-            }
             let count = n.div_ceil(bs).next_multiple_of(world);
-            let (base, extra) = (n / count, n % count);
-            let mut start = 0;
-            (0..count)
-                .map(|i| {
-                    let len = base + usize::from(i < extra);
-                    let batch = order[start..start + len].to_vec();
-                    start += len;
-                    batch
-                })
-                .collect()
+            if n == 0 {
+                // Nothing to share: no batch for any rank (equal counts).
+                Vec::new()
+            } else if count > n {
+                // Batches of one (batch_size 1, or ranks close to the
+                // thread count): spreading would leave some batch empty and
+                // its rank's loss NaN. Pad by repetition, as
+                // DistributedSampler does: the epoch's first threads again.
+                return Ok(pad_by_repetition(&order, count, how));
+            } else {
+                let (base, extra) = (n / count, n % count);
+                let mut start = 0;
+                (0..count)
+                    .map(|i| {
+                        let len = base + usize::from(i < extra);
+                        let batch = order[start..start + len].to_vec();
+                        start += len;
+                        batch
+                    })
+                    .collect()
+            }
         };
         if how.bucket_noise.is_some()
             && let Some(seed) = how.seed
@@ -135,6 +145,19 @@ impl Batching {
             .step_by(self.world_size.max(1))
             .map(Vec::as_slice)
     }
+}
+
+/// `count` batches of one thread each over `order` (shorter than `count`):
+/// `order` once, then its first threads again; the batches shuffled as a
+/// bucketed plan's are.
+fn pad_by_repetition(order: &[usize], count: usize, how: &Batching) -> Vec<Vec<usize>> {
+    let mut batches: Vec<Vec<usize>> = (0..count).map(|i| vec![order[i % order.len()]]).collect();
+    if how.bucket_noise.is_some()
+        && let Some(seed) = how.seed
+    {
+        super::loader::shuffle(&mut batches, seed ^ 0xBA7C_4E50_0DE2_0002);
+    }
+    batches
 }
 
 /// splitmix64, as [`shuffle`](crate::shuffle) draws it.
@@ -195,6 +218,19 @@ mod tests {
                     let plan = how.plan(&lengths).unwrap();
                     check_cover(&plan, n);
                     assert_eq!(plan.len() % world, 0);
+                    let ones = Batching {
+                        batch_size: 1,
+                        ..how
+                    };
+                    let padded = ones.plan(&lengths).unwrap();
+                    assert_eq!(padded.len(), n.next_multiple_of(world));
+                    assert!(padded.iter().all(|b| b.len() == 1));
+                    let mut seen: Vec<usize> = padded.iter().flatten().copied().collect();
+                    seen.truncate(n);
+                    if bucket.is_none() {
+                        seen.sort_unstable();
+                        assert_eq!(seen, (0..n).collect::<Vec<_>>());
+                    }
                     assert!(plan.iter().all(|b| !b.is_empty() && b.len() <= 8));
                     let counts: Vec<usize> = (0..world)
                         .map(|r| how.rank_batches(&plan, r).count())
@@ -262,7 +298,8 @@ mod tests {
                 ..how
             })
             .plan(&[1])
-            .is_err()
+            .unwrap()
+                == vec![vec![0], vec![0]]
         );
         assert!(
             (Batching {

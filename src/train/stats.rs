@@ -103,7 +103,7 @@ impl FeatureStats {
         })
     }
 
-    /// Writes the statistics as JSON.
+    /// Writes the statistics as JSON, replacing `path` atomically.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let mut json = serde_json::to_vec_pretty(self).map_err(|e| LoadError::BadStats {
@@ -111,7 +111,9 @@ impl FeatureStats {
             reason: e.to_string(),
         })?;
         json.push(b'\n');
-        std::fs::write(path, json).map_err(|e| LoadError::io(path, e))
+        // Whole or not at all, keeping the file's mode, group and links.
+        crate::output::replace_file(path, |f| std::io::Write::write_all(f, &json))
+            .map_err(|e| LoadError::io(path, e))
     }
 
     /// Reads statistics written by [`save`](Self::save).

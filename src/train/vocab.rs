@@ -196,12 +196,8 @@ impl Vocabulary {
         std::fs::create_dir_all(dir).map_err(|e| LoadError::io(dir, e))?;
         let write = |name: &str, body: &[u8]| -> Result<(), LoadError> {
             let path = dir.join(name);
-            let tmp = dir.join(format!(".{name}.tmp"));
-            let mut f = std::fs::File::create(&tmp).map_err(|e| LoadError::io(&tmp, e))?;
-            f.write_all(body)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| LoadError::io(&tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| LoadError::io(&path, e))
+            crate::output::replace_file(&path, |f| f.write_all(body))
+                .map_err(|e| LoadError::io(&path, e))
         };
         write("non_padded_namespaces.txt", b"*tags\n*labels\n")?;
         let mut body = String::with_capacity(self.tokens.iter().map(|t| t.len() + 1).sum());

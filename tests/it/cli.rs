@@ -29,6 +29,13 @@ fn precache_builds_reports_and_dump_prints_oracle_lines() {
     assert!(out.contains("threads    38"), "{out}");
     assert!(out.contains("skipped    17"), "{out}");
     assert!(out.contains("reactions/s"), "{out}");
+    // "replies" as `describe` and to_arrow's threads level count them: the
+    // 3 source tweets that the sample's reactions/ folders hold again are
+    // counted apart (the summary said 346 replies, describe 343).
+    assert!(
+        out.contains("reactions  420 (343 replies, 74 retweets, 3 copies of the source tweet)"),
+        "{out}"
+    );
     // Skipped inputs by kind of reason: the counts add up to the total.
     let by_reason: usize = out
         .lines()

@@ -2,8 +2,9 @@
 //! of a corpus that changed since planning are refused, naming what
 //! changed, so a merge is never a cache of neither the old corpus nor the
 //! new one; and a property test: random changes between planning and the
-//! partition builds, after which the merge either is refused or equals a
-//! full build of the corpus as it is.
+//! partition builds (and upgrades of the library: issue 42), after which
+//! the merge either is refused or equals a full build of the corpus as it
+//! is by this library.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -248,6 +249,10 @@ enum Change {
         thread: usize,
         file: usize,
     },
+    /// The code changed (issue 42): the library is upgraded, so the plan
+    /// and the partitions made so far are of another definition (simulated
+    /// in this process by editing the digest they record, see `upgrade`).
+    Upgrade,
 }
 
 fn change() -> impl Strategy<Value = Change> {
@@ -258,7 +263,27 @@ fn change() -> impl Strategy<Value = Change> {
         any::<usize>().prop_map(|thread| Change::Delete { thread }),
         any::<usize>().prop_map(|thread| Change::Move { thread }),
         (any::<usize>(), any::<usize>()).prop_map(|(thread, file)| Change::Touch { thread, file }),
+        Just(Change::Upgrade),
     ]
+}
+
+/// The plan and the partitions `parts` as an older version of the library
+/// made them: their recorded definition digest another (each file sealed
+/// again, so that only the definition check can refuse them).
+fn upgrade(plan: &mut Plan, parts: &[PathBuf]) {
+    const OLDER: &str = "00000000000000a1";
+    let mut json = serde_json::to_value(&*plan).unwrap();
+    json["definition"] = OLDER.into();
+    let sealed = Plan::reseal(&serde_json::to_vec(&json).unwrap()).unwrap();
+    *plan = serde_json::from_slice(&sealed).unwrap();
+    for p in parts {
+        let mut m = serde_json::to_value(socialctx::ThreadSource::manifest(
+            &socialctx::Cache::open(p).unwrap(),
+        ))
+        .unwrap();
+        m["definition"] = OLDER.into();
+        crate::common::write_manifest(&p.join("manifest.json"), m);
+    }
 }
 
 fn apply(c: &Change, corpus: &Path, donor: &Path) {
@@ -307,6 +332,8 @@ fn apply(c: &Change, corpus: &Path, donor: &Path) {
             fs::create_dir_all(to.parent().unwrap()).unwrap();
             fs::rename(&t, &to).unwrap();
         }
+        // The runner's own (`upgrade`): nothing in the corpus changes.
+        Change::Upgrade => {}
         Change::Touch { thread, file } => {
             let files = tweet_files(&pick(thread));
             let f = &files[file % files.len()];
@@ -355,29 +382,45 @@ fn merge_refuses_or_equals_a_full_build_of_the_corpus_at_partition_time() {
         proptest::collection::vec(change(), 0..3),
         proptest::collection::vec(change(), 0..2),
         1usize..4,
+        // An upgrade between the partition builds and the merge.
+        proptest::bool::weighted(0.2),
     );
     let (refused, merged) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
-    let result = runner.run(&strategy, |(before, between, n)| {
+    let result = runner.run(&strategy, |(before, between, n, upgrade_before_merge)| {
         let corpus = tmp.path().join("corpus");
         let _ = fs::remove_dir_all(&corpus);
         copy_tree(&base, &corpus);
-        let plan = Plan::create(&corpus, &opts()).unwrap();
+        let mut plan = Plan::create(&corpus, &opts()).unwrap();
+        let mut parts = Vec::new();
+        // Whether the plan or a partition is of another definition: then
+        // nothing may merge (the values would be equal here, as the
+        // simulation edits only the digest, so the bytes cannot tell).
+        let has_upgrade = |v: &[Change]| v.iter().any(|c| matches!(c, Change::Upgrade));
+        let upgraded =
+            upgrade_before_merge || has_upgrade(&before) || (n > 1 && has_upgrade(&between));
         for c in &before {
             apply(c, &corpus, &donor);
+            if let Change::Upgrade = c {
+                upgrade(&mut plan, &parts);
+            }
         }
-        let mut parts = Vec::new();
         let mut stale = false;
         for i in 0..n {
             if i == 1 {
                 for c in &between {
                     apply(c, &corpus, &donor);
+                    if let Change::Upgrade = c {
+                        upgrade(&mut plan, &parts);
+                    }
                 }
             }
             let out = tmp.path().join(format!("part-{i}"));
             let _ = fs::remove_dir_all(&out);
             match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
                 Ok(_) => parts.push(out),
-                Err(BuildError::PlanStale { .. }) => stale = true,
+                Err(BuildError::PlanStale { .. } | BuildError::DefinitionChanged { .. }) => {
+                    stale = true
+                }
                 Err(e) => return Err(TestCaseError::fail(format!("partition {i}: {e}"))),
             }
         }
@@ -387,6 +430,9 @@ fn merge_refuses_or_equals_a_full_build_of_the_corpus_at_partition_time() {
             refused.set(refused.get() + 1);
             return Ok(());
         }
+        if upgrade_before_merge {
+            upgrade(&mut plan, &parts);
+        }
         match merge(&out, &parts) {
             Err(BuildError::BadPartition { .. }) => {
                 refused.set(refused.get() + 1);
@@ -394,6 +440,7 @@ fn merge_refuses_or_equals_a_full_build_of_the_corpus_at_partition_time() {
             }
             Err(e) => Err(TestCaseError::fail(format!("merge: {e}"))),
             Ok(_) => {
+                prop_assert!(!upgraded, "artifacts of another definition merged");
                 let full = tmp.path().join("full");
                 let _ = fs::remove_dir_all(&full);
                 build(&corpus, &full, &opts(), &NoProgress).unwrap();

@@ -216,3 +216,72 @@ fn an_open_while_a_build_holds_derived_waits_for_it_or_names_it() {
         "{err}"
     );
 }
+
+/// Begins store `name` of `cache` under `model`, writes `batches` batches of
+/// toy rows and stops (an interrupted embed); returns (batches resumed, why
+/// an interrupted embed was started over).
+fn interrupted(cache: &Cache, name: &str, model: Option<&str>, batches: usize) -> (usize, String) {
+    let mut w = StoreWriter::new(name, TextField::Reply)
+        .batch_size(16)
+        .model_id(model)
+        .begin(cache)
+        .unwrap();
+    let out = (w.done(), w.restarted().unwrap_or_default().to_owned());
+    for b in w.done()..w.done() + batches {
+        write_toy_batch(&mut w, b);
+    }
+    out
+}
+
+/// Rows of two models look alike: an interrupted embed resumes only under
+/// the same model id (never without one), a nightly embed never appends to
+/// a store of another model or of none, and a reader requiring a model
+/// refuses another, naming both.
+#[test]
+fn rows_of_two_models_never_mix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, out) = embedded_sample(tmp.path());
+    let cache = Cache::open(&out).unwrap();
+    // No model id: whether the next model is the same cannot be known.
+    assert_eq!(interrupted(&cache, "m", None, 2), (0, String::new()));
+    let (done, why) = interrupted(&cache, "m", None, 2);
+    assert!(
+        done == 0 && why.contains("no model id") && why.contains(".m.partial"),
+        "{why}"
+    );
+    // An id: the same resumes, another starts over.
+    assert_eq!(interrupted(&cache, "n", Some("a"), 2), (0, String::new()));
+    assert_eq!(interrupted(&cache, "n", Some("a"), 1), (2, String::new()));
+    let (done, why) = interrupted(&cache, "n", Some("b"), 0);
+    assert_eq!(done, 0);
+    assert!(
+        why.contains(r#"made by model "a", not by model "b""#),
+        "{why}"
+    );
+    let (done, why) = interrupted(&cache, "n", None, 0);
+    assert!(done == 0 && why.contains("no model id"), "{why}");
+    // A nightly embed under another id: the previous store ("toy") is not
+    // appended to, and the meta.json check says why.
+    let w = StoreWriter::new("r", TextField::Reply)
+        .model_id(Some("other"))
+        .begin(&cache)
+        .unwrap();
+    let why = w.not_reused().unwrap_or_default();
+    assert!(
+        why.contains(r#"made by model "toy", not by model "other""#),
+        "{why}"
+    );
+    assert_eq!((w.reused(), w.new_inputs()), (0, w.unique().unwrap().len()));
+    drop(w);
+    // A reader requiring a model.
+    let store = EmbeddingStore::open(&cache, "r").unwrap();
+    assert_eq!(store.model_id(), Some("toy"));
+    store.require_model("toy").unwrap();
+    let err = store.require_model("elmo").unwrap_err().to_string();
+    assert!(
+        err.contains(&store.dir().display().to_string())
+            && err.contains(r#"made by model "toy""#)
+            && err.contains(r#"model "elmo" is required"#),
+        "{err}"
+    );
+}

@@ -116,7 +116,9 @@ pub(crate) enum Command {
         "source-id order, {\"source_id\", \"label\", \"reactions\": [{\"id\", \"kind\", ",
         "\"created_at\", \"features\"}]}; replies only unless --retweets. Every file is ",
         "validated first. ",
-        exit_status!()
+        exit_status!(
+            "the command stops; it writes nothing but its output"
+        )
     ))]
     Dump(DumpArgs),
     /// The 28 features' statistics (for normalisation)
@@ -124,7 +126,9 @@ pub(crate) enum Command {
         "Per-feature count, mean, population std (ddof 0), min and max over the cache's replies ",
         "(or replies and retweets), optionally only the threads of RPDNN split CSVs; what ",
         "normalised training uses (socialctx.FeatureStats.load reads the saved file). ",
-        exit_status!()
+        exit_status!(
+            "the command stops; a --save file is written whole or not at all"
+        )
     ))]
     Stats(StatsArgs),
     /// The commands Python runs (cli.py): parsed here, run there.
@@ -144,8 +148,11 @@ pub(crate) enum PyCommand {
     #[command(long_about = concat!(
         "Print CACHE's format version, counts, build options, content id and what derived/ ",
         "holds (embedding stores and incremental-build fingerprints, each marked current or ",
-        "stale against the content id). Reads only the manifest and derived/. ",
-        exit_status!()
+        "stale against the content id). Validates every shard (checksums and structure) ",
+        "and says so: a damaged cache is named with its damaged file. ",
+        exit_status!(
+            "the command stops; it writes nothing but its output"
+        )
     ))]
     Info(InfoArgs),
     /// Embed a text field's distinct inputs with your model into a store
@@ -155,12 +162,16 @@ pub(crate) enum PyCommand {
         "and socialctx.torch.EmbeddingTable read). MODEL is `module:callable`, importable ",
         "from the current directory or PYTHONPATH: called with a list of token lists, it ",
         "returns a [len, dim] array. With --model-id, a store of the cache's previous ",
-        "content (after `socialctx build --incremental`) gives back the rows of every input ",
-        "it already has, and MODEL runs only for the new ones. Resumes after an ",
-        "interruption. Shows a progress bar on a terminal and ends with a summary. ",
+        "content (after `socialctx build --incremental`) made under the same id gives back ",
+        "the rows of every input it already has, and MODEL runs only for the new ones. ",
+        "Resumes after an interruption under the same model id; without --model-id, the id ",
+        "is derived from MODULE:CALLABLE and a hash of its source files (an edit of the ",
+        "model's code starts over; a derived id never reuses a previous store's rows). Rows ",
+        "of two models are never mixed: the summary says when it started over and why. ",
+        "Shows a progress bar on a terminal and ends with a summary. ",
         "Runs in the Python package's command. ",
         exit_status!(
-            "the embed stops between batches; the store is not published, and the next embed resumes from the rows already computed"
+            "the embed stops between batches; the store is not published, and the next embed of the same model resumes from the rows already computed"
         )
     ))]
     Embed(EmbedArgs),
@@ -172,14 +183,18 @@ pub(crate) enum PyCommand {
         "propagation depth, time to the first and to the median reply (socialctx.describe; ",
         "needs pandas and pyarrow, and matplotlib for --html: pip install ",
         "'socialctx[describe]'). ",
-        exit_status!()
+        exit_status!(
+            "the command stops; an --html file is written whole or not at all: the old one stays until the new one is complete"
+        )
     ))]
     Describe(DescribeArgs),
     /// Write a cache's reactions or threads as a Parquet file
     #[command(long_about = concat!(
         "Write CACHE as Parquet (Cache.to_arrow: one row per reaction, or per thread with ",
         "--level threads) to OUT, whole or not at all (needs pyarrow). ",
-        exit_status!()
+        exit_status!(
+            "the command stops; OUT is written whole or not at all: the old file stays until the new one is complete"
+        )
     ))]
     Export(ExportArgs),
 }
@@ -396,8 +411,9 @@ pub(crate) struct EmbedArgs {
     /// RPDNN's reply tokens or the authors' descriptions
     #[arg(long, default_value = "reply", value_parser = ["reply", "description"])]
     pub(crate) field: String,
-    /// The model's identity (e.g. a hash of its weights): rows are reused
-    /// only under the same id
+    /// The model's identity (e.g. a hash of its weights): rows are reused,
+    /// and an interrupted embed resumed, only under the same id (default:
+    /// derived from MODULE:CALLABLE and its source files; resumes only)
     #[arg(long, value_name = "ID")]
     pub(crate) model_id: Option<String>,
     /// Inputs per call
@@ -432,6 +448,11 @@ pub(crate) struct DescribeArgs {
     /// As JSON (times in seconds)
     #[arg(long, group = "form")]
     pub(crate) json: bool,
+    /// Only these columns, in this order: keys as --json names them, or
+    /// `all` [default: every column; for --latex, those not zero or empty
+    /// in every row]
+    #[arg(long, value_name = "A,B,...", value_parser = parse_columns)]
+    pub(crate) columns: Option<Columns>,
     /// Also write one self-contained HTML page (table, figures, folds and
     /// leakage audit)
     #[serde(serialize_with = "os_path_opt")]

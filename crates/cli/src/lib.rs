@@ -344,14 +344,12 @@ fn run_build(
     };
     // Outputs are checked before anything is replaced: an unwritable
     // --report fails now, not after the cache was swapped.
+    // The report replaces FILE whole (atomically, keeping its mode, group
+    // and links): its temporary file is made now.
     let report_file = match &run.report {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| cannot_write(path, &e))?,
-        ),
+        Some(path) => {
+            Some(sc::internals::Replacement::begin(path).map_err(|e| cannot_write(path, &e))?)
+        }
         None => None,
     };
     let bar = if run.quiet {
@@ -429,17 +427,23 @@ fn run_build(
         }
         Err(e) => return Err(e.to_string()),
     };
-    if let (Some(path), Some(file)) = (&run.report, report_file) {
-        file.set_len(0)
-            .and_then(|()| {
-                sc::internals::write_jsonl(BufWriter::new(file), &summary.report)
-                    .map_err(std::io::Error::other)
-            })
-            .map_err(|e| cannot_write(path, &e))?;
-    }
     out(&sc::summary::build_summary(&summary, corpus, cache));
-    // Published: success, whatever failed after the swap.
-    for w in &summary.warnings {
+    // Published: success, whatever failed after the swap (the report
+    // too: the old one stays whole, and the cache's report.jsonl has it).
+    let mut warnings = summary.warnings.clone();
+    if let (Some(path), Some(mut file)) = (&run.report, report_file) {
+        let written = {
+            let mut w = BufWriter::new(file.file());
+            sc::internals::write_jsonl(&mut w, &summary.report)
+        };
+        if let Err(e) = written.and_then(|()| file.commit()) {
+            warnings.push(format!(
+                "{}; the cache is published, and its report.jsonl holds the same lines",
+                cannot_write(path, &e)
+            ));
+        }
+    }
+    for w in &warnings {
         eprintln!("warning: {w}");
     }
     Ok(0)
@@ -513,6 +517,27 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The commands that build nothing said, in their --help, what an
+    /// interrupted build does ("the build stops between threads, nothing is
+    /// published"); each says what it does itself.
+    #[test]
+    fn only_building_commands_describe_an_interrupted_build() {
+        let mut cli = Cli::command();
+        for name in ["describe", "export", "info", "dump", "stats"] {
+            let sub = cli.find_subcommand_mut(name).unwrap();
+            let help = sub.render_long_help().to_string();
+            assert!(!help.contains("the build stops"), "{name}: {help}");
+            assert!(help.contains("the command stops"), "{name}: {help}");
+        }
+        let build = cli.find_subcommand_mut("build").unwrap();
+        assert!(
+            build
+                .render_long_help()
+                .to_string()
+                .contains("the build stops")
+        );
     }
 
     #[test]

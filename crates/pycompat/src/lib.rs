@@ -54,3 +54,15 @@ pub use timestamp::{
     Timestamp, TimestampError, account_age_days, parse_created_at, seconds_between,
 };
 pub use tokens::{Tokenizer, Tokens, warm_up};
+
+/// A digest of this crate's sources (16 hex digits, made by `build.rs`):
+/// what it computes is stored in socialctx's caches, whose definition
+/// digest includes this one, so a change here never reuses values computed
+/// before it.
+#[doc(hidden)]
+pub const SOURCE_DIGEST: &str = env!("PYCOMPAT_SOURCE_DIGEST");
+
+/// The entries and skipped files that digest covers (`;`-separated), for
+/// the tests that digest an edited copy.
+#[doc(hidden)]
+pub const SOURCE_LIST: (&str, &str) = (env!("PYCOMPAT_SOURCE_LIST"), env!("PYCOMPAT_SOURCE_SKIP"));

@@ -22,7 +22,9 @@ Batching happens here, not in the DataLoader (hence ``batch_size=None``).
 
 - **One generation.** A dataset is bound to the cache content it was made
   on (:attr:`socialctx.Cache.content_id`): its positions and labels mean
-  those threads. Every process reads that generation (a fork inherits the
+  those threads. Given a path, positions are refused unless they name
+  their generation (``content_id=``, or a :class:`socialctx.Selection`).
+  Every process reads that generation (a fork inherits the
   open cache) or raises :class:`socialctx.CacheError` naming the path
   when the cache was rebuilt since; never another generation's threads.
 - **Batches never change once yielded.** Each yielded tensor is a fresh
@@ -40,7 +42,15 @@ Batching happens here, not in the DataLoader (hence ``batch_size=None``).
   ``state_dict()`` counts by itself, and torchdata's
   ``StatefulDataLoader`` calls it in each worker. ``load_state_dict``
   makes the next iteration (only) start at the first batch not trained
-  on, and refuses, naming the field, a state of another plan.
+  on, and refuses, naming the field, a state of another plan; a state of
+  another generation resumes by source id with
+  ``resume_across_rebuild=True`` (the epoch's threads not yet trained).
+- **One epoch rule.** A loaded state and ``set_epoch`` must name the same
+  epoch, whichever comes first; disagreeing, the second raises with the
+  fix. A StatefulDataLoader's state is loaded into the dataset too
+  (``ds.load_state_dict(loader_state)``) so that ``ds.epoch`` is its epoch.
+- **Equal batches per rank**, never an empty one: batches of one padded by
+  repetition (``DistributedSampler``'s rule), or dropped with ``drop_last``.
 - **torch conventions.** ``labels`` are int64, ``mask`` is bool (True for
   a real row; ``key_padding_mask`` wants its negation: ``~mask``).
 """

@@ -21,24 +21,47 @@ from ..embed import store_dir
 def _rebuilt(path: str, made_on: str, now: str, what: str) -> CacheError:
     return CacheError(
         f"{path}: the cache was rebuilt after this {what} was made (content id {made_on}, "
-        f"now {now}); make a new {what}, with positions and labels from the rebuilt cache"
+        f"now {now}); make a new {what}, with positions and labels from the rebuilt "
+        "cache (socialctx.select(cache, source_ids) finds the same threads by source id)"
     )
 
 
-def _bound_cache(cache: Cache | str | os.PathLike[str], what: str) -> Cache:
+def _bound_cache(
+    cache: Cache | str | os.PathLike[str],
+    what: str,
+    *,
+    content_id: str | None = None,
+    positions: bool = False,
+) -> Cache:
     """The open cache a dataset or table reads: ``cache`` itself, checked
     to be the generation now at its path (positions and labels taken from
-    an older Cache object would mean other threads), or the one at a path."""
+    an older Cache object would mean other threads), or the one at a path.
+
+    Positions (and labels) mean threads of one generation: with a path,
+    they are refused unless ``content_id`` names the generation they were
+    taken from, which must be the one at the path (never bound silently to
+    whatever the path holds now)."""
     if not isinstance(cache, Cache):
-        return open(os.fspath(cache))
-    now = open(cache.path).content_id
-    if now != cache.content_id:
-        raise CacheError(
-            f"{cache.path}: the cache was rebuilt after this Cache object was opened "
-            f"(content id {cache.content_id}, now {now}); reopen it (socialctx.open) and take "
-            f"positions and labels from the rebuilt cache before making a {what}"
-        )
-    return cache
+        opened = open(os.fspath(cache))
+        if content_id is None and positions:
+            raise ValueError(
+                f"{what}({opened.path!r}, positions): positions mean threads of one cache "
+                "generation, and a path does not say which; pass the Cache the positions "
+                "were taken from (socialctx.open(path)), a socialctx.Selection, or "
+                f"content_id={opened.content_id!r} naming the generation they belong to"
+            )
+    else:
+        opened = cache
+        now = open(cache.path).content_id
+        if now != cache.content_id:
+            raise CacheError(
+                f"{cache.path}: the cache was rebuilt after this Cache object was opened "
+                f"(content id {cache.content_id}, now {now}); reopen it (socialctx.open) and "
+                f"take positions and labels from the rebuilt cache before making a {what}"
+            )
+    if content_id is not None and content_id != opened.content_id:
+        raise _rebuilt(opened.path, content_id, opened.content_id, what)
+    return opened
 
 
 def _store_id(meta: Mapping[str, Any]) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import os
-import random
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -18,6 +17,8 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .. import Cache, CacheError, FeatureStats, Loader, open
 from ..embed import store_dir
+from ..folds import Selection
+from . import _state
 from ._common import (
     _bound_cache,
     _count,
@@ -28,27 +29,19 @@ from ._common import (
     _store_ids,
     _world,
 )
-
-# Slots of a dataset's shared array, which reaches persistent DataLoader
-# workers (they keep their copy of the dataset across iterations).
-_EPOCH = 0  # the epoch set last
-_TICKET = 1  # the pending resume point: its ticket (0: none), epoch, batches done
-_R_EPOCH = 2
-_R_DONE = 3
-_CLAIMED = 4  # the ticket the last iteration to start used up, and that iteration's key
-_CLAIMED_BY = 5
-_WORKERS_RAN = 6  # 1 while the last iteration to start ran in DataLoader workers
-# Per DataLoader worker id (the first 64): the ticket it took and its pid.
-# DataLoaders made with generators seeded alike give their iterations the
-# same key; a new worker process of an id that already took the ticket is
-# of a later iteration.
-_TAKEN = 7
-_TAKEN_WORKERS = 64
-_SLOTS = _TAKEN + 2 * _TAKEN_WORKERS
-_KEY_MASK = (1 << 62) - 1
+from ._resume import (
+    _EPOCH,
+    _R_DONE,
+    _R_EPOCH,
+    _R_GAPS,
+    _SLOTS,
+    _TICKET,
+    _WORKERS_RAN,
+    Resumable,
+)
 
 
-class CacheDataset(IterableDataset):  # type: ignore[misc]
+class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
     """One epoch of batches over ``positions`` of a cache, for a DataLoader
     with ``batch_size=None``.
 
@@ -67,7 +60,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
     - ``drop_last``: keep only full batches, as many for every rank.
     - ``embeddings``: store names; items carry ``embedding_index[name]``
       (int32 ``[B, T]``, -1 for none) for :class:`EmbeddingTable`, and with
-      ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``.
+      ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``; a dict
+      ``{name: model_id}`` refuses a store of another model (see ``Loader``).
     - ``pin_memory``: in-process only (``num_workers=0``): the dataset
       fills two page-locked buffer sets in turn and yields views of them.
       **A yielded batch is then valid until the next-but-one step**: copy
@@ -103,20 +97,45 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         bucket: bool = False,
         noise: float = 0.1,
         drop_last: bool = False,
-        embeddings: Sequence[str] | None = None,
+        embeddings: Sequence[str] | Mapping[str, str | None] | None = None,
         dense: bool = False,
         pin_memory: bool = False,
         stats: FeatureStats | None = None,
+        content_id: str | None = None,
+        resume_across_rebuild: bool = False,
+        in_order: bool = True,
         **loader_kwargs: Any,
     ) -> None:
         super().__init__()
         batch_size = _count(batch_size, "batch_size", 1)
         seed = None if seed is None else _count(seed, "seed", 0)
-        opened = _bound_cache(cache, type(self).__name__)
+        if isinstance(positions, Selection):
+            # Resolved by source id on one generation: it names it.
+            if content_id is not None and content_id != positions.content_id:
+                raise ValueError(
+                    f"content_id {content_id!r} is not the selection's {positions.content_id!r}"
+                )
+            content_id = positions.content_id
+            if labels is None and positions.own_labels:
+                labels = positions.labels
+            positions = positions.positions
+        opened = _bound_cache(cache, type(self).__name__, content_id=content_id, positions=True)
         self.path = opened.path
         self.content_id = opened.content_id
         self.positions = _positions(positions, len(opened))
         self.labels = _labels(labels, len(self.positions))
+        # Source ids of the selection: what a state carries across a rebuild.
+        self._ids = opened.source_ids[self.positions].astype(np.int64)
+        self.resume_across_rebuild = bool(resume_across_rebuild)
+        self.in_order = bool(in_order)
+        #: After a resume across a rebuild: what happened to the epoch's
+        #: threads (see load_state_dict), else None.
+        self.resumed: dict[str, Any] | None = None
+        # The rest of an epoch resumed across a rebuild: (epoch, positions,
+        # labels, ids trained before); iterations of that epoch plan over it.
+        self._rest: tuple[Any, ...] | None = None
+        # Plan indices handed over by state_dict(after=item), this epoch.
+        self._consumed: _state.Consumed | None = None
         self.batch_size = batch_size
         self.seed = seed
         self.rank, self.world_size = _world(rank, world_size)
@@ -124,6 +143,8 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self.noise = noise
         self.drop_last = drop_last
         self.embeddings = list(embeddings or [])
+        # {name: model_id} also requires each store's model: the Loader checks it.
+        self.models = dict(embeddings) if isinstance(embeddings, Mapping) else None
         self.dense = dense
         self.pin_memory = pin_memory
         self.stats = stats
@@ -133,8 +154,11 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         # (ticket, epoch, batches done) or None. The ticket tells the
         # iteration that uses it up from later ones (see _begin).
         self._resume: tuple[int, int, int] | None = None
+        # Plan indices below the resume point not consumed (out-of-order
+        # delivery): trained first by the resuming iteration.
+        self._gaps: tuple[int, ...] = ()
         # (epoch, batches done) as this process's own iterations count them.
-        self._position = (0, 0)
+        self._position: tuple[int, int, tuple[int, ...]] = (0, 0, ())
         # (pid, iterations started in that process): a worker's first
         # iteration reads the dataset as copied at iter(dataloader), later
         # ones (persistent workers) the shared array.
@@ -143,7 +167,9 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         # of its running iteration, and a resume point loaded there (by
         # StatefulDataLoader) as (epoch, start, yielded).
         self._progress: list[int] | None = None
-        self._local_resume: tuple[int, int, int] | None = None
+        self._local_resume: tuple[int, int, int, tuple[int, ...]] | None = None
+        self._progress_gaps: tuple[int, ...] = ()
+        self._iter_start: tuple[int, tuple[int, ...]] = (0, ())
         self._digest = _digest(self.positions, self.labels)
         self._shared = self._new_shared()
         self._loader: Loader | None = None
@@ -161,13 +187,14 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         shared[_EPOCH] = self._epoch
         if self._resume is not None:
             shared[_TICKET], shared[_R_EPOCH], shared[_R_DONE] = self._resume
+            shared[_R_GAPS] = len(self._gaps) + (self._rest is not None)
         return shared
 
     def _make_loader(self, cache: Cache) -> Loader:
         return Loader(
             cache,
             stats=self.stats,
-            embeddings=self.embeddings,
+            embeddings=self.models or self.embeddings,
             dense=self.dense,
             **self.loader_kwargs,
         )
@@ -219,246 +246,6 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
             self._shared = self._new_shared()
             self._shared[_WORKERS_RAN] = workers_ran
 
-    # --- epochs and resumption ----------------------------------------
-
-    @property
-    def epoch(self) -> int:
-        """The epoch the next iteration reads (see :meth:`set_epoch`)."""
-        return self._epoch
-
-    def set_epoch(self, epoch: int) -> None:
-        """Selects epoch ``epoch``'s shuffle (with a seed) for the iterations
-        that start after this call, here and in persistent DataLoader workers
-        (as ``DistributedSampler.set_epoch``). A resume point loaded for
-        another epoch is dropped; one for this epoch is kept."""
-        epoch = _count(epoch, "epoch", 0)
-        self._epoch = epoch
-        self._shared[_EPOCH] = epoch
-        pending = self._pending()
-        if pending is not None and pending[1] != epoch:
-            self._set_resume(None)
-            pending = None
-        self._position = (epoch, 0 if pending is None else pending[2])
-        self._shared[_WORKERS_RAN] = 0
-
-    def _set_resume(self, resume: tuple[int, int, int] | None) -> None:
-        self._resume = resume
-        self._shared[_TICKET], self._shared[_R_EPOCH], self._shared[_R_DONE] = resume or (0, 0, 0)
-
-    def _pending(self) -> tuple[int, int, int] | None:
-        """The loaded resume point if no iteration has used it up yet."""
-        if self._resume is not None and self._shared[_CLAIMED] == self._resume[0]:
-            self._set_resume(None)
-        return self._resume
-
-    def _plan_params(self) -> dict[str, Any]:
-        kw = self.loader_kwargs
-        return {
-            "content_id": self.content_id,
-            "positions": self._digest,
-            "batch_size": self.batch_size,
-            "seed": self.seed,
-            "bucket": self.bucket,
-            "noise": self.noise if self.bucket else None,
-            "drop_last": self.drop_last,
-            "world_size": self.world_size,
-            "pad": kw.get("pad", "max"),
-            "pad_multiple": kw.get("pad_multiple", 8),
-            "kinds": kw.get("kinds", "replies"),
-            "max_cxt": kw.get("max_cxt", 200),
-            "window_s": kw.get("window_s"),
-            # An empty thread's length (1 or 0) orders a bucketed plan.
-            "empty": kw.get("empty", "row"),
-        }
-
-    def __len__(self) -> int:
-        """Batches the next iteration of this rank yields (the whole epoch,
-        less the batches of a loaded resume point)."""
-        pending = self._pending()
-        if pending is not None and pending[1] == self._epoch:
-            return max(self._count - pending[2], 0)
-        return self._count
-
-    def state_dict(self, after: Mapping[str, Any] | Any = None) -> dict[str, Any]:
-        """Where this rank is: the epoch and the batches of it consumed, with
-        the plan's parameters (which :meth:`load_state_dict` checks).
-
-        ``after``: the item your loop last trained on; the state is then
-        the one after it. Needed with a plain DataLoader's workers, which
-        run ahead of the loop. Without it, in-process iterations count by
-        themselves; in a DataLoader worker (torchdata's
-        ``StatefulDataLoader`` calls it there) the state is that worker's."""
-        state: dict[str, Any] = {"plan": self._plan_params()}
-        if after is not None:
-            try:
-                epoch, index, made_on = after["epoch"], after["plan_index"], after["content_id"]
-            except (KeyError, TypeError):
-                raise TypeError(
-                    "state_dict(after=...) takes an item this dataset yielded (with epoch, "
-                    "plan_index and content_id)"
-                ) from None
-            if made_on != self.content_id:
-                raise ValueError(
-                    f"this item was read from content id {made_on}, not this dataset's "
-                    f"{self.content_id}"
-                )
-            epoch, index = int(epoch), int(index)
-            if not self._yielded_here(after, epoch, index):
-                raise ValueError(
-                    f"this item is not batch {index} of epoch {epoch} of this dataset's plan "
-                    "(an item of another dataset?): pass the item of this dataset your loop "
-                    "last trained on"
-                )
-            state.update(epoch=epoch, batches_done=index + 1)
-            return state
-        if self._progress is not None and get_worker_info() is not None:
-            epoch, start, worker, workers, yielded = self._progress
-            state.update(
-                epoch=epoch,
-                batches_done=start,
-                worker={"id": worker, "num_workers": workers, "yielded": yielded},
-            )
-            return state
-        if self._shared[_WORKERS_RAN]:
-            raise ValueError(
-                "this dataset was last iterated by DataLoader workers, which run ahead of your "
-                "loop: pass the item you last trained on, ds.state_dict(after=item), or use "
-                "torchdata's StatefulDataLoader and its state_dict()"
-            )
-        epoch, done = self._position
-        state.update(epoch=epoch, batches_done=done)
-        return state
-
-    def _yielded_here(self, item: Any, epoch: int, index: int) -> bool:
-        """Whether ``item`` holds the threads of batch ``index`` of epoch
-        ``epoch`` of this plan (the last epoch's plan is kept: one check a
-        step costs one comparison)."""
-        memo = self.__dict__.get("_plan_memo")
-        if memo is None or memo[0] != epoch:
-            memo = (epoch, self._plan(self._open_loader(), epoch))
-            self.__dict__["_plan_memo"] = memo
-        plan = memo[1]
-        if not 0 <= index < len(plan):
-            return False
-        got = item["positions"]
-        got = got.cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
-        return bool(np.array_equal(got, self.positions[plan[index]]))
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Makes the next iteration start at the first batch of
-        ``state["epoch"]`` not yet consumed (and sets that epoch). Refuses,
-        naming the field, a state of another plan (cache content,
-        positions and labels, batch size, seed, bucketing, noise,
-        drop_last, world size, padding, selection, empty threads)."""
-        try:
-            plan, epoch, done = state["plan"], int(state["epoch"]), int(state["batches_done"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(
-                f"not a state of a {type(self).__name__} (made by state_dict()): "
-                f"{sorted(state) if isinstance(state, Mapping) else type(state).__name__}"
-            ) from None
-        mine = self._plan_params()
-        for field in mine:
-            if field not in plan or plan[field] != mine[field]:
-                raise ValueError(
-                    f"this state is of another plan: {field} {plan.get(field)!r} there, "
-                    f"{mine[field]!r} here"
-                )
-        if epoch < 0 or not 0 <= done <= self._count:
-            raise ValueError(f"batches_done {done} of epoch {epoch} is not in this plan")
-        worker = state.get("worker")
-        info = get_worker_info()
-        if info is not None:
-            # A DataLoader worker restored by StatefulDataLoader: this
-            # process's next iteration resumes, with its own count.
-            yielded = 0
-            if worker is not None:
-                if (worker["id"], worker["num_workers"]) != (info.id, info.num_workers):
-                    raise ValueError(
-                        f"state of worker {worker['id']} of {worker['num_workers']} loaded "
-                        f"into worker {info.id} of {info.num_workers}"
-                    )
-                yielded = int(worker["yielded"])
-            self._local_resume = (epoch, done, yielded)
-            return
-        if worker is not None:
-            raise ValueError(
-                "this is one DataLoader worker's state (StatefulDataLoader's): load the "
-                "loader's state with StatefulDataLoader.load_state_dict"
-            )
-        self._epoch = epoch
-        self._shared[_EPOCH] = epoch
-        self._set_resume((random.getrandbits(62) + 1, epoch, done))
-        self._position = (epoch, done)
-        self._shared[_WORKERS_RAN] = 0
-
-    def _begin(self) -> tuple[int, int, int, int]:
-        """Fixes the epoch and the start of an iteration when it begins:
-        (epoch, first batch, worker, workers)."""
-        info = get_worker_info()
-        pid = os.getpid()
-        n = self._iters[1] if self._iters[0] == pid else 0
-        self._iters = (pid, n + 1)
-        shared = self._shared
-        if info is None:
-            worker, workers = 0, 1
-            key = random.getrandbits(62) + 1
-            epoch, resume = self._epoch, self._resume
-            shared[_WORKERS_RAN] = 0
-        else:
-            worker, workers = info.id, info.num_workers
-            # Every worker of one iteration has the same key: the
-            # DataLoader's base seed for it, and how many this process ran.
-            key = (hash((info.seed - info.id, n)) & _KEY_MASK) + 1
-            if n == 0:
-                # Copied at iter(dataloader) (fork or pickle).
-                epoch, resume = self._epoch, self._resume
-            else:
-                # Persistent workers: iter(dataloader) waits until each
-                # worker has called iter(dataset), so this too is the state
-                # at iter(dataloader).
-                epoch = int(shared[_EPOCH])
-                ticket = int(shared[_TICKET])
-                resume = (ticket, int(shared[_R_EPOCH]), int(shared[_R_DONE])) if ticket else None
-            shared[_WORKERS_RAN] = 1
-        start = 0
-        if self._local_resume is not None:
-            epoch, start, yielded = self._local_resume
-            self._local_resume = None
-            return epoch, start + yielded * workers, worker, workers
-        if resume is not None:
-            ticket, r_epoch, done = resume
-            if int(shared[_CLAIMED]) != ticket:
-                shared[_CLAIMED_BY] = key
-                shared[_CLAIMED] = ticket
-                mine = True
-            else:
-                mine = int(shared[_CLAIMED_BY]) == key
-            if mine and info is not None and n == 0 and worker < _TAKEN_WORKERS:
-                slot = _TAKEN + 2 * worker
-                if int(shared[slot]) == ticket and int(shared[slot + 1]) != pid:
-                    mine = False
-                else:
-                    shared[slot], shared[slot + 1] = ticket, pid
-            if mine and r_epoch == epoch:
-                start = done
-            if info is None:
-                self._set_resume(None)
-        return epoch, start, worker, workers
-
-    def _plan(self, loader: Loader, epoch: int) -> list[npt.NDArray[np.int64]]:
-        seed = None if self.seed is None else self.seed + epoch
-        return loader.plan(
-            self.positions,
-            self.batch_size,
-            seed=seed,
-            bucket=self.bucket,
-            noise=self.noise,
-            world_size=self.world_size,
-            rank=self.rank,
-            drop_last=self.drop_last,
-        )
-
     # --- iteration --------------------------------------------------------
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -467,9 +254,9 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         # The cache first: an iteration refused for a rebuilt cache leaves a
         # loaded resume point for the next one.
         loader = self._open_loader()
-        epoch, start, worker, workers = self._begin()
+        epoch, start, gaps, skip, worker, workers = self._begin()
         plan = self._plan(loader, epoch)
-        return self._run(loader, plan, epoch, start, worker, workers)
+        return self._run(loader, plan, epoch, start, gaps, skip, worker, workers)
 
     def _run(
         self,
@@ -477,10 +264,12 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         plan: list[npt.NDArray[np.int64]],
         epoch: int,
         start: int,
+        gaps: tuple[int, ...],
+        skip: int,
         worker: int,
         workers: int,
     ) -> Iterator[Any]:
-        in_process, todo = self._todo(plan, epoch, start, worker, workers)
+        in_process, todo = self._todo(plan, epoch, start, gaps, skip, worker, workers)
         if not todo:
             return iter(())
         # Sized for the largest batch to come, not batch_size.
@@ -490,44 +279,61 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         return self._counted(self._iter_fresh(loader, plan, todo, size, epoch), epoch, todo)
 
     def _todo(
-        self, plan: list[npt.NDArray[np.int64]], epoch: int, start: int, worker: int, workers: int
-    ) -> tuple[bool, range]:
+        self,
+        plan: list[npt.NDArray[np.int64]],
+        epoch: int,
+        start: int,
+        gaps: tuple[int, ...],
+        skip: int,
+        worker: int,
+        workers: int,
+    ) -> tuple[bool, list[int]]:
         """Records where this iteration starts (this process's position, or
         the worker's progress) and returns (in process, the plan indices it
-        yields)."""
+        yields: the gaps below ``start`` first, then the rest; every
+        ``workers``-th for a worker, less the ``skip`` it already yielded)."""
         in_process = get_worker_info() is None
         if in_process:
-            self._position = (epoch, start)
+            self._position = (epoch, start, gaps)
         else:
-            self._progress = [epoch, start, worker, workers, 0]
-        return in_process, range(start + worker, len(plan), workers)
+            self._progress = [epoch, start, worker, workers, skip]
+            self._progress_gaps = gaps
+        self._iter_start = (start, gaps)
+        return in_process, _state.todo(len(plan), start, gaps)[worker::workers][skip:]
 
-    def _counted(self, items: Iterator[Any], epoch: int, todo: range) -> Iterator[Any]:
+    def _counted(self, items: Iterator[Any], epoch: int, todo: list[int]) -> Iterator[Any]:
         """Records each item as consumed when it is handed out."""
         progress = self._progress if get_worker_info() is not None else None
-        for k, item in zip(todo, items):
+        start, gaps = self._iter_start
+        for n, (_k, item) in enumerate(zip(todo, items)):
             if progress is None:
-                self._position = (epoch, k + 1)
+                self._position = (epoch, *_state.resume_after(start, gaps, n + 1))
             else:
                 progress[4] += 1
             yield item
 
     def _iter_fresh(
-        self, loader: Loader, plan: list[npt.NDArray[np.int64]], todo: range, size: int, epoch: int
+        self,
+        loader: Loader,
+        plan: list[npt.NDArray[np.int64]],
+        todo: list[int],
+        size: int,
+        epoch: int,
     ) -> Iterator[dict[str, Any]]:
         shared = get_worker_info() is not None
+        positions = self._sel(epoch)[0]
         batch = loader.new_batch(size)
         for k in todo:
             picked = plan[k]
-            self._fill(loader, batch, picked)
-            item = self._fresh(batch, self.positions[picked], shared=shared)
+            self._fill(loader, batch, picked, epoch)
+            item = self._fresh(batch, positions[picked], shared=shared)
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
             item["store_ids"] = dict(self.store_ids)
             yield item
 
-    def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64]) -> None:
-        labels = None if self.labels is None else self.labels[picked]
-        loader.fill(self.positions[picked], batch, labels)
+    def _fill(self, loader: Loader, batch: Any, picked: npt.NDArray[np.int64], epoch: int) -> None:
+        positions, labels, _ = self._sel(epoch)
+        loader.fill(positions[picked], batch, None if labels is None else labels[picked])
 
     def _item(
         self,
@@ -578,16 +384,17 @@ class CacheDataset(IterableDataset):  # type: ignore[misc]
         self,
         loader: Loader,
         plan: list[npt.NDArray[np.int64]],
-        todo: range,
+        todo: list[int],
         size: int,
         epoch: int,
     ) -> Iterator[dict[str, Any]]:
         pin = _can_pin(type(self).__name__)
+        positions = self._sel(epoch)[0]
         batch = loader.new_batch(size)
         twins: list[dict[str, torch.Tensor]] = [{}, {}]
         for turn, k in enumerate(todo):
-            self._fill(loader, batch, plan[k])
-            item = self._item(batch, self.positions[plan[k]], _into(twins[turn % 2], pin))
+            self._fill(loader, batch, plan[k], epoch)
+            item = self._item(batch, positions[plan[k]], _into(twins[turn % 2], pin))
             item.update(epoch=epoch, plan_index=k, content_id=self.content_id)
             item["store_ids"] = dict(self.store_ids)
             yield item

@@ -78,7 +78,9 @@ class GraphDataset(CacheDataset):
                 raise ValueError(f"GraphDataset does not take {opt}")
         self._batch_type = None if pyg is False else _pyg_batch()
         if pyg and self._batch_type is None:
-            raise ImportError("GraphDataset(pyg=True) needs torch_geometric")
+            from .._extras import missing
+
+            raise missing("GraphDataset(pyg=True)", "torch_geometric", "pyg")
         super().__init__(cache, positions, batch_size, **kwargs)
 
     def _plan_params(self) -> dict[str, Any]:
@@ -92,10 +94,12 @@ class GraphDataset(CacheDataset):
         plan: list[npt.NDArray[np.int64]],
         epoch: int,
         start: int,
+        gaps: tuple[int, ...],
+        skip: int,
         worker: int,
         workers: int,
     ) -> Iterator[Any]:
-        in_process, todo = self._todo(plan, epoch, start, worker, workers)
+        in_process, todo = self._todo(plan, epoch, start, gaps, skip, worker, workers)
         pin = in_process and self.pin_memory
         return self._counted(self._iter_graphs(loader, plan, todo, epoch, pin), epoch, todo)
 
@@ -103,7 +107,7 @@ class GraphDataset(CacheDataset):
         self,
         loader: Loader,
         plan: list[npt.NDArray[np.int64]],
-        todo: range,
+        todo: list[int],
         epoch: int,
         pin: bool,
     ) -> Iterator[Any]:
@@ -111,11 +115,12 @@ class GraphDataset(CacheDataset):
         if pin:
             twins = [{}, {}]
             pinned = _can_pin(type(self).__name__)
+        positions, labels_of, _ = self._sel(epoch)
         graph = GraphBatch()
         for turn, k in enumerate(todo):
             picked = plan[k]
-            labels = None if self.labels is None else self.labels[picked]
-            loader.fill_graph(self.positions[picked], graph, labels)
+            labels = None if labels_of is None else labels_of[picked]
+            loader.fill_graph(positions[picked], graph, labels)
             item = self._graph_item(
                 graph, None if twins is None else _into(twins[turn % 2], pinned)
             )

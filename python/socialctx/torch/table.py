@@ -40,6 +40,8 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     An index below -1 or past the rows raises ``IndexError`` (on the CPU
     with this message; on a GPU as the device's assertion).
     ``dtype`` converts the rows once (default: the store's own dtype).
+    ``content_id``: the generation the table must be made on (refused,
+    naming both, when the cache at the path is another).
     """
 
     def __init__(
@@ -49,9 +51,10 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         *,
         device: str | torch.device = "cpu",
         dtype: torch.dtype | None = None,
+        content_id: str | None = None,
     ) -> None:
         super().__init__()
-        cache = _bound_cache(cache, "EmbeddingTable")
+        cache = _bound_cache(cache, "EmbeddingTable", content_id=content_id)
         store = open_store(cache, name)
         # Global rows: the segments in order, each copied from its memory
         # map once into its slice of the table.

@@ -43,6 +43,8 @@ pub fn compute(
     user::compute(reaction, source, &mut f)?;
     tweet::compute(reaction, source, &mut f);
     context::compute(reaction, source, kind, &mut f);
+    // The upgrade simulation of the tests (0.0 otherwise): src/definition.rs.
+    f[crate::schema::Feature::DescriptionLen] += crate::definition::description_len_offset();
     // `as` rounds to the nearest f32, ties to even: the contract's rounding.
     Ok(f.map(|x| x as f32))
 }

@@ -101,14 +101,24 @@ impl Run {
     pub(super) fn resumable(&mut self) -> Option<Progress> {
         let text = fs::read(self.partial.join(PROGRESS_FILE)).ok()?;
         let p: Progress = serde_json::from_slice(&text).ok()?;
-        if p.plan.model_id != self.plan.model_id {
-            let show =
-                |id: &Option<String>| id.as_ref().map_or("None".into(), |s| format!("{s:?}"));
+        // Rows of two models of one width look alike: only a model known
+        // to be the same (the same id, given or derived) continues the
+        // rows already written. Without an id, "the same" cannot be
+        // known, so the embed starts over.
+        let Some(ours) = &self.plan.model_id else {
             self.restarted = Some(format!(
-                "{}: the interrupted embed was of model {}, not {}; starting over",
+                "{}: an interrupted embed is there, but no model id was given, so whether its \
+                 rows are this model's cannot be checked; starting over (give the same model_id \
+                 to resume)",
+                self.partial.display()
+            ));
+            return None;
+        };
+        if p.plan.model_id.as_ref() != Some(ours) {
+            self.restarted = Some(format!(
+                "{}: the interrupted embed was made by {}, not by model {ours:?}; starting over",
                 self.partial.display(),
-                show(&p.plan.model_id),
-                show(&self.plan.model_id)
+                crate::error::made_by(&p.plan.model_id),
             ));
             return None;
         }
@@ -232,7 +242,15 @@ impl Run {
         if fs::symlink_metadata(&self.partial).is_ok() {
             io(&self.partial, fs::remove_dir_all(&self.partial))?;
         }
-        io(&self.partial, fs::create_dir(&self.partial))?;
+        // Owner-only while written when it replaces a store (the swap
+        // gives it the old one's mode and group): a store moved to another
+        // disk and restricted there is not readable in its staging
+        // directory beside it, nor in what a killed embed leaves.
+        let mut mkdir = fs::DirBuilder::new();
+        if self.target.is_dir() {
+            std::os::unix::fs::DirBuilderExt::mode(&mut mkdir, 0o700);
+        }
+        io(&self.partial, mkdir.create(&self.partial))?;
         self.done = 0;
         self.hashes.clear();
         self.resumed = 0;
