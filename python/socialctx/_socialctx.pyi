@@ -272,8 +272,11 @@ class Cache:
 
 class ArrowData:
     """Arrow data from ``Cache.to_arrow``: ``pyarrow.table(x)``,
-    ``polars.DataFrame(x)``, ``duckdb.sql("select ... from x")``; readable
-    any number of times."""
+    ``polars.DataFrame(x)``, ``duckdb.sql("select ... from x")``,
+    ``pyarrow.RecordBatchReader.from_stream(x)``; readable any number of
+    times. Each read is a stream that builds its record batches as they
+    are pulled (where the batches are cut is found by ``to_arrow``, which
+    also checks the shards)."""
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         """A PyCapsule holding an ArrowArrayStream of the record batches."""
@@ -287,6 +290,11 @@ class ArrowData:
     def level(self) -> Literal["reactions", "threads"]: ...
     @property
     def num_batches(self) -> int: ...
+    @property
+    def batches_built(self) -> int:
+        """Record batches built so far by all of this object's streams: a
+        stream builds each batch when its consumer pulls it (memory is one
+        batch, a few MiB, whatever the cache's size), none up front."""
 
 class Thread:
     """One thread: a source tweet and its reactions in (created_at, id) order."""
@@ -643,7 +651,9 @@ class Loader:
         drop_last: bool = False,
     ) -> list[npt.NDArray[np.int64]]:
         """The epoch's batches as arrays of indices into ``positions``
-        (bucketed, sharded by rank); deterministic on any machine. Every
+        (bucketed, sharded by rank); deterministic on any machine. Bucketed
+        with ``pad="longest"``, threads are sorted by the width they pad to
+        (length rounded up to ``pad_multiple``) first. Every
         rank gets as many batches, none empty (batches of one padded by
         repetition when they would outnumber the threads)."""
     def epoch(

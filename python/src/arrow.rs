@@ -20,16 +20,17 @@ use std::ffi::CStr;
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::builder::{StringBuilder, UInt64Builder};
 use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{
     ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int8Array, Int64Array,
-    RecordBatch, RecordBatchIterator, StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
+    RecordBatch, RecordBatchReader, StringArray, TimestampSecondArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef, TimeUnit};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -241,7 +242,7 @@ fn reaction_batch(
     owner: &Arc<MapOwner>,
     schema: &SchemaRef,
     parts: &[Part<'_>],
-) -> Result<RecordBatch> {
+) -> std::result::Result<RecordBatch, ArrowError> {
     let rows: usize = parts.iter().map(|p| p.view.reaction_count()).sum();
     let count = |p: &Part<'_>| p.view.reaction_count();
     let records = || parts.iter().flat_map(|p| p.num.reaction_records());
@@ -323,7 +324,7 @@ fn reaction_batch(
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )
-    .map_err(|e| Error::new_err(format!("internal: an Arrow batch is inconsistent: {e}")).into())
+    .map_err(|e| internal(format!("an Arrow batch is inconsistent: {e}")))
 }
 
 /// The per-thread statistics of the threads level.
@@ -395,7 +396,11 @@ fn thread_stats(t: &Part<'_>) -> ThreadStats {
     }
 }
 
-fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Result<RecordBatch> {
+fn thread_batch(
+    reader: &Reader,
+    schema: &SchemaRef,
+    parts: &[Part<'_>],
+) -> std::result::Result<RecordBatch, ArrowError> {
     let stats: Vec<ThreadStats> = parts.iter().map(thread_stats).collect();
     let one = |_: &Part<'_>| 1;
     let u32s = |f: fn(&ThreadStats) -> u32| -> ArrayRef {
@@ -441,7 +446,9 @@ fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Resu
                 stats.iter().map(|s| s.median_reply_s),
             )),
             other => {
-                return Err(Error::new_err(format!("internal: no thread column {other:?}")).into());
+                return Err(ArrowError::SchemaError(format!(
+                    "socialctx internal: no thread column {other:?}"
+                )));
             }
         };
         columns.push(column);
@@ -451,7 +458,7 @@ fn thread_batch(reader: &Reader, schema: &SchemaRef, parts: &[Part<'_>]) -> Resu
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(parts.len())),
     )
-    .map_err(|e| Error::new_err(format!("internal: an Arrow batch is inconsistent: {e}")).into())
+    .map_err(|e| internal(format!("an Arrow batch is inconsistent: {e}")))
 }
 
 /// Whether thread `b`'s reactions start where thread `a`'s end in the same
@@ -503,69 +510,150 @@ fn level_name(level: Level) -> &'static str {
     }
 }
 
-/// Builds the batches of `level` over `positions` (every thread when None).
-fn batches(
-    reader: &Arc<Reader>,
-    level: Level,
-    schema: &SchemaRef,
+/// Rows a batch holds at most (a thread is never split, so one thread of
+/// more rows is one batch of its own): a built batch is allocated whole,
+/// and a stream holds one at a time, a few MiB at most.
+const MAX_ROWS: usize = 1 << 16;
+
+/// Where the batches of one `to_arrow` are cut, found up front by a pass
+/// over the threads' headers (which also checks every shard they lie in, so
+/// a damaged cache fails `to_arrow`, not a consumer mid-stream); the
+/// batches themselves are built only when a stream is read.
+struct Plan {
+    /// The threads, in order (None: every thread of the cache).
     positions: Option<Vec<usize>>,
-) -> Result<Vec<RecordBatch>> {
-    let owner = Arc::new(MapOwner(AssertUnwindSafe(Arc::clone(reader))));
-    let reader = &**reader;
-    let positions: Vec<usize> = positions.unwrap_or_else(|| (0..reader.len()).collect());
-    let mut out = Vec::new();
-    let mut run: Vec<Part<'_>> = Vec::new();
-    // Bounded batches: consumers stream them, and a batch's built columns
-    // are allocated at once.
-    const MAX_ROWS: usize = 1 << 20;
-    let mut rows = 0usize;
-    let flush = |run: &mut Vec<Part<'_>>, out: &mut Vec<RecordBatch>| -> Result<()> {
-        if !run.is_empty() {
-            out.push(match level {
-                Level::Reactions => reaction_batch(reader, &owner, schema, run)?,
-                Level::Threads => thread_batch(reader, schema, run)?,
+    /// Batch `i` is the threads `starts[i]..starts[i + 1]` of `positions`;
+    /// one empty batch when there is no thread (a table of no chunks is
+    /// one `datasets` cannot cast).
+    starts: Vec<usize>,
+    rows: usize,
+}
+
+impl Plan {
+    fn new(reader: &Reader, level: Level, positions: Option<Vec<usize>>) -> Result<Plan> {
+        let count = positions.as_ref().map_or(reader.len(), Vec::len);
+        let at = |i: usize| positions.as_ref().map_or(i, |p| p[i]);
+        let mut starts = vec![0];
+        let (mut rows, mut run_rows) = (0usize, 0usize);
+        let mut last: Option<sc::ThreadView<'_>> = None;
+        for i in 0..count {
+            let view = view_at(reader, at(i))?;
+            let n = match level {
+                Level::Reactions => view.reaction_count(),
+                Level::Threads => 1,
+            };
+            // One batch per run of threads back to back in one shard, so
+            // that its extended columns are one slice of the map.
+            let breaks = last.as_ref().is_some_and(|last| {
+                (level == Level::Reactions && !follows(last, &view)) || run_rows + n > MAX_ROWS
             });
-            run.clear();
+            if breaks {
+                starts.push(i);
+                run_rows = 0;
+            }
+            run_rows += n;
+            rows += n;
+            last = Some(view);
         }
-        Ok(())
-    };
-    for position in positions {
-        let view = view_at(reader, position)?;
-        let n = match level {
-            Level::Reactions => view.reaction_count(),
-            Level::Threads => 1,
-        };
-        let breaks = run.last().is_some_and(|last| {
-            (level == Level::Reactions && !follows(&last.view, &view)) || rows + n > MAX_ROWS
-        });
-        if breaks {
-            flush(&mut run, &mut out)?;
-            rows = 0;
+        starts.push(count);
+        Ok(Plan {
+            positions,
+            starts,
+            rows,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Builds batch `i` (below [`len`](Self::len)). No Python here: a
+    /// consumer may pull from any thread, with or without the GIL, so a
+    /// failure is an Arrow error carrying its message.
+    fn build(
+        &self,
+        reader: &Reader,
+        owner: &Arc<MapOwner>,
+        level: Level,
+        schema: &SchemaRef,
+        i: usize,
+    ) -> std::result::Result<RecordBatch, ArrowError> {
+        let range = self.starts[i]..self.starts[i + 1];
+        let mut parts = Vec::with_capacity(range.len());
+        for j in range {
+            let position = self.positions.as_ref().map_or(j, |p| p[j]);
+            let view = reader
+                .thread(position)
+                .map_err(|e| internal(e.to_string()))?
+                .ok_or_else(|| internal(format!("no thread at position {position}")))?;
+            parts.push(Part {
+                position,
+                num: view.numbers(),
+                view,
+            });
         }
-        rows += n;
-        run.push(Part {
-            position,
-            num: view.numbers(),
-            view,
-        });
+        if parts.is_empty() {
+            return Ok(RecordBatch::new_empty(schema.clone()));
+        }
+        match level {
+            Level::Reactions => reaction_batch(reader, owner, schema, &parts),
+            Level::Threads => thread_batch(reader, schema, &parts),
+        }
     }
-    flush(&mut run, &mut out)?;
-    if out.is_empty() {
-        // No thread: one empty batch, not none (a table of no chunks is
-        // one `datasets` cannot cast).
-        out.push(RecordBatch::new_empty(schema.clone()));
+}
+
+/// One stream of a [`PyArrowData`]: builds each batch when the consumer
+/// pulls it, and holds none after handing it over.
+struct Batches {
+    data: Arc<Shared>,
+    next: usize,
+}
+
+impl Iterator for Batches {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let d = &*self.data;
+        if self.next >= d.plan.len() {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        d.built.fetch_add(1, Ordering::Relaxed);
+        Some(d.plan.build(&*d.reader, &d.owner, d.level, &d.schema, i))
     }
-    Ok(out)
+}
+
+impl RecordBatchReader for Batches {
+    fn schema(&self) -> SchemaRef {
+        self.data.schema.clone()
+    }
+}
+
+/// A batch that could not be built, as the consumer's Arrow error (the
+/// plan read every thread's header, so only an internal fault lands here).
+fn internal(message: String) -> ArrowError {
+    ArrowError::ComputeError(format!("socialctx internal: {message}"))
+}
+
+/// What an [`PyArrowData`] and its streams share.
+struct Shared {
+    reader: Arc<Reader>,
+    owner: Arc<MapOwner>,
+    schema: SchemaRef,
+    level: Level,
+    plan: Plan,
+    /// Batches built so far by every stream (the observable of laziness).
+    built: AtomicUsize,
 }
 
 /// Arrow data read from a cache (made by `Cache.to_arrow`): pass it to
 /// `pyarrow.table`, `polars.DataFrame`, `duckdb.sql` or anything that reads
-/// the Arrow PyCapsule interface; it can be read any number of times.
+/// the Arrow PyCapsule interface; it can be read any number of times, and
+/// each read builds its batches one at a time as they are pulled.
 #[pyclass(frozen, module = "socialctx", name = "ArrowData")]
 pub(crate) struct PyArrowData {
-    schema: SchemaRef,
-    batches: Vec<RecordBatch>,
-    level: Level,
+    data: Arc<Shared>,
 }
 
 const STREAM: &CStr = c"arrow_array_stream";
@@ -582,30 +670,31 @@ impl PyArrowData {
         requested_schema: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let reader = RecordBatchIterator::new(
-            self.batches.clone().into_iter().map(Ok),
-            self.schema.clone(),
-        );
+        let reader = Batches {
+            data: Arc::clone(&self.data),
+            next: 0,
+        };
         let stream = FFI_ArrowArrayStream::new(Box::new(reader));
         PyCapsule::new_with_value(py, stream, STREAM)
     }
 
     /// The schema, through the Arrow PyCapsule interface.
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref())
+        let schema = FFI_ArrowSchema::try_from(self.data.schema.as_ref())
             .map_err(|e| Error::new_err(format!("internal: Arrow schema: {e}")))?;
         PyCapsule::new_with_value(py, schema, SCHEMA)
     }
 
     /// Number of rows.
     fn __len__(&self) -> usize {
-        self.batches.iter().map(RecordBatch::num_rows).sum()
+        self.data.plan.rows
     }
 
     /// The column names, in order.
     #[getter]
     fn column_names(&self) -> Vec<String> {
-        self.schema
+        self.data
+            .schema
             .fields()
             .iter()
             .map(|f| f.name().clone())
@@ -615,22 +704,29 @@ impl PyArrowData {
     /// "reactions" or "threads".
     #[getter]
     fn level(&self) -> &'static str {
-        level_name(self.level)
+        level_name(self.data.level)
     }
 
     /// Number of record batches in the stream.
     #[getter]
     fn num_batches(&self) -> usize {
-        self.batches.len()
+        self.data.plan.len()
+    }
+
+    /// Record batches built so far by all of this object's streams: each
+    /// is built when a consumer pulls it, none up front.
+    #[getter]
+    fn batches_built(&self) -> usize {
+        self.data.built.load(Ordering::Relaxed)
     }
 
     fn __repr__(&self) -> String {
         format!(
             "socialctx.ArrowData(level={:?}, rows={}, columns={}, batches={})",
-            level_name(self.level),
+            level_name(self.data.level),
             self.__len__(),
-            self.schema.fields().len(),
-            self.batches.len()
+            self.data.schema.fields().len(),
+            self.num_batches()
         )
     }
 }
@@ -661,10 +757,15 @@ pub(crate) fn to_arrow(
         ),
     );
     let positions = some_positions_of(positions, reader.len())?;
-    let batches = py.detach(|| batches(reader, level, &schema, positions))?;
+    let plan = py.detach(|| Plan::new(&**reader, level, positions))?;
     Ok(PyArrowData {
-        schema,
-        batches,
-        level,
+        data: Arc::new(Shared {
+            reader: Arc::clone(reader),
+            owner: Arc::new(MapOwner(AssertUnwindSafe(Arc::clone(reader)))),
+            schema,
+            level,
+            plan,
+            built: AtomicUsize::new(0),
+        }),
     })
 }

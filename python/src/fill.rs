@@ -142,6 +142,16 @@ impl LoaderCore {
         })
     }
 
+    /// What bucketed batches are sorted by first: the multiple `pad="longest"`
+    /// rounds widths up to (None with `pad="max"`, where every batch is as
+    /// wide).
+    pub(crate) fn pad_multiple(&self) -> Option<usize> {
+        match self.pad {
+            sc::Pad::Longest { multiple } => Some(multiple),
+            sc::Pad::Max => None,
+        }
+    }
+
     /// The crate's Loader for these settings (cheap: it borrows them).
     pub(crate) fn loader(&self) -> sc::Loader<'_, Reader> {
         let mut loader = sc::Loader::new(&*self.reader, self.selection)
@@ -217,6 +227,8 @@ impl PlanOptions {
                 bucket_noise: bucket.then_some(noise),
                 world_size,
                 drop_last,
+                // Set from the Loader's `pad` by the caller.
+                pad_multiple: None,
             },
             rank,
         })

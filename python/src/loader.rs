@@ -186,7 +186,9 @@ impl PyLoader {
     /// - `bucket`, `noise`: sort by length with noise `(1 ± noise)` first,
     ///   cut into batches of neighbours, then shuffle the batches (AllenNLP's
     ///   `BucketIterator`); with `pad="longest"` batches then carry little
-    ///   padding.
+    ///   padding, and the sort is by the width a thread pads to (its length
+    ///   rounded up to `pad_multiple`) first, the noisy length only within
+    ///   one width.
     /// - `world_size`, `rank`: with several ranks the batch count is a
     ///   multiple of `world_size` (threads spread evenly, no batch over
     ///   `batch_size`), so every rank gets the same number; `rank` returns
@@ -206,7 +208,8 @@ impl PyLoader {
         batch_size: usize,
         options: Option<&Bound<'py, PyDict>>,
     ) -> Result<Bound<'py, PyList>> {
-        let PlanOptions { how, rank } = PlanOptions::from_keywords(batch_size, options)?;
+        let PlanOptions { mut how, rank } = PlanOptions::from_keywords(batch_size, options)?;
+        how.pad_multiple = self.core.pad_multiple();
         let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
         let lengths = if how.bucket_noise.is_some() {
             self.core.lengths(py, &positions)?
@@ -260,6 +263,7 @@ impl PyLoader {
             batch_size,
             seed,
             bucket_noise: bucket.then_some(noise),
+            pad_multiple: this.core.pad_multiple(),
             ..sc::Batching::default()
         };
         let batch = Py::new(py, this.new_batch(py, batch_size)?)?;

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import io
 import json
 import math
 import re
@@ -579,3 +580,150 @@ def test_the_guides_schema_table_is_the_schema(built: dict[str, Path]) -> None:
             base, null, _ = typ.partition(", null")
             assert named.get(base, base) == str(f.type), (level, name, typ, f.type)
             assert f.nullable == bool(null), (level, name)
+
+
+# --- streaming: batches built as they are pulled --------------------------------
+
+
+def reversed_stream(cache: socialctx.Cache, **kw: Any) -> Any:
+    """The threads back to front: no thread's reactions follow the
+    previous one's, so about one reaction batch per thread (many batches on
+    a small corpus)."""
+    return cache.to_arrow(positions=list(range(len(cache)))[::-1], **kw)
+
+
+def test_batches_are_built_when_pulled_not_up_front(built: dict[str, Path]) -> None:
+    # to_arrow built every batch up front (~5 KB a thread: 1.7 GB at 128k
+    # threads); the stream already was one, so it builds them when read.
+    cache = socialctx.open(built["pheme-veracity"])
+    x = reversed_stream(cache)
+    n = x.num_batches
+    assert n > 3
+    assert x.batches_built == 0 and len(x) > 0  # rows and cuts known, nothing built
+    r = pa.RecordBatchReader.from_stream(x)
+    assert x.batches_built == 0  # opening a stream builds nothing either
+    first = r.read_next_batch()
+    assert x.batches_built == 1
+    r.read_next_batch()
+    assert x.batches_built == 2
+    rest = r.read_all()
+    assert x.batches_built == n
+    assert first.num_rows + rest.num_rows < len(x)  # the second is in neither
+    # Each read is a new stream that builds its own batches.
+    whole = pa.table(x)
+    assert x.batches_built == 2 * n and whole.num_rows == len(x)
+    assert [b.num_rows for b in whole.to_batches()][0] == first.num_rows
+
+
+def test_batches_are_bounded_in_rows(built: dict[str, Path]) -> None:
+    cache = socialctx.open(built["sample"])
+    big = cache.to_arrow(level="threads", positions=[0] * 200_000, columns=["thread_id"])
+    sizes = [b.num_rows for b in pa.RecordBatchReader.from_stream(big)]
+    assert sum(sizes) == 200_000 and max(sizes) == 1 << 16, sizes
+
+
+def parquet_bytes(write: Any, data: Any, **kw: Any) -> bytes:
+    """What `write(data, file, **kw)` writes."""
+    buf = io.BytesIO()
+    write(data, buf, **kw)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("level", ["reactions", "threads"])
+def test_streamed_export_is_write_table_byte_for_byte(built: dict[str, Path], level: str) -> None:
+    """`export` writes row groups as the batches come, holding one row
+    group's batches; the file is the one `pq.write_table` of the whole
+    table wrote, byte for byte, wherever row groups and batches cut."""
+    from socialctx.describe import _write_stream
+
+    cache = socialctx.open(built["pheme-veracity"])
+    for x in (cache.to_arrow(level=level), reversed_stream(cache, level=level)):
+        table = pa.table(x)
+        cuts = np.cumsum([b.num_rows for b in table.to_batches()]).tolist()
+        # The default; row groups ending inside batches, on a batch's end,
+        # spanning several batches, and one row each.
+        for size in [None, 7, cuts[0], cuts[min(2, len(cuts) - 1)], len(x) // 3 + 1, 1]:
+            want = parquet_bytes(pq.write_table, table, row_group_size=size)
+            kw = {} if size is None else {"row_group_rows": size}
+            got = parquet_bytes(_write_stream, x, **kw)
+            assert got == want, (level, size)
+        assert pq.read_table(io.BytesIO(got)).num_rows == len(x)
+    empty = cache.to_arrow(level=level, positions=[])
+    want = parquet_bytes(pq.write_table, pa.table(empty))
+    assert parquet_bytes(_write_stream, empty) == want
+
+
+def test_export_command_writes_what_write_table_wrote(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out.parquet"
+    r = run_cli("export", str(built["sample"]), str(out))
+    assert r.returncode == 0, r.stderr
+    table = pa.table(socialctx.open(built["sample"]).to_arrow())
+    assert out.read_bytes() == parquet_bytes(pq.write_table, table)
+
+
+def test_hostile_streams(built: dict[str, Path], tmp_path: Path) -> None:
+    cache = socialctx.open(built["pheme-veracity"])
+    x = reversed_stream(cache)
+    want = pa.table(x)
+    n = x.num_batches
+    # A consumer drops its stream midway: nothing else is built, and the
+    # data reads whole again.
+    r = pa.RecordBatchReader.from_stream(x)
+    r.read_next_batch()
+    del r
+    gc.collect()
+    assert x.batches_built == n + 1
+    assert pa.table(x).equals(want)
+    # Pulling after close is pyarrow's error, not a crash or a batch.
+    r = pa.RecordBatchReader.from_stream(x)
+    r.read_next_batch()
+    r.close()
+    with pytest.raises((pa.ArrowException, OSError, ValueError)):
+        r.read_next_batch()
+    # Pulling past the end: StopIteration, every time.
+    r = pa.RecordBatchReader.from_stream(x)
+    r.read_all()
+    for _ in range(2):
+        with pytest.raises(StopIteration):
+            r.read_next_batch()
+    # A capsule is one stream: importing it twice is refused.
+    capsule = x.__arrow_c_stream__()
+    pa.RecordBatchReader._import_from_c_capsule(capsule).read_all()
+    with pytest.raises((ValueError, pa.ArrowException)):
+        pa.RecordBatchReader._import_from_c_capsule(capsule)
+    # Streams of one ArrowData pulled from several threads at once (pyarrow
+    # pulls with the GIL released): each reads the whole data.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        tables = list(pool.map(lambda _: pa.table(x), range(8)))
+    assert all(t.equals(want) for t in tables)
+    # The stream outlives the ArrowData and the Cache that made it.
+    r = pa.RecordBatchReader.from_stream(reversed_stream(cache))
+    del cache, x
+    gc.collect()
+    assert r.read_all().equals(want)
+
+
+def test_a_stream_reads_its_cache_as_it_was_when_rebuilt_underneath(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    """The stream maps the generation to_arrow opened: a build publishing
+    another corpus into the same directory mid-stream changes nothing it
+    yields; a cache opened after it reads the new one."""
+    cache_dir = tmp_path / "c"
+    shutil.copytree(built["pheme-veracity"], cache_dir)
+    cache = socialctx.open(cache_dir)
+    x = reversed_stream(cache)
+    want = pa.table(x)
+    r = pa.RecordBatchReader.from_stream(x)
+    got = [r.read_next_batch()]
+    socialctx.build(REPO / CORPORA["golden"][0], cache_dir, workers=1, progress=False)
+    got += list(r)
+    assert pa.Table.from_batches(got).equals(want)
+    assert pa.table(x).equals(want)
+    new = socialctx.open(cache_dir)
+    assert len(new) == len(socialctx.open(built["golden"])) != len(cache)
+    assert len(pa.table(new.to_arrow())) == len(socialctx.open(built["golden"]).to_arrow())

@@ -78,9 +78,12 @@ def ref_plan(
     noise: float | None,
     world: int,
     drop_last: bool,
+    multiple: int | None = None,
 ) -> list[list[int]]:
     """The crate's Batching::plan, in Python: the epoch's batches of
-    indices into the positions, for every rank."""
+    indices into the positions, for every rank (bucketed with
+    `pad="longest"`: by the width a thread pads to, rounded up to
+    `multiple`, first)."""
     n = len(lengths)
     order = list(range(n))
     if noise is not None:
@@ -88,8 +91,9 @@ def ref_plan(
         keys = []
         for length in lengths:
             u = (next(draw) >> 11) / float(1 << 52) - 1.0 if seed is not None else 0.0
-            keys.append(length * (1.0 + u * noise))
-        order.sort(key=lambda a: (keys[a], a))
+            width = -(-max(length, 1) // multiple) * multiple if multiple else 0
+            keys.append((width, length * (1.0 + u * noise)))
+        order.sort(key=lambda a: (*keys[a], a))
     elif seed is not None:
         shuffle(order, seed)
     if world == 1:
@@ -254,7 +258,7 @@ class Machine(RuleBasedStateMachine):
         seed = None if p["seed"] is None else p["seed"] + epoch
         batches = ref_plan(
             lengths, p["batch_size"], seed, 0.1 if p["bucket"] else None, p["world_size"],
-            p["drop_last"],
+            p["drop_last"], 8 if p["pad"] == "longest" else None,
         )  # fmt: skip
         return batches[p["rank"] :: p["world_size"]]
 

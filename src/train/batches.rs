@@ -6,7 +6,12 @@
 //! so that equal lengths mix differently each epoch), cut into batches of
 //! neighbours, and the batches' order is shuffled. With
 //! [`Pad::Longest`](crate::Pad::Longest) a batch is then only as wide as its
-//! longest thread, so an epoch carries little padding.
+//! longest thread, so an epoch carries little padding. When batches are
+//! padded to a multiple of some width ([`pad_multiple`](Batching::pad_multiple)),
+//! threads are sorted by that padded width first and by the noisy length
+//! only within it: the noise (±10 %) otherwise carries a thread of 9 rows
+//! among the 8s and doubles that batch's width to 16, while within one
+//! width class it still mixes the batches differently each epoch.
 //!
 //! Everything depends only on the inputs and the seed: the same batches on
 //! any machine, for any number of loader workers.
@@ -30,6 +35,11 @@ pub struct Batching {
     /// With several ranks, drop the items that would not fill a batch for
     /// every rank instead of spreading them (see [`plan`](Batching::plan)).
     pub drop_last: bool,
+    /// With bucketing, the multiple batches are padded to
+    /// ([`Pad::Longest`](crate::Pad::Longest)'s `multiple`): threads are
+    /// sorted by their length rounded up to it first, the noisy length
+    /// breaking ties. `None` sorts by the noisy length alone.
+    pub pad_multiple: Option<usize>,
 }
 
 impl Default for Batching {
@@ -40,6 +50,7 @@ impl Default for Batching {
             bucket_noise: None,
             world_size: 1,
             drop_last: false,
+            pad_multiple: None,
         }
     }
 }
@@ -84,14 +95,23 @@ impl Batching {
                     });
                 }
                 let mut rng = SplitMix(seed.unwrap_or(0) ^ 0x5EED_B0C4_E7ED_0001);
-                let keys: Vec<f64> = lengths
+                // The width a thread alone would be padded to (an empty
+                // thread is one row wide, as `Loader::width_of` pads it).
+                let width = |l: usize| {
+                    how.pad_multiple
+                        .map_or(0, |m| l.max(1).next_multiple_of(m.max(1)))
+                };
+                let keys: Vec<(usize, f64)> = lengths
                     .iter()
                     .map(|&l| {
                         let u = if seed.is_some() { rng.uniform() } else { 0.0 };
-                        l as f64 * (1.0 + u * noise)
+                        (width(l), l as f64 * (1.0 + u * noise))
                     })
                     .collect();
-                order.sort_by(|&a, &b| keys[a].total_cmp(&keys[b]).then(a.cmp(&b)));
+                order.sort_by(|&a, &b| {
+                    let (ka, kb) = (keys[a], keys[b]);
+                    ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(a.cmp(&b))
+                });
             }
             (None, Some(seed)) => super::loader::shuffle(&mut order, seed),
             (None, None) => {}
@@ -214,6 +234,7 @@ mod tests {
                         bucket_noise: bucket,
                         world_size: world,
                         drop_last: false,
+                        pad_multiple: None,
                     };
                     let plan = how.plan(&lengths).unwrap();
                     check_cover(&plan, n);
@@ -269,6 +290,74 @@ mod tests {
             (padded as f64) < 1.15 * real as f64,
             "{padded} padded for {real} real rows"
         );
+    }
+
+    /// Padded rows of `plan` with each batch as wide as its longest
+    /// thread rounded up to `multiple`.
+    fn padded(plan: &[Vec<usize>], lengths: &[usize], multiple: usize) -> usize {
+        plan.iter()
+            .map(|b| {
+                let longest = b.iter().map(|&i| lengths[i]).max().unwrap_or(0);
+                b.len() * longest.max(1).next_multiple_of(multiple)
+            })
+            .sum()
+    }
+
+    #[test]
+    fn bucketing_by_padded_width_keeps_batches_in_one_width_class() {
+        // A PHEME-like skew: most threads short, a long tail.
+        let mut rng = SplitMix(7);
+        let lengths: Vec<usize> = (0..6425)
+            .map(|_| {
+                let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+                (-(1.0 - u).ln() * 12.0) as usize % 200
+            })
+            .collect();
+        let width = |l: usize| l.max(1).next_multiple_of(8);
+        let mut classes: Vec<usize> = lengths.iter().map(|&l| width(l)).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        let how = Batching {
+            batch_size: 128,
+            seed: Some(3),
+            bucket_noise: Some(0.1),
+            pad_multiple: Some(8),
+            ..Batching::default()
+        };
+        let plan = how.plan(&lengths).unwrap();
+        // Still a deterministic permutation of the items.
+        check_cover(&plan, lengths.len());
+        assert_eq!(plan, how.plan(&lengths).unwrap());
+        let other = Batching {
+            seed: Some(4),
+            ..how
+        };
+        assert_ne!(plan, other.plan(&lengths).unwrap());
+        // Sorted by width first, a batch straddles two classes only where
+        // one class ends: at most one batch per class boundary.
+        let mixed = |plan: &[Vec<usize>]| {
+            plan.iter()
+                .filter(|b| b.iter().any(|&i| width(lengths[i]) != width(lengths[b[0]])))
+                .count()
+        };
+        assert!(mixed(&plan) < classes.len(), "{} mixed", mixed(&plan));
+        // The noisy length alone (the previous order) mixes many more, and
+        // pads more.
+        let by_length = Batching {
+            pad_multiple: None,
+            ..how
+        }
+        .plan(&lengths)
+        .unwrap();
+        assert!(
+            mixed(&by_length) > classes.len(),
+            "{} mixed",
+            mixed(&by_length)
+        );
+        assert!(padded(&plan, &lengths, 8) < padded(&by_length, &lengths, 8));
+        // No order pads less than every thread padded alone (the floor).
+        let floor: usize = lengths.iter().map(|&l| width(l)).sum();
+        assert!(padded(&plan, &lengths, 8) >= floor);
     }
 
     #[test]

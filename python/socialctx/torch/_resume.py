@@ -166,6 +166,9 @@ class Resumable:
             "seed": self.seed,
             "bucket": self.bucket,
             "noise": self.noise if self.bucket else None,
+            # Bucketed plans sort by padded width first (issue 47): a state
+            # saved under the noisy-length order is another epoch's.
+            "bucket_order": "width" if self.bucket else None,
             "drop_last": self.drop_last,
             "world_size": self.world_size,
             "pad": kw.get("pad", "max"),
