@@ -698,7 +698,7 @@ def test_hostile_streams(built: dict[str, Path], tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as pool:
-        tables = list(pool.map(lambda _: pa.table(x), range(8)))
+        tables = list(pool.map(pa.table, [x] * 8))
     assert all(t.equals(want) for t in tables)
     # The stream outlives the ArrowData and the Cache that made it.
     r = pa.RecordBatchReader.from_stream(reversed_stream(cache))
