@@ -6,7 +6,8 @@
 //! themselves.
 //!
 //! Adding a layout takes one new file (a type implementing [`Layout`]) and
-//! one line in [`LAYOUTS`]. Each layout decides for itself which threads
+//! its entry in the `layouts!` line, which declares its module and
+//! registers it in [`LAYOUTS`]. Each layout decides for itself which threads
 //! are its own ([`Layout::claim`]: the strongest claim wins, whatever the
 //! order of [`LAYOUTS`], and a tie is reported, never settled by order),
 //! their labels ([`Layout::label_source`]) and their events
@@ -25,18 +26,20 @@ use super::parents::Structure;
 use super::parse::{Reason, Value};
 use crate::schema::{Label, ReactionKind};
 
-pub mod pheme;
-#[cfg(test)]
-mod toy;
+/// Declares each layout's module (`module::Type`, the type in
+/// `module.rs`) and registers the type in [`LAYOUTS`]: a layout is one
+/// entry of the one line below.
+macro_rules! layouts {
+    ($($(#[$when:meta])* $module:ident::$layout:ident),* $(,)?) => {
+        $($(#[$when])* pub mod $module;)*
+        /// Every layout a build recognises (their order decides nothing:
+        /// see [`Layout::claim`]). The unit tests' toy layout registers
+        /// here too, as any layout does, compiled only into the tests.
+        pub static LAYOUTS: &[&dyn Layout] = &[$($(#[$when])* &$module::$layout),*];
+    };
+}
 
-/// Every layout a build recognises (their order decides nothing: see
-/// [`Layout::claim`]). The unit tests' toy layout registers here too, as
-/// any layout does, compiled only into the tests.
-pub static LAYOUTS: &[&dyn Layout] = &[
-    &pheme::Pheme,
-    #[cfg(test)]
-    &toy::Toy,
-];
+layouts![pheme::Pheme, #[cfg(test)] toy::Toy];
 
 /// The most layouts [`LAYOUTS`] may hold (discovery keeps one `u16` of
 /// found entries per layout on the stack).
