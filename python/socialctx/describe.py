@@ -439,10 +439,7 @@ def describe(cache: Cache) -> Description:
     counts = cache.thread_counts()
     per_event = counts["event_labels"]
     rows = (
-        {
-            e: summarize(g, by_event[e], per_event[e])
-            for e, g in frame.groupby("event", sort=True)
-        }
+        {e: summarize(g, by_event[e], per_event[e]) for e, g in frame.groupby("event", sort=True)}
         if len(frame)
         else {}
     )
@@ -451,10 +448,12 @@ def describe(cache: Cache) -> Description:
         events = pd.DataFrame(columns=keys)
     events.index.name = "event"
     labels = counts["labels"]
-    by_label = [sum(n for c, n in labels.items() if c not in (0, 1)), labels.get(0, 0), labels.get(1, 0)]
-    total = pd.Series(
-        summarize(frame, authors["user_key"], by_label), name="Total", dtype=object
-    )
+    by_label = [
+        sum(n for c, n in labels.items() if c not in (0, 1)),
+        labels.get(0, 0),
+        labels.get(1, 0),
+    ]
+    total = pd.Series(summarize(frame, authors["user_key"], by_label), name="Total", dtype=object)
     return Description(events, total, threads, folds(cache), cache)
 
 
