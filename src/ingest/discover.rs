@@ -735,7 +735,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let r = tmp.path();
         touch(r, "ev/threads/1/source-tweets/1.json");
-        touch(r, "ev/threads/1/label.json");
+        touch(r, "ev/threads/1/toy.json");
         touch(r, "ev/threads/2/source-tweets/2.json");
         touch(r, "ev/threads/2/structure.json");
         let d = discover(r, 2).unwrap();

@@ -555,7 +555,7 @@ mod tests {
         fs::create_dir_all(toy.join("source-tweets")).unwrap();
         let post = format!(r#"{{"at": "{AT}", "body": "a post", "by": "u1"}}"#);
         fs::write(toy.join("source-tweets/7.json"), post).unwrap();
-        fs::write(toy.join("label.json"), r#"{"label": "rumour"}"#).unwrap();
+        fs::write(toy.join("toy.json"), r#"{"label": "rumour"}"#).unwrap();
         let pheme = root.join("ev/rumours/5");
         fs::create_dir_all(pheme.join("source-tweets")).unwrap();
         let src = format!(

@@ -39,7 +39,11 @@ macro_rules! layouts {
     };
 }
 
-layouts![pheme::Pheme, #[cfg(test)] toy::Toy];
+layouts![
+    pheme::Pheme,
+    #[cfg(test)]
+    toy::Toy
+];
 
 /// The most layouts [`LAYOUTS`] may hold (discovery keeps one `u16` of
 /// found entries per layout on the stack).
@@ -80,6 +84,20 @@ pub const FOLDER_CLAIM: u8 = 1;
 /// (its own label file, say): above [`FOLDER_CLAIM`], so that a layout
 /// sharing another's folders takes the threads its file marks.
 pub const OWN_FILE_CLAIM: u8 = 2;
+
+/// The claim of a layout that shares another's folders: [`OWN_FILE_CLAIM`]
+/// where one of its source folders and its side file `role` (its own label
+/// file, say) are both there, else 0, which leaves the thread to the
+/// layout whose folders they are. For [`Layout::claim`].
+pub fn claim_by_file(layout: &dyn Layout, entries: u16, role: usize) -> u8 {
+    let has_source = entries & source_bits(layout) != 0;
+    let has_file = entries & side_bit(layout, role) != 0;
+    if has_source && has_file {
+        OWN_FILE_CLAIM
+    } else {
+        0
+    }
+}
 
 /// Where a thread's label comes from, as its layout says
 /// ([`Layout::label_source`]).
@@ -123,7 +141,7 @@ pub trait Layout: Sync + std::fmt::Debug {
     /// reported and the thread skipped. Default: [`FOLDER_CLAIM`] when one
     /// of its source folders is there. A layout that shares another's
     /// folders claims [`OWN_FILE_CLAIM`] where its own file is there (and
-    /// 0 where it is not, or the two would tie).
+    /// 0 where it is not, or the two would tie): [`claim_by_file`].
     fn claim(&self, entries: u16) -> u8 {
         let sources = (1u16 << self.source_dirs().len()) - 1;
         if entries & sources != 0 {
@@ -287,6 +305,24 @@ pub struct SourceFields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shared-folder claim needs one source folder (any of them) and the
+    /// file: PHEME's two source folders, its annotation file for the role.
+    #[test]
+    fn a_claim_by_file_needs_a_source_folder_and_the_file() {
+        let p = &pheme::Pheme;
+        let file = side_bit(p, ANNOTATION_FILE);
+        assert_eq!(
+            claim_by_file(p, 0b10 | file, ANNOTATION_FILE),
+            OWN_FILE_CLAIM
+        );
+        assert_eq!(
+            claim_by_file(p, 0b01 | file, ANNOTATION_FILE),
+            OWN_FILE_CLAIM
+        );
+        assert_eq!(claim_by_file(p, 0b11, ANNOTATION_FILE), 0);
+        assert_eq!(claim_by_file(p, file, ANNOTATION_FILE), 0);
+    }
 
     /// Every registered layout fits its entries in a `u16`, and names
     /// itself uniquely (its name is what plans and fingerprints store).

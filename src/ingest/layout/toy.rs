@@ -1,16 +1,16 @@
 //! A toy layout, registered only in unit tests: the proof that a layout is
 //! this one file and one line in [`LAYOUTS`](super::LAYOUTS), and that it
 //! decides for itself. It shares PHEME's source folder (`source-tweets/`)
-//! and claims the threads that have its own `label.json` beside it (a
+//! and claims the threads that have its own `toy.json` beside it (a
 //! PHEME thread without one stays PHEME's); replies are in `comments/`,
-//! one flat JSON object a file; the label and its name are `label.json`'s,
+//! one flat JSON object a file; the label and its name are `toy.json`'s,
 //! the event the grandparent folder.
 
 use std::collections::HashMap;
 
 use super::{
-    LABEL_FILE, LabelSource, Layout, OWN_FILE_CLAIM, ReactionFields, SIDE_FILES, SourceFields,
-    UserFields, side_bit, source_bits,
+    LABEL_FILE, LabelSource, Layout, ReactionFields, SIDE_FILES, SourceFields, UserFields,
+    claim_by_file,
 };
 use crate::ingest::discover::ThreadDir;
 use crate::ingest::features::labels::Annotation;
@@ -34,18 +34,13 @@ impl Layout for Toy {
     }
     fn side_files(&self) -> [Option<&'static str>; SIDE_FILES] {
         let mut files = [None; SIDE_FILES];
-        files[LABEL_FILE] = Some("label.json");
+        files[LABEL_FILE] = Some("toy.json");
         files
     }
     /// Its source folder is PHEME's: only its own label file makes a
     /// thread its own.
     fn claim(&self, entries: u16) -> u8 {
-        let own = source_bits(self) | side_bit(self, LABEL_FILE);
-        if entries & own == own {
-            OWN_FILE_CLAIM
-        } else {
-            0
-        }
+        claim_by_file(self, entries, LABEL_FILE)
     }
     fn label_source(&self, _: &ThreadDir) -> LabelSource {
         LabelSource::LabelFile
@@ -130,7 +125,7 @@ mod tests {
 
     /// A corpus with a toy thread beside a PHEME one builds both, each read
     /// by its own layout, in source-id order: the toy claims the thread its
-    /// `label.json` marks although PHEME's source folder is there too (it is
+    /// `toy.json` marks although PHEME's source folder is there too (it is
     /// registered after PHEME: order does not choose), and labels it from
     /// that file; `dump` prints that label, not the folder's name.
     #[test]
@@ -142,7 +137,7 @@ mod tests {
         fs::create_dir_all(toy.join("comments")).unwrap();
         let post = format!(r#"{{"at": "{AT}", "body": "a post", "by": "u1"}}"#);
         fs::write(toy.join("source-tweets/7.json"), post).unwrap();
-        fs::write(toy.join("label.json"), r#"{"label": "rumour"}"#).unwrap();
+        fs::write(toy.join("toy.json"), r#"{"label": "rumour"}"#).unwrap();
         for (id, likes) in [(9, 2), (8, 5)] {
             let c = format!(
                 r#"{{"id": "{id}", "at": "{AT}", "body": "comment {id}", "by": "u{id}", "likes": {likes}}}"#
@@ -210,12 +205,12 @@ mod tests {
             fs::create_dir_all(t.join("source-tweets")).unwrap();
             let post = format!(r#"{{"at": "{AT}", "body": "post {id}", "by": "u1"}}"#);
             fs::write(t.join(format!("source-tweets/{id}.json")), post).unwrap();
-            fs::write(t.join("label.json"), label).unwrap();
+            fs::write(t.join("toy.json"), label).unwrap();
         }
         let cache = dir.path().join("cache");
         let s = build(&corpus, &cache, &BuildOptions::default(), &NoProgress).unwrap();
         assert_eq!(s.report.len(), 1, "{:?}", s.report);
-        assert_eq!(s.report[0].path, "ev/threads/1/label.json");
+        assert_eq!(s.report[0].path, "ev/threads/1/toy.json");
         let c = Cache::open(&cache).unwrap();
         let got: Vec<_> = c
             .iter()
