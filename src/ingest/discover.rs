@@ -294,9 +294,17 @@ impl<E> Walk<'_, '_, E> {
             // Its tweet folders are nobody's to walk into.
             tweet_dirs.clear();
         }
-        if let Some(k) = found {
-            for (path, kind, _, bit) in odd.iter().filter(|o| o.2 == k) {
-                let want = if bit & folder_bits(LAYOUTS[k]) != 0 {
+        if found.is_some() {
+            // Every layout's, not only the chosen one's: a layout's own file
+            // that is a FIFO or a folder is why it did not claim the thread
+            // (another did), which must not pass in silence. Once a path.
+            let mut said: Vec<&PathBuf> = Vec::new();
+            for (path, kind, k, bit) in &odd {
+                if said.contains(&path) {
+                    continue;
+                }
+                said.push(path);
+                let want = if bit & folder_bits(LAYOUTS[*k]) != 0 {
                     "folder"
                 } else {
                     "file"
@@ -746,6 +754,23 @@ mod tests {
             .collect();
         assert_eq!(names, [(1, "toy"), (2, "pheme")]);
         assert!(d.bad.is_empty(), "{:?}", d.bad);
+    }
+
+    /// A layout's own file that is no file cannot make its claim; the
+    /// thread goes to the layout whose folders it has, and the entry is
+    /// reported, not silently passed over.
+    #[test]
+    fn a_layouts_own_file_that_is_no_file_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/threads/1/source-tweets/1.json");
+        mkdir(r, "ev/threads/1/toy.json");
+        let (threads, bad) = found(r);
+        assert_eq!(threads, [("ev/threads/1".to_string(), SRC)]);
+        assert_eq!(
+            bad,
+            ["ev/threads/1/toy.json: a directory, not a file: ignored"]
+        );
     }
 
     #[test]
