@@ -5,7 +5,9 @@
 //! ```
 //!
 //! As the reference's `social_context_dataset_statistics`: per event and
-//! label, the number of threads, and the replies and retweets per thread:
+//! label (`rumour`, `non-rumour`, `unknown`: the label code, as the build
+//! summary names it), the number of threads (`socialctx::summary::Tally`,
+//! the build summary's count), and the replies and retweets per thread:
 //! total, min, max, mean, sample standard deviation, median, and how many
 //! threads have none.
 
@@ -16,8 +18,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use serde::Serialize;
-use socialctx::Cache;
-use socialctx::ReactionKind;
+use socialctx::summary::{Tally, label_name};
+use socialctx::{Cache, ReactionKind};
 
 /// Print per-event, per-label corpus statistics of a cache: threads, and
 /// replies and retweets per thread (total, min, max, mean, sample std,
@@ -91,8 +93,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // (event, label) -> per-thread (replies, retweets); "(all)" aggregates.
-    let mut groups: BTreeMap<(String, String), Vec<(u64, u64)>> = BTreeMap::new();
+    // The thread counts are the crate's (the build summary's count); the
+    // replies and retweets per thread are this table's own.
+    let tally = match Tally::of(&cache) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // (event, label code) -> per-thread (replies, retweets); None aggregates.
+    type Key = (Option<String>, Option<i8>);
+    let mut groups: BTreeMap<Key, Vec<(u64, u64)>> = BTreeMap::new();
     for t in cache.iter() {
         let (mut replies, mut retweets) = (0, 0);
         for r in t.reaction_records() {
@@ -101,22 +113,30 @@ fn main() -> ExitCode {
                 ReactionKind::Retweet => retweets += 1,
             }
         }
-        let (event, label) = (t.event().to_string(), t.label().to_string());
+        let (event, label) = (Some(t.event().to_string()), Some(t.label_code()));
         for key in [
-            (event.clone(), label.clone()),
-            (event, "(all)".into()),
-            ("(all)".into(), label),
-            ("(all)".into(), "(all)".into()),
+            (event.clone(), label),
+            (event, None),
+            (None, label),
+            (None, None),
         ] {
             groups.entry(key).or_default().push((replies, retweets));
         }
     }
+    let threads = |(event, label): &Key| -> u64 {
+        match (event, label) {
+            (Some(e), Some(l)) => tally.event_labels[e][(i16::from(*l) + 1) as usize],
+            (Some(e), None) => tally.events[e],
+            (None, Some(l)) => tally.labels[l],
+            (None, None) => tally.labels.values().sum(),
+        }
+    };
     let rows: Vec<Row> = groups
         .into_iter()
-        .map(|((event, label), v)| Row {
-            event,
-            label,
-            threads: v.len() as u64,
+        .map(|(key, v)| Row {
+            threads: threads(&key),
+            event: key.0.unwrap_or_else(|| "(all)".into()),
+            label: key.1.map_or("(all)", label_name).into(),
             replies: Dist::of(v.iter().map(|x| x.0).collect()),
             retweets: Dist::of(v.iter().map(|x| x.1).collect()),
         })

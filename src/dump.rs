@@ -6,7 +6,9 @@
 //! separators as Python's `json.dumps`. Each feature is printed with the
 //! fewest digits that read back (as an `f64`, then rounded to `f32`) to the
 //! stored value, so comparing with the oracle's doubles after `f32` rounding
-//! is exact.
+//! is exact. `"label"` is the thread's label as its corpus layout named it
+//! ([`ThreadView::label`]: PHEME's is its parent folder, as the oracle's;
+//! a layout with a label file of its own names it from that file).
 //!
 //! With [`DumpOptions::tokens`], the texts for embedding instead, in the
 //! format of the text oracle `rpdnn_tokens.py`.

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::error::BuildError;
-use crate::format::layout::fingerprints_file;
+use crate::format::files::fingerprints_file;
 use crate::format::report::BadInput;
 use crate::format::user_key;
 use crate::ingest::discover::ThreadDir;

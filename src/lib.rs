@@ -76,8 +76,8 @@ pub use train::vocab::Vocabulary;
 /// API; nothing else belongs here.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::format::files::MANIFEST_FILE;
     pub use crate::format::footer;
-    pub use crate::format::layout::MANIFEST_FILE;
     pub use crate::format::report::write_jsonl;
     pub use crate::format::{Shard, ThreadRecord};
     pub use crate::ingest::publish::swap_dir;

@@ -10,7 +10,32 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::{BadInput, BuildSummary, FeatureStats, ThreadSource};
+pub use crate::ingest::Tally;
+use crate::{BadInput, BuildSummary, FeatureStats, LoadError, ThreadSource};
+
+impl Tally {
+    /// The threads of `cache` counted per label code, per event and per
+    /// event and label: what its build's summary counted as it wrote them
+    /// (`labels`, `events`).
+    pub fn of(cache: &dyn ThreadSource) -> Result<Tally, LoadError> {
+        let mut tally = Tally::default();
+        for i in 0..cache.len() {
+            if let Some(t) = cache.thread(i)? {
+                tally.add(t.label_code(), t.event());
+            }
+        }
+        Ok(tally)
+    }
+}
+
+/// What the command-line tools call a label code.
+pub fn label_name(code: i8) -> &'static str {
+    match code {
+        1 => "rumour",
+        0 => "non-rumour",
+        _ => "unknown",
+    }
+}
 
 /// The summary of a build of `corpus` into `cache`: counts, skipped inputs by
 /// kind of reason, labels, events, shards, seconds per phase and the rate,
@@ -68,14 +93,7 @@ fn write_build(
     let mut labels: Vec<(&str, u64)> = summary
         .labels
         .iter()
-        .map(|(code, n)| {
-            let label = match code {
-                1 => "rumour",
-                0 => "non-rumour",
-                _ => "unknown",
-            };
-            (label, *n)
-        })
+        .map(|(code, n)| (label_name(*code), *n))
         .collect();
     labels.sort();
     let line = |items: Vec<String>| items.join(", ");

@@ -203,6 +203,11 @@ class Cache:
     @property
     def labels(self) -> npt.NDArray[np.int8]:
         """Label code of every thread, [T]: 1 rumour, 0 non-rumour, -1 unknown."""
+    def thread_counts(self) -> dict[str, Any]:
+        """Threads per label code, per event and per event and label:
+        ``{"labels": {code: n}, "events": {event: n}, "event_labels": {event:
+        [unknown, non_rumour, rumour]}}``, the crate's one count, the build
+        summary's (``describe`` takes its thread counts from here)."""
     @property
     def veracity(self) -> npt.NDArray[np.int8]:
         """Veracity code of every thread, [T]: 0 false, 1 true, 2 unverified;

@@ -113,13 +113,21 @@ def _pa() -> Any:
     return pyarrow
 
 
-def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
+def summarize(threads: pd.DataFrame, users: pd.Series, by_label: Sequence[int]) -> dict[str, Any]:
     """The table's row for the threads in ``threads`` (rows of
     ``cache.to_arrow(level="threads")``) whose tweets' authors' keys are
-    ``users`` (sources and reactions, repeats included): plain Python
-    numbers, None where a value does not exist (no thread, no reply, no
-    veracity annotation)."""
+    ``users`` (sources and reactions, repeats included) and whose counts
+    per label are ``by_label`` (``[unknown, non_rumour, rumour]``, from
+    ``Cache.thread_counts``: the crate's count, the build summary's): plain
+    Python numbers, None where a value does not exist (no thread, no reply,
+    no veracity annotation)."""
     n = len(threads)
+    unlabelled, non_rumours, rumours = (int(c) for c in by_label)
+    if unlabelled + non_rumours + rumours != n:
+        raise RuntimeError(
+            f"socialctx bug: Cache.thread_counts() counts {unlabelled + non_rumours + rumours}"
+            f" threads where the cache's threads table has {n}; please report it"
+        )
     replies = threads["replies"].astype("int64")
     size = replies + 1
     depth = threads["depth"].astype("int64")
@@ -138,9 +146,9 @@ def summarize(threads: pd.DataFrame, users: pd.Series) -> dict[str, Any]:
 
     return {
         "threads": n,
-        "rumours": count(threads["label_code"] == 1),
-        "non_rumours": count(threads["label_code"] == 0),
-        "unlabelled": count(~threads["label_code"].isin([0, 1])),
+        "rumours": rumours,
+        "non_rumours": non_rumours,
+        "unlabelled": unlabelled,
         "true": count((veracity == "true") & rumour) if annotated else None,
         "false": count((veracity == "false") & rumour) if annotated else None,
         "unverified": count((veracity == "unverified") & rumour) if annotated else None,
@@ -428,8 +436,10 @@ def describe(cache: Cache) -> Description:
     authors = pd.concat([sources, reactions], ignore_index=True)
     by_event = dict(iter(authors.groupby("event", sort=True)["user_key"]))
     keys = [k for k, _, _ in COLUMNS]
+    counts = cache.thread_counts()
+    per_event = counts["event_labels"]
     rows = (
-        {e: summarize(g, by_event[e]) for e, g in frame.groupby("event", sort=True)}
+        {e: summarize(g, by_event[e], per_event[e]) for e, g in frame.groupby("event", sort=True)}
         if len(frame)
         else {}
     )
@@ -437,7 +447,13 @@ def describe(cache: Cache) -> Description:
     if events is None:
         events = pd.DataFrame(columns=keys)
     events.index.name = "event"
-    total = pd.Series(summarize(frame, authors["user_key"]), name="Total", dtype=object)
+    labels = counts["labels"]
+    by_label = [
+        sum(n for c, n in labels.items() if c not in (0, 1)),
+        labels.get(0, 0),
+        labels.get(1, 0),
+    ]
+    total = pd.Series(summarize(frame, authors["user_key"], by_label), name="Total", dtype=object)
     return Description(events, total, threads, folds(cache), cache)
 
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use socialctx as sc;
 
@@ -253,6 +254,20 @@ impl PyCache {
     fn labels<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyArray1<i8>>> {
         let labels = py.detach(|| self.each_thread(|t| t.label_code()))?;
         Ok(labels.into_pyarray(py))
+    }
+
+    /// Threads per label code, per event and per event and label: the
+    /// crate's count (`socialctx::summary::Tally`, the build summary's), as
+    /// `{"labels": {code: n}, "events": {event: n}, "event_labels": {event:
+    /// [unknown, non-rumour, rumour]}}`.
+    fn thread_counts<'py>(&self, py: Python<'py>) -> Result<Bound<'py, PyDict>> {
+        let reader = self.reader.as_ref();
+        let tally = py.detach(|| sc::summary::Tally::of(reader))?;
+        let out = PyDict::new(py);
+        out.set_item("labels", tally.labels)?;
+        out.set_item("events", tally.events)?;
+        out.set_item("event_labels", tally.event_labels)?;
+        Ok(out)
     }
 
     /// Veracity codes of every thread (np.int8 [T]: 0 false, 1 true, 2

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from test_arrow import (
     depths_from_dump,
@@ -147,6 +148,24 @@ def test_table_equals_pandas_from_dump(built: dict[str, Path], name: str) -> Non
     assert table.column("threads").to_pylist() == [r["threads"] for r in expected.values()]
     assert d.events.loc[list(expected)[0], "replies"] == list(expected.values())[0]["replies"]
     assert d.total["threads"] == len(socialctx.open(built[name]))
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_thread_counts_are_the_crates_one_count(built: dict[str, Path], name: str) -> None:
+    # Cache.thread_counts (the crate's Tally, the build summary's count) per
+    # label, event, and event and label, against the threads themselves.
+    cache = socialctx.open(built[name])
+    counts = cache.thread_counts()
+    threads = pa.table(cache.to_arrow(level="threads"))
+    events = [str(e) for e in threads.column("event").to_pylist()]
+    labels = [int(c) for c in cache.labels]
+    assert counts["labels"] == {c: labels.count(c) for c in set(labels)}
+    assert counts["events"] == {e: events.count(e) for e in set(events)}
+    per_event: dict[str, list[int]] = {e: [0, 0, 0] for e in set(events)}
+    for e, c in zip(events, labels):
+        per_event[e][c + 1] += 1
+    assert counts["event_labels"] == per_event
+    assert sum(counts["events"].values()) == len(cache) > 0
 
 
 def test_veracity_counts_only_rumours(built: dict[str, Path]) -> None:

@@ -1,7 +1,7 @@
 //! The on-disk format, shared by the build half (which writes it) and the
 //! read half (which checks and maps it); neither imports the other.
 //!
-//! A cache is a directory (file names: [`layout`]):
+//! A cache is a directory (file names: [`files`]):
 //!
 //! ```text
 //! CACHE_DIR/
@@ -21,8 +21,8 @@
 //! tantivy's segment footers: a reader checks the footer, the checksum and
 //! rkyv's bytecheck once, then reads the memory map without copying.
 
+pub mod files;
 pub mod footer;
-pub mod layout;
 pub mod manifest;
 pub mod report;
 

@@ -1,8 +1,8 @@
 //! Stage 1: find every thread directory under a corpus root.
 //!
-//! A thread directory has an all-ASCII-digit name and the source folder of
-//! a [layout](super::layout) (PHEME: `source-tweets/`, or in older releases
-//! `source-tweet/`); it may sit at any depth.
+//! A thread directory has an all-ASCII-digit name and is claimed by a
+//! [layout](super::layout) (PHEME's claim: a `source-tweets/`, or in older
+//! releases `source-tweet/`, folder); it may sit at any depth.
 //! The walk is parallel (a task per directory on a rayon pool) and does not
 //! descend into a thread's own tweet folders: the workers list those themselves, so the walk only has to
 //! read the directories above the tweets.
@@ -44,7 +44,8 @@ pub struct ThreadDir {
     /// names (see [`Layout`]; from the walk's own listing, so workers need
     /// not stat them).
     pub entries: u16,
-    /// Its layout: an index into [`LAYOUTS`].
+    /// Its layout: an index into [`LAYOUTS`], in this process only (what
+    /// plans and fingerprints store is the layout's name).
     pub layout: u8,
 }
 
@@ -272,11 +273,38 @@ impl<E> Walk<'_, '_, E> {
                 }
             }
         }
-        // The thread's layout: the first whose source folder it has.
-        let found = (0..LAYOUTS.len()).find(|&k| entries[k] & source_bits(LAYOUTS[k]) != 0);
-        if let Some(k) = found {
-            for (path, kind, _, bit) in odd.iter().filter(|o| o.2 == k) {
-                let want = if bit & folder_bits(LAYOUTS[k]) != 0 {
+        // The thread's layout: the one that claims it most strongly.
+        let mut claims = [0u8; MAX_LAYOUTS];
+        for (k, layout) in LAYOUTS.iter().enumerate() {
+            claims[k] = layout.claim(entries[k]);
+        }
+        let (found, tie) = match choose(&claims) {
+            Ok(found) => (found, None),
+            Err((a, b)) => (
+                None,
+                Some(format!(
+                    "claimed alike by the {} and {} layouts: skipped (registration order may not choose; give one a stronger claim)",
+                    LAYOUTS[a].name(),
+                    LAYOUTS[b].name()
+                )),
+            ),
+        };
+        if let Some(why) = tie {
+            self.report(dir, why);
+            // Its tweet folders are nobody's to walk into.
+            tweet_dirs.clear();
+        }
+        if found.is_some() {
+            // Every layout's, not only the chosen one's: a layout's own file
+            // that is a FIFO or a folder is why it did not claim the thread
+            // (another did), which must not pass in silence. Once a path.
+            let mut said: Vec<&PathBuf> = Vec::new();
+            for (path, kind, k, bit) in &odd {
+                if said.contains(&path) {
+                    continue;
+                }
+                said.push(path);
+                let want = if bit & folder_bits(LAYOUTS[*k]) != 0 {
                     "folder"
                 } else {
                     "file"
@@ -325,6 +353,22 @@ impl<E> Walk<'_, '_, E> {
                     .map(|c| (Some(Arc::clone(&listing)), c)),
             );
         }
+    }
+}
+
+/// The layout that claims a thread, from each layout's claim (by index in
+/// [`LAYOUTS`]): the strongest, `None` where none claims it, `Err` with two
+/// that claim it alike (the order they are registered in must not choose).
+fn choose(claims: &[u8]) -> Result<Option<usize>, (usize, usize)> {
+    let Some((best, &strongest)) = claims.iter().enumerate().max_by_key(|(_, c)| **c) else {
+        return Ok(None);
+    };
+    if strongest == 0 {
+        return Ok(None);
+    }
+    match claims.iter().position(|&c| c == strongest) {
+        Some(first) if first != best => Err((first, best)),
+        _ => Ok(Some(best)),
     }
 }
 
@@ -677,6 +721,55 @@ mod tests {
         assert!(
             bad[1].starts_with("b/42: duplicate source id 42: already found at a/42"),
             "{bad:?}"
+        );
+    }
+
+    /// The strongest claim takes a thread wherever its layout is
+    /// registered; a tie is refused, never settled by order.
+    #[test]
+    fn the_strongest_claim_chooses_and_a_tie_is_refused() {
+        assert_eq!(choose(&[0, 0, 0]), Ok(None));
+        assert_eq!(choose(&[1, 0]), Ok(Some(0)));
+        assert_eq!(choose(&[1, 2]), Ok(Some(1)));
+        assert_eq!(choose(&[2, 1, 0]), Ok(Some(0)));
+        assert_eq!(choose(&[1, 2, 2]), Err((1, 2)));
+        assert_eq!(choose(&[1, 0, 1]), Err((0, 2)));
+    }
+
+    /// The toy layout (unit tests only) shares PHEME's source folder: its
+    /// label file makes a thread its own, wherever it is registered.
+    #[test]
+    fn a_layout_sharing_phemes_folders_claims_by_its_own_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/threads/1/source-tweets/1.json");
+        touch(r, "ev/threads/1/toy.json");
+        touch(r, "ev/threads/2/source-tweets/2.json");
+        touch(r, "ev/threads/2/structure.json");
+        let d = discover(r, 2).unwrap();
+        let names: Vec<_> = d
+            .threads
+            .iter()
+            .map(|t| (t.source_id, t.layout().name()))
+            .collect();
+        assert_eq!(names, [(1, "toy"), (2, "pheme")]);
+        assert!(d.bad.is_empty(), "{:?}", d.bad);
+    }
+
+    /// A layout's own file that is no file cannot make its claim; the
+    /// thread goes to the layout whose folders it has, and the entry is
+    /// reported, not silently passed over.
+    #[test]
+    fn a_layouts_own_file_that_is_no_file_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = tmp.path();
+        touch(r, "ev/threads/1/source-tweets/1.json");
+        mkdir(r, "ev/threads/1/toy.json");
+        let (threads, bad) = found(r);
+        assert_eq!(threads, [("ev/threads/1".to_string(), SRC)]);
+        assert_eq!(
+            bad,
+            ["ev/threads/1/toy.json: a directory, not a file: ignored"]
         );
     }
 

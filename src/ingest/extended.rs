@@ -15,12 +15,11 @@ use super::features::labels::Annotation;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
 use super::files::{Names, Row};
-use super::layout::ANNOTATION_FILE;
 use super::parse::{TweetReader, user_key};
-use super::thread::read_source;
+use super::thread::{read_source, thread_label};
 use crate::error::BuildError;
+use crate::schema::Label;
 use crate::schema::REACTION_EXTRA;
-use crate::schema::{Annotated, Label};
 
 /// What the thread files of one thread gave.
 #[derive(Default)]
@@ -69,9 +68,10 @@ impl Extended {
 }
 
 /// Builds the corpus-wide rumour index from the source tweets of the
-/// threads labelled rumour: in a `rumours` folder, or in a folder that is
-/// neither `rumours` nor `non-rumours` with an `annotation.json` that says
-/// `"is_rumour": "rumour"` (the PHEME journalism layout). A thread whose
+/// threads labelled rumour, by their layout's rule (`thread::thread_label`;
+/// PHEME: in a `rumours` folder, or in a folder that is neither `rumours`
+/// nor `non-rumours` with an `annotation.json` that says
+/// `"is_rumour": "rumour"`, the PHEME journalism layout). A thread whose
 /// source cannot be read is skipped here and reported by the main pass.
 pub(crate) fn rumour_index(
     threads: &[ThreadDir],
@@ -94,17 +94,10 @@ fn rumour_entry(
     names: &mut Names,
     max_file_bytes: u64,
 ) -> Option<(u64, i64)> {
-    let is_rumour = match Label::from_folder(&td.label) {
-        Label::Rumour => true,
-        Label::Unknown if td.side_file(ANNOTATION_FILE).is_some() => {
-            let path = td
-                .path
-                .join(td.side_file(ANNOTATION_FILE).unwrap_or_default());
-            reader.read_file(&path, max_file_bytes).is_ok()
-                && matches!(reader.parse(|v| td.layout().annotation(v)), Ok(Ok(a)) if a.annotated_rumour == Annotated::Rumour.code())
-        }
-        _ => false,
-    };
+    // The cache's own label rule (a rumour source is a thread the cache
+    // labels rumour), without reporting: the main pass reports bad files.
+    let (label, _) = thread_label(td, reader, max_file_bytes, None, None);
+    let is_rumour = label == Label::Rumour;
     if !is_rumour {
         return None;
     }

@@ -10,6 +10,8 @@ use std::path::Path;
 use xxhash_rust::xxh3::Xxh3Default;
 
 use super::discover::ThreadDir;
+use super::layout::Layout;
+use super::layout::pheme::Pheme;
 
 /// What a fingerprint covers of each file (always its name and size, and
 /// which of the thread's folders exist).
@@ -111,9 +113,12 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
     // (None, first) before any file; Some(None) once two devices were seen.
     let mut dev: Option<Option<u64>> = None;
     h.update(&td.entries.to_le_bytes());
-    if td.layout != 0 {
-        // (Not hashed for the first layout: PHEME fingerprints stay as they were.)
-        h.update(&[td.layout]);
+    // The layout by name, never by its place in `LAYOUTS` (not hashed for
+    // PHEME's: its fingerprints stay as they were).
+    let layout = td.layout().name();
+    if layout != Pheme.name() {
+        h.update(&(layout.len() as u64).to_le_bytes());
+        h.update(layout.as_bytes());
     }
     let mut add = |name: &[u8], path: &Path| {
         h.update(&(name.len() as u64).to_le_bytes());

@@ -252,20 +252,41 @@ pub fn build(
         .run()
 }
 
-/// Threads per label code and per event, for the summary.
-#[derive(Default)]
-pub(crate) struct Tally {
-    pub(crate) labels: BTreeMap<i8, u64>,
-    pub(crate) events: BTreeMap<String, u64>,
+/// Threads per label code, per event and per event and label: the one
+/// count of them. A build adds each thread as it writes it (its summary's
+/// `labels` and `events`), a merge or an incremental build each thread it
+/// keeps, and `Tally::of` (`summary.rs`) a cache's threads, for
+/// `corpus_stats` and the binding's `Cache.thread_counts`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Threads per label code (1 rumour, 0 non-rumour, -1 unknown).
+    pub labels: BTreeMap<i8, u64>,
+    /// Threads per event (as [`ThreadView::event`](crate::ThreadView::event)).
+    pub events: BTreeMap<String, u64>,
+    /// Threads per event and label: `[unknown, non-rumour, rumour]` (index
+    /// label code + 1).
+    pub event_labels: BTreeMap<String, [u64; 3]>,
 }
 
 impl Tally {
-    pub(crate) fn add(&mut self, label: i8, event: &str) {
+    /// Counts one thread of label code `label` in `event`.
+    pub fn add(&mut self, label: i8, event: &str) {
         *self.labels.entry(label).or_insert(0) += 1;
-        match self.events.get_mut(event) {
-            Some(n) => *n += 1,
-            None => {
+        // Any code outside -1..=1 (none is stored) counts as unknown.
+        let slot = usize::try_from(i16::from(label) + 1)
+            .ok()
+            .filter(|&i| i < 3)
+            .unwrap_or(0);
+        match (self.events.get_mut(event), self.event_labels.get_mut(event)) {
+            (Some(n), Some(by_label)) => {
+                *n += 1;
+                by_label[slot] += 1;
+            }
+            _ => {
                 self.events.insert(event.to_owned(), 1);
+                let mut by_label = [0; 3];
+                by_label[slot] = 1;
+                self.event_labels.insert(event.to_owned(), by_label);
             }
         }
     }

@@ -32,6 +32,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
 use super::fingerprint::{How, fingerprints};
+use super::layout::pheme::Pheme;
+use super::layout::{Layout, layout_named};
 use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
@@ -53,10 +55,10 @@ struct PlanThread {
     label: String,
     event: String,
     entries: u16,
-    /// Its layout, an index into `LAYOUTS` (absent for the first, so that a
-    /// PHEME plan reads as it did before layouts had a seam).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    layout: u8,
+    /// Its layout by name (absent for PHEME's, so that a PHEME plan reads
+    /// and writes as it did before layouts had a seam).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layout: Option<StoredLayout>,
     /// Files in its tweet folders, for balancing partitions.
     files: u64,
     /// Its files' fingerprint ([`How::Portable`]), 16 hex digits.
@@ -128,7 +130,7 @@ impl Plan {
                 label: td.label.clone(),
                 event: td.event.clone(),
                 entries: td.entries,
-                layout: td.layout,
+                layout: StoredLayout::of(td),
                 files: count_files(td),
                 fingerprint: format!("{:016x}", fp.hash),
                 inodes: format!("{:016x}", fp.inodes),
@@ -221,14 +223,7 @@ impl Plan {
                     t.rel, t.source_id
                 ));
             }
-            if usize::from(t.layout) >= super::layout::LAYOUTS.len() {
-                return Err(format!(
-                    "thread {:?} has layout {}, but this build knows {} layouts",
-                    t.rel,
-                    t.layout,
-                    super::layout::LAYOUTS.len()
-                ));
-            }
+            layout_index(t.layout.as_ref()).map_err(|why| format!("thread {:?}: {why}", t.rel))?;
         }
         Ok(())
     }
@@ -366,7 +361,7 @@ impl Plan {
                         || td.label != t.label
                         || td.event != t.event
                         || td.entries != t.entries
-                        || td.layout != t.layout =>
+                        || Ok(td.layout) != layout_index(t.layout.as_ref()) =>
                 {
                     changed.push(format!("{rel} (its folders changed)"));
                 }
@@ -449,7 +444,8 @@ impl Plan {
                 label: t.label.clone(),
                 event: t.event.clone(),
                 entries: t.entries,
-                layout: t.layout,
+                // `check` has resolved every thread's layout.
+                layout: layout_index(t.layout.as_ref()).unwrap_or_default(),
             })
             .collect();
         let index = self.extended.then(|| {
@@ -463,8 +459,39 @@ impl Plan {
     }
 }
 
-fn is_zero(n: &u8) -> bool {
-    *n == 0
+/// A thread's layout as a plan stores it: its name; in plans written before
+/// layouts were stored by name, its index in that release's `LAYOUTS`
+/// (kept as read, so that such a plan still matches its checksum).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum StoredLayout {
+    Name(String),
+    Index(u8),
+}
+
+/// The layouts in the order of the releases that stored an index: PHEME,
+/// and in unit tests the toy after it.
+const INDEXED_LAYOUTS: [&str; 2] = ["pheme", "toy"];
+
+impl StoredLayout {
+    /// What a plan stores of `td`'s layout (nothing for PHEME's).
+    fn of(td: &ThreadDir) -> Option<StoredLayout> {
+        let name = td.layout().name();
+        (name != Pheme.name()).then(|| StoredLayout::Name(name.to_owned()))
+    }
+}
+
+/// The index in this build's `LAYOUTS` of the layout `stored` names
+/// (`None`: PHEME's), or why there is none.
+fn layout_index(stored: Option<&StoredLayout>) -> std::result::Result<u8, String> {
+    let name = match stored {
+        None => Pheme.name(),
+        Some(StoredLayout::Name(name)) => name.as_str(),
+        Some(StoredLayout::Index(i)) => INDEXED_LAYOUTS
+            .get(usize::from(*i))
+            .ok_or_else(|| format!("layout {i} is none this build knows"))?,
+    };
+    layout_named(name).ok_or_else(|| format!("layout {name:?} is none this build knows"))
 }
 
 /// A rumour index as a plan stores it: its entries, sorted (none for a
@@ -510,4 +537,70 @@ pub fn build_partition(
         .progress(progress)
         .partition(plan, index, count)
         .run()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+    use crate::{Cache, NoProgress};
+
+    const AT: &str = "Wed Jan 07 11:06:08 +0000 2015";
+
+    /// A corpus of one PHEME thread (5) and one of the unit tests' toy
+    /// layout (7, labelled by its own file).
+    fn corpus(root: &Path) {
+        let toy = root.join("forum/threads/7");
+        fs::create_dir_all(toy.join("source-tweets")).unwrap();
+        let post = format!(r#"{{"at": "{AT}", "body": "a post", "by": "u1"}}"#);
+        fs::write(toy.join("source-tweets/7.json"), post).unwrap();
+        fs::write(toy.join("toy.json"), r#"{"label": "rumour"}"#).unwrap();
+        let pheme = root.join("ev/rumours/5");
+        fs::create_dir_all(pheme.join("source-tweets")).unwrap();
+        let src = format!(
+            r#"{{"created_at": "{AT}", "text": "a tweet", "user": {{"id_str": "3", "screen_name": "s"}}}}"#
+        );
+        fs::write(pheme.join("source-tweets/5.json"), src).unwrap();
+    }
+
+    /// A plan stores a layout by its name (PHEME's by nothing, as before
+    /// layouts were stored); a plan written when it was stored by index
+    /// (`"layout": 1`, the toy in that release's unit tests) still loads,
+    /// matches its checksum and builds the toy's thread as the toy's; an
+    /// unknown name or index is refused, naming it.
+    #[test]
+    fn plans_store_a_layout_by_name_and_read_the_old_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("corpus");
+        corpus(&root);
+        let plan = Plan::create(&root, &BuildOptions::default()).unwrap();
+        let file = dir.path().join("plan.json");
+        plan.save(&file).unwrap();
+        let json = fs::read_to_string(&file).unwrap();
+        assert_eq!(json.matches(r#""layout":"toy""#).count(), 1, "{json}");
+        assert_eq!(json.matches(r#""layout""#).count(), 1, "{json}");
+
+        let old = json.replace(r#""layout":"toy""#, r#""layout":1"#);
+        let old = Plan::reseal(old.as_bytes()).unwrap();
+        assert!(String::from_utf8_lossy(&old).contains(r#""layout":1,"#));
+        fs::write(&file, &old).unwrap();
+        // Read as written: the checksum is of the old form.
+        let loaded = Plan::load(&file).unwrap();
+        let out = dir.path().join("part");
+        build_partition(&root, &loaded, (0, 1), &out, 1, &NoProgress).unwrap();
+        let c = Cache::open(&out).unwrap();
+        let got: Vec<_> = c
+            .iter()
+            .map(|t| (t.source_id(), t.label().to_owned(), t.label_code()))
+            .collect();
+        assert_eq!(got, [(5, "rumours".into(), 1), (7, "rumour".into(), 1)]);
+
+        for (stored, named) in [(r#""forum""#, "\"forum\""), ("7", "layout 7")] {
+            let bad = json.replace(r#""toy""#, stored);
+            fs::write(&file, Plan::reseal(bad.as_bytes()).unwrap()).unwrap();
+            let e = Plan::load(&file).unwrap_err().to_string();
+            assert!(e.contains(named) && e.contains("forum/threads/7"), "{e}");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! beside the target and swaps it in at the end, so a reader sees either the
 //! old cache or the new one, never a mixture.
 //!
-//! Protocol (names: [`CacheLayout`]):
+//! Protocol (names: [`CacheFiles`]):
 //! 1. check the target's place before anything is written (a file on the
 //!    way, a mount point, a parent that is not writable are refused with
 //!    what to do), then take an exclusive lock on `.<name>.lock` beside the
@@ -42,9 +42,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::BuildError;
-use crate::format::layout::{
-    CacheLayout, DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id,
-};
+use crate::format::files::{CacheFiles, DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
@@ -133,7 +131,7 @@ fn exists(p: &Path) -> bool {
 /// A locked staging directory that becomes the cache when published.
 #[derive(Debug)]
 pub struct Staging {
-    layout: CacheLayout,
+    files: CacheFiles,
     dir: PathBuf,
     /// Held (flock) for the whole build; released explicitly on drop.
     lock: File,
@@ -149,26 +147,26 @@ impl Staging {
     /// mount point, or cannot be written beside.
     pub fn begin(target: &Path) -> Result<Staging> {
         let target = &resolve_symlinks(target)?;
-        let layout = CacheLayout::new(target).map_err(|e| BuildError::io(target, e))?;
+        let files = CacheFiles::new(target).map_err(|e| BuildError::io(target, e))?;
         // Refusals before the lock file is made, so that a refused build
         // leaves nothing behind; checked again under the lock.
-        check_place(&layout)?;
-        let parent = layout.parent();
+        check_place(&files)?;
+        let parent = files.parent();
         io(parent, step("mkdir", parent, || fs::create_dir_all(parent)))
-            .map_err(|e| explain_parent(&layout, e))?;
-        let lock_file = layout.lock();
-        let lock = lock(&lock_file, target).map_err(|e| explain_parent(&layout, e))?;
+            .map_err(|e| explain_parent(&files, e))?;
+        let lock_file = files.lock();
+        let lock = lock(&lock_file, target).map_err(|e| explain_parent(&files, e))?;
         // Held from here: a refusal below drops it (unlocking, and
         // removing the lock file when there is no cache).
         let mut staging = Staging {
-            layout,
+            files,
             dir: PathBuf::new(),
             lock,
             published: false,
         };
         staging.recover()?;
         check_target(target)?;
-        let dir = staging.layout.temp_dir(std::process::id());
+        let dir = staging.files.temp_dir(std::process::id());
         // Owner-only while built when it replaces a cache: publish gives
         // it the old one's mode and group, and until then (or after a
         // kill) a `chmod 750` cache's texts are not readable by others in
@@ -187,19 +185,19 @@ impl Staging {
     /// between the two renames left no target), then retire the rest into
     /// the cache directory.
     fn recover(&self) -> Result<()> {
-        let layout = &self.layout;
-        let (parent, target) = (layout.parent(), layout.target());
+        let files = &self.files;
+        let (parent, target) = (files.parent(), files.target());
         let ours = || -> Result<Vec<(String, PathBuf)>> {
             let mut v: Vec<_> = io(parent, fs::read_dir(parent))?
                 .flatten()
                 .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-                .filter(|(name, _)| layout.is_temp_name(name))
+                .filter(|(name, _)| files.is_temp_name(name))
                 .collect();
             v.sort();
             Ok(v)
         };
         for (name, path) in ours()? {
-            if layout.is_parked_name(&name) && !exists(target) && path.join(MANIFEST_FILE).is_file()
+            if files.is_parked_name(&name) && !exists(target) && path.join(MANIFEST_FILE).is_file()
             {
                 io(target, step("rename", target, || fs::rename(&path, target)))?;
             }
@@ -230,7 +228,7 @@ impl Staging {
 
     /// The cache directory this publishes to (symlinks followed).
     pub fn target(&self) -> &Path {
-        self.layout.target()
+        self.files.target()
     }
 
     /// Swaps the (complete, synced) staging directory in as the cache,
@@ -238,8 +236,8 @@ impl Staging {
     /// not write. Returns warnings about what failed after the new cache
     /// was published (the build has succeeded; the next build cleans up).
     pub fn publish(mut self) -> Result<Vec<String>> {
-        let target = self.layout.target().to_path_buf();
-        let parent = self.layout.parent().to_path_buf();
+        let target = self.files.target().to_path_buf();
+        let parent = self.files.parent().to_path_buf();
         let mut warnings = Vec::new();
         if target.is_dir() {
             let foreign = foreign_entries(&target)?;
@@ -310,7 +308,7 @@ impl Staging {
                 // No atomic exchange on this system or file system: two
                 // renames, with the old cache parked beside the target in
                 // between (a kill there: the next build puts it back).
-                let old = self.layout.parked_dir(std::process::id());
+                let old = self.files.parked_dir(std::process::id());
                 io(
                     &target,
                     step("rename", &target, || fs::rename(&target, &old)),
@@ -337,7 +335,7 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        let target = self.layout.target();
+        let target = self.files.target();
         if !self.published && !self.dir.as_os_str().is_empty() {
             // Leaves in place what cannot go back (the next build says so).
             let _ = retire(&self.dir, target);
@@ -347,7 +345,7 @@ impl Drop for Staging {
         // the unlink finds, once it has the lock, that the file is no
         // longer at the path, and starts over (see `lock`).
         if !exists(target) {
-            let lock_file = self.layout.lock();
+            let lock_file = self.files.lock();
             let _ = step("unlink", &lock_file, || fs::remove_file(&lock_file));
         }
         // Unlocked explicitly, not by closing: a child forked meanwhile (a
@@ -393,10 +391,10 @@ fn lock(lock_file: &Path, target: &Path) -> Result<File> {
 /// Refuses a target that cannot become a cache, before anything is
 /// written: a path through a file, a mount point (a directory swap cannot
 /// replace one), and what [`check_target`] refuses.
-fn check_place(layout: &CacheLayout) -> Result<()> {
-    let target = layout.target();
+fn check_place(files: &CacheFiles) -> Result<()> {
+    let target = files.target();
     // The nearest existing ancestor of the target must be a directory.
-    let mut p = layout.parent().to_path_buf();
+    let mut p = files.parent().to_path_buf();
     loop {
         match fs::metadata(&p) {
             Ok(m) if !m.is_dir() => {
@@ -479,7 +477,7 @@ fn is_mount_point(dir: &Path) -> bool {
 
 /// A failure to create or write in the target's parent, said as what the
 /// user must fix: the directory that must be writable.
-fn explain_parent(layout: &CacheLayout, e: BuildError) -> BuildError {
+fn explain_parent(files: &CacheFiles, e: BuildError) -> BuildError {
     let BuildError::Io { source, .. } = &e else {
         return e;
     };
@@ -490,14 +488,14 @@ fn explain_parent(layout: &CacheLayout, e: BuildError) -> BuildError {
     if !denied {
         return e;
     }
-    let parent = layout.parent();
+    let parent = files.parent();
     BuildError::io(
         parent,
         std::io::Error::new(
             source.kind(),
             format!(
                 "{source}: this directory must be writable, as the build writes the new cache here first and then swaps it in as {}",
-                layout.target().display()
+                files.target().display()
             ),
         ),
     )

@@ -11,13 +11,17 @@ use std::collections::HashMap;
 
 use super::discover::ThreadDir;
 use super::extended::Extended;
+use super::features::labels::Annotation;
 use super::features::propagation::author_counts;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
 use super::files::{Names, ReplyTokenizer, Row, STRAY, for_each_line, is_json_name, reaction_row};
-use super::layout::{ANNOTATION_FILE, FOLLOWS_FILE, RETWEETS_FILE, STRUCTURE_FILE, SourceFields};
+use super::layout::{
+    ANNOTATION_FILE, FOLLOWS_FILE, LABEL_FILE, LabelSource, RETWEETS_FILE, STRUCTURE_FILE,
+    SourceFields,
+};
 use super::parents::{Node, Structure, assign};
-use super::parse::{Reason, TweetReader, user_key};
+use super::parse::{Reason, TweetReader, Value, user_key};
 use super::record::{ThreadData, ThreadText};
 use crate::format::ThreadRecord;
 use crate::format::report::BadInput;
@@ -161,21 +165,16 @@ impl<'i> Worker<'i> {
             (index, ext)
         });
 
-        // The folder's label, else (RumourEval, journalism) annotation.json's.
-        let label = match Label::from_folder(&td.label) {
-            Label::Unknown => {
-                let annotated = match &extended {
-                    Some((_, ext)) => Some(ext.annotation.annotated_rumour),
-                    None => read_annotation(&mut self.extra, self.max_file_bytes, td, &mut bad),
-                };
-                match annotated.and_then(Annotated::from_code) {
-                    Some(Annotated::Rumour) => Label::Rumour,
-                    Some(Annotated::NonRumour) => Label::NonRumour,
-                    _ => Label::Unknown,
-                }
-            }
-            known => known,
-        };
+        // The label as the thread's layout decides it (PHEME: the folder's,
+        // else, RumourEval and journalism, annotation.json's).
+        let annotation = extended.as_ref().map(|(_, ext)| &ext.annotation);
+        let (label, label_name) = thread_label(
+            td,
+            &mut self.extra,
+            self.max_file_bytes,
+            annotation,
+            Some(&mut bad),
+        );
         rows.sort_by_key(|r| (r.rec.created_at, r.rec.id));
         let nodes: Vec<Node> = rows
             .iter()
@@ -200,7 +199,7 @@ impl<'i> Worker<'i> {
             },
             text: ThreadText {
                 event: td.event_name().to_owned(),
-                label: td.label.clone(),
+                label: label_name.unwrap_or_else(|| td.label.clone()),
                 source_user_id: source.user_id_str.to_owned(),
                 source_text: source.text.to_owned(),
             },
@@ -346,22 +345,58 @@ fn read_structure(
     }
 }
 
-/// Reads a thread's annotation file, if it has one, for its
-/// `annotated_rumour` code (a build without the extended features still
-/// takes label codes from it); a bad file is reported.
-fn read_annotation(
+/// A thread's label as its layout decides it ([`Layout::label_source`]):
+/// the one rule, for the cache's label and for the rumour index. Returns
+/// the label and, where the layout's own label file names it, its name
+/// (else the name stored is the parent folder's, `td.label`, as the
+/// reference's). `annotation`: the annotation file as the extended
+/// features read it (`None`: read here if the rule needs it). A label file
+/// that cannot be read leaves the label unknown, and is reported into `bad`
+/// when given (the rumour index passes none: the main pass reports it).
+///
+/// [`Layout::label_source`]: super::layout::Layout::label_source
+pub(super) fn thread_label(
+    td: &ThreadDir,
     reader: &mut TweetReader,
     max: u64,
-    td: &ThreadDir,
-    bad: &mut Vec<BadInput>,
-) -> Option<f32> {
-    let name = td.side_file(ANNOTATION_FILE)?;
+    annotation: Option<&Annotation>,
+    bad: Option<&mut Vec<BadInput>>,
+) -> (Label, Option<String>) {
+    fn annotated(code: f32) -> Label {
+        match Annotated::from_code(code) {
+            Some(Annotated::Rumour) => Label::Rumour,
+            Some(Annotated::NonRumour) => Label::NonRumour,
+            _ => Label::Unknown,
+        }
+    }
+    type Read = fn(&ThreadDir, Value<'_, '_>) -> Result<(Label, Option<String>), Reason>;
+    let layout = td.layout();
+    let (role, read): (usize, Read) = match layout.label_source(td) {
+        LabelSource::Folders(label) => return (label, None),
+        LabelSource::Annotation => {
+            if let Some(a) = annotation {
+                return (annotated(a.annotated_rumour), None);
+            }
+            (ANNOTATION_FILE, |td, v| {
+                let a = td.layout().annotation(v)?;
+                Ok((annotated(a.annotated_rumour), None))
+            })
+        }
+        LabelSource::LabelFile => (LABEL_FILE, |td, v| {
+            td.layout().label_file(v).map(|(l, name)| (l, Some(name)))
+        }),
+    };
+    let Some(name) = td.side_file(role) else {
+        return (Label::Unknown, None);
+    };
     let r = reader.read_file(&td.path.join(name), max);
-    match r.and_then(|()| reader.parse(|v| td.layout().annotation(v))?) {
-        Ok(a) => Some(a.annotated_rumour),
+    match r.and_then(|()| reader.parse(|v| read(td, v))?) {
+        Ok(label) => label,
         Err(reason) => {
-            bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
-            None
+            if let Some(bad) = bad {
+                bad.push(BadInput::new(format!("{}/{name}", td.rel), reason));
+            }
+            (Label::Unknown, None)
         }
     }
 }

@@ -30,10 +30,10 @@ use super::publish::{Staging, io};
 use super::record::input_keys;
 pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
-use crate::format::footer::{self, Footer};
-use crate::format::layout::{
+use crate::format::files::{
     DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
 };
+use crate::format::footer::{self, Footer};
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{

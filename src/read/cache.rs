@@ -329,7 +329,7 @@ impl Core {
         }
         if retweets != self.manifest.retweets {
             return Err(OpenError::corrupt(
-                self.dir.join(crate::format::layout::MANIFEST_FILE),
+                self.dir.join(crate::format::files::MANIFEST_FILE),
                 format!(
                     "the manifest says {} retweets and {} replies; the shards hold {retweets} retweets",
                     self.manifest.retweets, self.manifest.replies

@@ -103,7 +103,7 @@ pub trait ThreadSource: Sealed {
     /// (statistics, embeddings). Rebuilds keep it; name files after
     /// [`content_id`](Self::content_id) so that a stale one is never used.
     fn derived_dir(&self) -> PathBuf {
-        self.dir().join(crate::format::layout::DERIVED_DIR)
+        self.dir().join(crate::format::files::DERIVED_DIR)
     }
 
     /// Per thread position, its first reaction's index in cache order

@@ -19,8 +19,8 @@ use xxhash_rust::xxh3::xxh3_64;
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::OpenError;
+use crate::format::files::{MANIFEST_FILE, plain_name};
 use crate::format::footer::{self, Footer, FooterError};
-use crate::format::layout::{MANIFEST_FILE, plain_name};
 use crate::format::manifest::{FileInfo, Manifest, ShardInfo, hex64};
 use crate::format::report::{BadInput, read_jsonl};
 use crate::format::{

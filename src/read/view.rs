@@ -260,7 +260,9 @@ impl<'a> ThreadView<'a> {
     pub fn event(&self) -> &'a str {
         self.thread_text(&self.thread_text.event)
     }
-    /// Label folder name (`rumours`, `non-rumours`, ...).
+    /// The label's name, as the thread's corpus layout decided it with the
+    /// label code: PHEME's is the parent folder's (`rumours`,
+    /// `non-rumours`, or an event folder where `annotation.json` labels).
     pub fn label(&self) -> &'a str {
         self.thread_text(&self.thread_text.label)
     }

@@ -13,7 +13,7 @@ use super::format::{
     StoreMeta, parse_npy,
 };
 use crate::error::EmbeddingError;
-use crate::format::layout::{CacheLayout, DERIVED_DIR};
+use crate::format::files::{CacheFiles, DERIVED_DIR};
 use crate::read::ThreadSource;
 
 type Result<T, E = EmbeddingError> = std::result::Result<T, E>;
@@ -94,11 +94,11 @@ const PARKED_WAITS: u32 = 500;
 /// The `derived/` of the cache at `dir` that a build's temporary directory
 /// holds, if any (see `ingest::publish`).
 pub(super) fn parked_derived(dir: &Path) -> Option<PathBuf> {
-    let layout = CacheLayout::new(&std::fs::canonicalize(dir).ok()?).ok()?;
-    std::fs::read_dir(layout.parent())
+    let files = CacheFiles::new(&std::fs::canonicalize(dir).ok()?).ok()?;
+    std::fs::read_dir(files.parent())
         .ok()?
         .flatten()
-        .filter(|e| layout.is_temp_name(&e.file_name().to_string_lossy()))
+        .filter(|e| files.is_temp_name(&e.file_name().to_string_lossy()))
         .map(|e| e.path().join(DERIVED_DIR))
         .find(|d| std::fs::symlink_metadata(d).is_ok())
 }

@@ -608,7 +608,7 @@ impl StoreWriter {
 /// The (device, inode) of the manifest of the cache at `dir`; (0, 0) if
 /// there is none.
 fn manifest_id(dir: &Path) -> (u64, u64) {
-    fs::metadata(dir.join(crate::format::layout::MANIFEST_FILE))
+    fs::metadata(dir.join(crate::format::files::MANIFEST_FILE))
         .map_or((0, 0), |m| (m.dev(), m.ino()))
 }
 

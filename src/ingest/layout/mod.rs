@@ -1,13 +1,19 @@
-//! Corpus layouts: where a collector keeps a thread's files and how its
-//! tweets' JSON reads. Everything that differs between layouts lives in one
-//! file per layout behind the [`Layout`] trait; the build's stages ask the
-//! thread's layout ([`ThreadDir::layout`]) and never name a folder, a file or
-//! a JSON field themselves.
+//! Corpus layouts: where a collector keeps a thread's files, how its
+//! tweets' JSON reads and how its threads are labelled. Everything that
+//! differs between layouts lives in one file per layout behind the
+//! [`Layout`] trait; the build's stages ask the thread's layout
+//! ([`ThreadDir::layout`]) and never name a folder, a file or a JSON field
+//! themselves.
 //!
 //! Adding a layout takes one new file (a type implementing [`Layout`]) and
-//! one line in [`LAYOUTS`]. Discovery tries the layouts in that order: an
-//! all-digit folder is a thread of the first layout whose source folder it
-//! has. See ARCHITECTURE.md ("Corpus layouts") for a worked example.
+//! its entry in the `layouts!` line, which declares its module and
+//! registers it in [`LAYOUTS`]. Each layout decides for itself which threads
+//! are its own ([`Layout::claim`]: the strongest claim wins, whatever the
+//! order of [`LAYOUTS`], and a tie is reported, never settled by order),
+//! their labels ([`Layout::label_source`]) and their events
+//! ([`Layout::event_name`]). What plans and fingerprints store of a layout
+//! is its [name](Layout::name), never its place in [`LAYOUTS`]. See
+//! ARCHITECTURE.md ("Corpus layouts") for a worked example.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -20,26 +26,42 @@ use super::parents::Structure;
 use super::parse::{Reason, Value};
 use crate::schema::{Label, ReactionKind};
 
-pub mod pheme;
-#[cfg(test)]
-mod toy;
+/// Declares each layout's module (`module::Type`, the type in
+/// `module.rs`) and registers the type in [`LAYOUTS`]: a layout is one
+/// entry of the one line below.
+macro_rules! layouts {
+    ($($(#[$when:meta])* $module:ident::$layout:ident),* $(,)?) => {
+        $($(#[$when])* pub mod $module;)*
+        /// Every layout a build recognises (their order decides nothing:
+        /// see [`Layout::claim`]). The unit tests' toy layout registers
+        /// here too, as any layout does, compiled only into the tests.
+        pub static LAYOUTS: &[&dyn Layout] = &[$($(#[$when])* &$module::$layout),*];
+    };
+}
 
-/// Every layout a build recognises, in the order discovery tries them.
-#[cfg(not(test))]
-pub static LAYOUTS: &[&dyn Layout] = &[&pheme::Pheme];
-/// Every layout a build recognises: in unit tests, also a toy layout that
-/// proves a layout is one file and one registration.
-#[cfg(test)]
-pub static LAYOUTS: &[&dyn Layout] = &[&pheme::Pheme, &toy::Toy];
+layouts![
+    pheme::Pheme,
+    #[cfg(test)]
+    toy::Toy
+];
 
 /// The most layouts [`LAYOUTS`] may hold (discovery keeps one `u16` of
 /// found entries per layout on the stack).
 pub(crate) const MAX_LAYOUTS: usize = 4;
 const _: () = assert!(LAYOUTS.len() <= MAX_LAYOUTS);
 
+/// The index in [`LAYOUTS`] of the layout named `name` (in this process:
+/// what is stored is the name).
+pub(crate) fn layout_named(name: &str) -> Option<u8> {
+    LAYOUTS
+        .iter()
+        .position(|l| l.name() == name)
+        .and_then(|i| u8::try_from(i).ok())
+}
+
 /// The side files a layout may have, by role: the index into
 /// [`Layout::side_files`].
-pub const SIDE_FILES: usize = 4;
+pub const SIDE_FILES: usize = 5;
 /// Role of the reply tree (PHEME's `structure.json`): parents and depths.
 pub const STRUCTURE_FILE: usize = 0;
 /// Role of the thread's annotation (PHEME's `annotation.json`): label codes.
@@ -50,24 +72,84 @@ pub const FOLLOWS_FILE: usize = 2;
 /// Role of the retweets as JSON Lines (PHEME's `retweets.json`), each line
 /// read by [`Layout::reaction_fields`].
 pub const RETWEETS_FILE: usize = 3;
+/// Role of a layout's own label file (PHEME has none), read by
+/// [`Layout::label_file`] where [`Layout::label_source`] says
+/// [`LabelSource::LabelFile`].
+pub const LABEL_FILE: usize = 4;
 
-/// One corpus layout: its folder and file names and its tweets' schema.
+/// The claim of a layout on a thread that has one of its source folders:
+/// [`Layout::claim`]'s default.
+pub const FOLDER_CLAIM: u8 = 1;
+/// The claim of a layout on a thread that has a file only that layout has
+/// (its own label file, say): above [`FOLDER_CLAIM`], so that a layout
+/// sharing another's folders takes the threads its file marks.
+pub const OWN_FILE_CLAIM: u8 = 2;
+
+/// The claim of a layout that shares another's folders: [`OWN_FILE_CLAIM`]
+/// where one of its source folders and its side file `role` (its own label
+/// file, say) are both there, else 0, which leaves the thread to the
+/// layout whose folders they are. For [`Layout::claim`].
+pub fn claim_by_file(layout: &dyn Layout, entries: u16, role: usize) -> u8 {
+    let has_source = entries & source_bits(layout) != 0;
+    let has_file = entries & side_bit(layout, role) != 0;
+    if has_source && has_file {
+        OWN_FILE_CLAIM
+    } else {
+        0
+    }
+}
+
+/// Where a thread's label comes from, as its layout says
+/// ([`Layout::label_source`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelSource {
+    /// The folders decide: this label, named after the parent folder.
+    Folders(Label),
+    /// The [`ANNOTATION_FILE`]'s `is_rumour` ([`Layout::annotation`]),
+    /// unknown where it says neither or cannot be read; named after the
+    /// parent folder.
+    Annotation,
+    /// The layout's own [`LABEL_FILE`] ([`Layout::label_file`]), which
+    /// names the label too; unknown where the thread has none or it cannot
+    /// be read.
+    LabelFile,
+}
+
+/// One corpus layout: its folder and file names, its tweets' schema, which
+/// threads it claims, their labels and their events.
 ///
 /// The names are `'static` slices so that discovery compares names without
 /// allocating; a thread's found entries are a `u16` mask: bit `i` for
 /// `source_dirs()[i]`, then one per `reaction_dirs()`, then one per
 /// `side_files()` (at most 16 in all).
 pub trait Layout: Sync + std::fmt::Debug {
-    /// A short name, for messages.
+    /// Its identity: what plans and fingerprints store, and what messages
+    /// say. Unique among [`LAYOUTS`]; a registered layout keeps its name
+    /// (renaming it makes its threads' stored fingerprints read as changed
+    /// and its plans unreadable).
     fn name(&self) -> &'static str;
-    /// Folders that hold a thread's source tweet, in order of preference;
-    /// an all-digit folder with one of them is a thread of this layout.
+    /// Folders that hold a thread's source tweet, in order of preference.
     fn source_dirs(&self) -> &'static [&'static str];
     /// Folders that hold reactions (one tweet a file), with their kind.
     fn reaction_dirs(&self) -> &'static [(&'static str, ReactionKind)];
     /// The side files' names, by role ([`STRUCTURE_FILE`], ...); `None`
     /// where the layout has no such file.
     fn side_files(&self) -> [Option<&'static str>; SIDE_FILES];
+    /// How strongly it claims an all-digit folder whose listing found
+    /// `entries` (the mask of its own names); 0: not its thread. The
+    /// strongest claim takes the thread; two layouts claiming one alike is
+    /// reported and the thread skipped. Default: [`FOLDER_CLAIM`] when one
+    /// of its source folders is there. A layout that shares another's
+    /// folders claims [`OWN_FILE_CLAIM`] where its own file is there (and
+    /// 0 where it is not, or the two would tie): [`claim_by_file`].
+    fn claim(&self, entries: u16) -> u8 {
+        let sources = (1u16 << self.source_dirs().len()) - 1;
+        if entries & sources != 0 {
+            FOLDER_CLAIM
+        } else {
+            0
+        }
+    }
     /// A source tweet's fields, from its parsed JSON.
     fn source_fields<'i>(&self, root: Value<'_, 'i>) -> Result<SourceFields<'i>, Reason>;
     /// A reaction's fields, from its parsed JSON.
@@ -77,14 +159,35 @@ pub trait Layout: Sync + std::fmt::Debug {
     fn structure(&self, root: Value<'_, '_>) -> Result<(Structure, HashMap<u64, u32>), Reason>;
     /// The label codes, from the parsed [`ANNOTATION_FILE`].
     fn annotation(&self, root: Value<'_, '_>) -> Result<Annotation, Reason>;
-    /// The thread's event, from its folders: by default the grandparent
-    /// folder when the parent is a label folder (`rumours`, `non-rumours`),
-    /// else the parent.
-    fn event_name<'t>(&self, td: &'t ThreadDir) -> &'t str {
+    /// Where the thread's label comes from. Default (PHEME's rule): its
+    /// label folder (`rumours`, `non-rumours`), else its annotation file
+    /// where it has one, else unknown.
+    fn label_source(&self, td: &ThreadDir) -> LabelSource {
         match Label::from_folder(&td.label) {
-            Label::Rumour | Label::NonRumour => &td.event,
-            Label::Unknown => &td.label,
+            Label::Unknown if td.side_file(ANNOTATION_FILE).is_some() => LabelSource::Annotation,
+            folder => LabelSource::Folders(folder),
         }
+    }
+    /// The label and its name (stored with the thread; `dump` prints it),
+    /// from the parsed [`LABEL_FILE`]. Only asked of a layout whose
+    /// [`label_source`](Layout::label_source) says
+    /// [`LabelSource::LabelFile`].
+    fn label_file(&self, _root: Value<'_, '_>) -> Result<(Label, String), Reason> {
+        Err(format!("the {} layout has no label file", self.name()))
+    }
+    /// The thread's event, from its folders: by default
+    /// [`folder_event`].
+    fn event_name<'t>(&self, td: &'t ThreadDir) -> &'t str {
+        folder_event(td)
+    }
+}
+
+/// The event of a thread by its folders: the grandparent folder when the
+/// parent is a label folder (`rumours`, `non-rumours`), else the parent.
+pub fn folder_event(td: &ThreadDir) -> &str {
+    match Label::from_folder(&td.label) {
+        Label::Rumour | Label::NonRumour => &td.event,
+        Label::Unknown => &td.label,
     }
 }
 
@@ -203,10 +306,30 @@ pub struct SourceFields<'a> {
 mod tests {
     use super::*;
 
-    /// Every registered layout fits its entries in a `u16`.
+    /// A shared-folder claim needs one source folder (any of them) and the
+    /// file: PHEME's two source folders, its annotation file for the role.
     #[test]
-    fn every_layout_fits_the_entries_mask() {
-        for l in LAYOUTS {
+    fn a_claim_by_file_needs_a_source_folder_and_the_file() {
+        let p = &pheme::Pheme;
+        let file = side_bit(p, ANNOTATION_FILE);
+        assert_eq!(
+            claim_by_file(p, 0b10 | file, ANNOTATION_FILE),
+            OWN_FILE_CLAIM
+        );
+        assert_eq!(
+            claim_by_file(p, 0b01 | file, ANNOTATION_FILE),
+            OWN_FILE_CLAIM
+        );
+        assert_eq!(claim_by_file(p, 0b11, ANNOTATION_FILE), 0);
+        assert_eq!(claim_by_file(p, file, ANNOTATION_FILE), 0);
+    }
+
+    /// Every registered layout fits its entries in a `u16`, and names
+    /// itself uniquely (its name is what plans and fingerprints store).
+    #[test]
+    fn every_layout_fits_the_entries_mask_and_has_its_own_name() {
+        for (i, l) in LAYOUTS.iter().enumerate() {
+            assert_eq!(layout_named(l.name()), Some(i as u8), "{}", l.name());
             let n = l.source_dirs().len() + l.reaction_dirs().len() + SIDE_FILES;
             assert!(n <= 16, "{} has {n} entries", l.name());
             assert!(

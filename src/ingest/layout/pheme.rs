@@ -39,12 +39,16 @@ pub const REACTION_DIRS: [(&str, ReactionKind); 3] = [
 ];
 
 /// The side files, by role (read for the extended features; `structure.json`
-/// by every build, for the parents).
+/// by every build, for the parents; `annotation.json` also for the labels of
+/// threads outside a label folder). No label file of its own: the label is
+/// the folder's, else the annotation's (the default
+/// [`Layout::label_source`]).
 pub const SIDE_FILE_NAMES: [Option<&str>; SIDE_FILES] = [
     Some("structure.json"),
     Some("annotation.json"),
     Some("who-follows-whom.dat"),
     Some("retweets.json"),
+    None,
 ];
 
 impl Layout for Pheme {
@@ -75,10 +79,7 @@ impl Layout for Pheme {
     /// PHEME's `-all-rnr-threads` suffix is removed, so one event has one
     /// name across datasets.
     fn event_name<'t>(&self, td: &'t crate::ingest::discover::ThreadDir) -> &'t str {
-        let raw = match crate::schema::Label::from_folder(&td.label) {
-            crate::schema::Label::Rumour | crate::schema::Label::NonRumour => &td.event,
-            crate::schema::Label::Unknown => &td.label,
-        };
+        let raw = super::folder_event(td);
         raw.strip_suffix("-all-rnr-threads")
             .filter(|e| !e.is_empty())
             .unwrap_or(raw)

@@ -64,16 +64,16 @@ pub fn plain_name(name: &str) -> bool {
 
 /// Where the files of the cache at one target path live.
 #[derive(Clone, Debug)]
-pub struct CacheLayout {
+pub struct CacheFiles {
     target: PathBuf,
     parent: PathBuf,
     name: String,
 }
 
-impl CacheLayout {
-    /// The layout for a cache at `target`; fails when `target` has no usable
+impl CacheFiles {
+    /// The files of a cache at `target`; fails when `target` has no usable
     /// final component (`/`, `..`).
-    pub fn new(target: &Path) -> io::Result<CacheLayout> {
+    pub fn new(target: &Path) -> io::Result<CacheFiles> {
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -87,7 +87,7 @@ impl CacheLayout {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        Ok(CacheLayout {
+        Ok(CacheFiles {
             target: target.to_path_buf(),
             parent,
             name,
@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn names() {
-        let l = CacheLayout::new(Path::new("out/cache")).unwrap();
+        let l = CacheFiles::new(Path::new("out/cache")).unwrap();
         assert_eq!(l.lock(), Path::new("out/.cache.lock"));
         assert_eq!(l.temp_dir(12), Path::new("out/.cache.tmp-12"));
         assert_eq!(l.parked_dir(12), Path::new("out/.cache.tmp-old-12"));
@@ -155,10 +155,10 @@ mod tests {
         assert!(!l.is_temp_name(".cache.tmp-notes") && !l.is_temp_name(".cache.tmp-"));
         assert!(!l.is_temp_name(".cache2.tmp-1"));
         assert_eq!(
-            CacheLayout::new(Path::new("c")).unwrap().lock(),
+            CacheFiles::new(Path::new("c")).unwrap().lock(),
             Path::new("./.c.lock")
         );
-        assert!(CacheLayout::new(Path::new("/")).is_err());
+        assert!(CacheFiles::new(Path::new("/")).is_err());
         assert_eq!(shard_file(3), "shard-00003.rkyv");
         assert_eq!(text_file(3), "text-00003.rkyv");
         assert!(plain_name("a.rkyv") && !plain_name("../a") && !plain_name("d/a"));
