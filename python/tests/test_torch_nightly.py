@@ -329,9 +329,9 @@ def test_a_checkpoint_resumes_across_the_nightly_rebuild(nightly, workers, metho
     assert nightly.new_id in ids(rest)
 
 
-def test_a_stateful_loaders_worker_state_is_refused_across_a_rebuild(nightly):
-    """Worker states hold plan indices only: refused clearly, naming what
-    resumes across a rebuild."""
+def test_a_stateful_loaders_worker_state_alone_is_refused_across_a_rebuild(nightly):
+    """One worker's state cannot say what the others delivered: refused,
+    naming what resumes (the loader's whole state: test_torch_rebuild.py)."""
     StatefulDataLoader = stateful()
     cache = nightly.open()
     ds = CacheDataset(cache, range(len(cache)), 3, seed=1)
@@ -343,8 +343,11 @@ def test_a_stateful_loaders_worker_state_is_refused_across_a_rebuild(nightly):
     nightly.rebuild(delete=[int(cache.source_ids[0])])
     new = nightly.open()
     fresh = CacheDataset(new, range(len(new)), 3, seed=1, resume_across_rebuild=True)
-    with pytest.raises(ValueError, match=r"state_dict\(after=item\)"):
-        fresh.load_state_dict(state)
+    worker_1 = state["_snapshot"]["_worker_snapshots"]["worker_1"]["dataset_state"]
+    with pytest.raises(ValueError, match="loader's whole state"):
+        fresh.load_state_dict(worker_1)
+    fresh.load_state_dict(state)
+    assert fresh.resumed["dropped"] + fresh.resumed["deleted_trained"] == 1
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -488,6 +488,15 @@ class Machine(RuleBasedStateMachine):
         w = params["world_size"]
         everyone = [self.plan_of(dict(params, rank=r), gen, state["epoch"]) for r in range(w)]
         done = state["batches_done"]
+        if state["plan"]["content_id"] != now.content_id and 0 < len(everyone[0]) <= done:
+            # The state's epoch had ended: the next epoch, whole (issue 43).
+            assert ds.epoch == state["epoch"] + 1 and ds.resumed["remaining"] == 0
+            got = [int(i) for it in ds for i in it["source_ids"].tolist()]
+            if w == 1 and not params["drop_last"]:
+                assert sorted(got) == sorted(sel.source_ids.tolist())
+            STATS["resumed across a rebuild: the epoch had ended"] += 1
+            del self.saved
+            return
         trained = {int(i) for rp in everyone for b in rp[:done] for i in old_ids[b].tolist()}
         left = [int(i) for i in sel.source_ids.tolist() if int(i) not in trained]
         source = DataLoader(ds, batch_size=None) if through_loader else ds

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import get_worker_info
 
 from .. import CacheError, Loader
-from . import _state
+from . import _across, _state
 from ._common import _count
 
 # Slots of a dataset's shared array, which reaches persistent DataLoader
@@ -46,6 +46,12 @@ _STATEFUL_FIX = (
 )
 
 
+_LOADER_FIX = (
+    "call ds.load_state_dict(loader_state) in your process, after "
+    "loader.load_state_dict(loader_state) and before iterating"
+)
+
+
 class Resumable:
     """CacheDataset's epochs, states and resume points (a mixin: the
     dataset provides the fields set in its constructor)."""
@@ -72,9 +78,11 @@ class Resumable:
     _position: tuple[int, int, tuple[int, ...]]
     _progress: list[int] | None
     _progress_gaps: tuple[int, ...]
+    _iter_base: tuple[int, int, tuple[int, ...]] | None
     _local_resume: tuple[int, int, int, tuple[int, ...]] | None
     _rest: tuple[Any, ...] | None
     _consumed: _state.Consumed | None
+    _absorbed: frozenset[tuple[Any, ...]]
     _digest: str
     _shared: Any
     _count: int
@@ -208,12 +216,20 @@ class Resumable:
         a later one without it raises. Without it, in-process iterations
         count by themselves; in a DataLoader worker (torchdata's
         ``StatefulDataLoader`` calls it there) the state is that worker's."""
-        state: dict[str, Any] = {"plan": self._plan_params()}
+        state: dict[str, Any] = {"plan": self._plan_params(), "rank": self.rank}
         if after is not None:
             epoch, index = self._check_item(after)
             consumed = self._consumed
             if consumed is None or consumed.epoch != epoch:
-                base = self._position if self._position[0] == epoch else (epoch, 0, ())
+                # The start of the iteration the item is of: in your process,
+                # where it began (not how far it has yielded); with workers,
+                # the resume point your process set.
+                base = self._position
+                began = self.__dict__.get("_iter_base")
+                if began is not None and not self._shared[_WORKERS_RAN]:
+                    base = began
+                if base[0] != epoch:
+                    base = (epoch, 0, ())
                 consumed = self._consumed = _state.Consumed(
                     epoch, base[1], base[2], every=not self.in_order
                 )
@@ -233,7 +249,7 @@ class Resumable:
             if gaps:
                 state["missing"] = gaps
             state["ids"] = self._ids_state(epoch)
-            return state
+            return self._mark_across(state, epoch)
         if self._progress is not None and get_worker_info() is not None:
             epoch, start, worker, workers, yielded = self._progress
             state.update(
@@ -243,7 +259,13 @@ class Resumable:
             )
             if self._progress_gaps:
                 state["missing"] = list(self._progress_gaps)
-            return state
+            if worker == 0:
+                # One worker carries the epoch's threads (sent once: the
+                # loader's snapshots are deltas), for a resume across a rebuild.
+                ids = self._ids_state(epoch)
+                if ids:
+                    state["ids"] = ids
+            return self._mark_across(state, epoch)
         if self._shared[_WORKERS_RAN]:
             raise ValueError(
                 "this dataset was last iterated by DataLoader workers, which run ahead of your "
@@ -257,6 +279,14 @@ class Resumable:
         ids = self._ids_state(epoch)
         if ids:
             state["ids"] = ids
+        return self._mark_across(state, epoch)
+
+    def _mark_across(self, state: dict[str, Any], epoch: int) -> dict[str, Any]:
+        """Marks a state of an epoch resumed across a rebuild: its plan
+        indices are of the epoch's rest, which only the threads by source id
+        (worker 0's, in a StatefulDataLoader's state) can rebuild."""
+        if self._rest is not None and self._rest[0] == epoch:
+            state["across"] = True
         return state
 
     def _check_item(self, after: Any) -> tuple[int, int]:
@@ -294,7 +324,12 @@ class Resumable:
             rest = self._rest if self._rest is not None and self._rest[0] == epoch else None
             ids["before"] = rest[5] if rest is not None else np.zeros(0, dtype=np.int64)
             ids["selection"] = self._ids
-            memo = (epoch, self._rest, mine, ids)
+            # The generation's other threads: a state refuses another
+            # selection on the next generation (see _state.check_lineage).
+            every = loader.cache.source_ids.astype(np.int64)
+            ids["unselected"] = every[~np.isin(every, self._ids)]
+            # Tensors: a checkpoint loads with torch.load(weights_only=True).
+            memo = (epoch, self._rest, mine, _state.as_tensors(ids))
             self.__dict__["_plan_memo"] = memo
         return memo[2], memo[3]
 
@@ -316,7 +351,7 @@ class Resumable:
         got = got.cpu().numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
         return bool(np.array_equal(got, self._sel(epoch)[0][plan[index]]))
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> None:
         """Makes the next iteration start at the first batch of
         ``state["epoch"]`` not yet consumed (and sets that epoch). Refuses,
         naming the field, a state of another plan (cache content,
@@ -328,57 +363,105 @@ class Resumable:
         ``resume_across_rebuild=True`` (refused otherwise): the rest of its
         epoch is this dataset's threads not yet trained in it, planned
         with the epoch's seed; threads new in this selection join that
-        rest; :attr:`resumed` says how many were trained, deleted (dropped)
-        and added. Also takes a torchdata ``StatefulDataLoader``'s state
-        (to learn its epoch in your process: see :meth:`set_epoch`)."""
+        rest (when the state's epoch had ended, the next epoch);
+        :attr:`resumed` says how many were trained, deleted (dropped) and
+        added. Another corpus, or another selection (a thread the state
+        had left out now in, one it had in and the cache still has now
+        out), is refused: see ``_state.check_lineage``.
+
+        Also takes a torchdata ``StatefulDataLoader``'s whole state (give
+        it to the loader and to the dataset, before iterating: the
+        dataset learns its epoch, and across a rebuild its workers' rest),
+        and, under ranks with out-of-order states, the list of every
+        rank's states (``torch.distributed.all_gather_object``)."""
+        if isinstance(state, (list, tuple)):
+            self._load_rank_states(state)
+            return
         if not isinstance(state, Mapping) or "plan" not in state:
             inner = _state.dataset_states(state)
             if inner:
-                self._load_loader_state(inner)
+                self._load_loader_state(state, inner)
                 return
+        self._load_one(state)  # type: ignore[arg-type]
+
+    def _load_one(self, state: Mapping[str, Any]) -> None:
+        """One dataset state (made by state_dict())."""
         try:
             plan, epoch, done = state["plan"], int(state["epoch"]), int(state["batches_done"])
             gaps = tuple(sorted(int(k) for k in state.get("missing", ())))
-        except (KeyError, TypeError, ValueError):
+            mark = _state.fingerprint(state)
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise ValueError(
                 f"not a state of a {type(self).__name__} (made by state_dict()): "
                 f"{sorted(state) if isinstance(state, Mapping) else type(state).__name__}"
             ) from None
-        by_ids = self._check_plan(state, plan)
-        self._check_chosen(epoch)
-        if by_ids and "worker" in state:
-            raise ValueError(
-                "a DataLoader worker's state (StatefulDataLoader's) cannot resume on another "
-                "cache generation: it has not the epoch's threads by source id; checkpoint "
-                "with ds.state_dict(after=item) to resume across a rebuild"
-            )
+        if mark in self._absorbed:
+            # Loaded already, as part of a StatefulDataLoader's state that
+            # this dataset was given (the loader hands it over again).
+            return
         worker = state.get("worker")
         info = get_worker_info()
-        if info is not None and not by_ids:
-            # A DataLoader worker restored by StatefulDataLoader: this
-            # process's next iteration resumes, with its own count.
-            self._check_done(epoch, done, gaps, self._count)
-            yielded = 0
-            if worker is not None:
-                if (worker["id"], worker["num_workers"]) != (info.id, info.num_workers):
-                    raise ValueError(
-                        f"state of worker {worker['id']} of {worker['num_workers']} loaded "
-                        f"into worker {info.id} of {info.num_workers}"
-                    )
-                yielded = int(worker["yielded"])
-            self._local_resume = (epoch, done, yielded, gaps)
+        if info is not None and worker is not None:
+            self._load_in_worker(state, plan, epoch, done, gaps, info)
             return
         if worker is not None:
             raise ValueError(
-                "this is one DataLoader worker's state (StatefulDataLoader's): load the "
-                "loader's state with StatefulDataLoader.load_state_dict"
+                "this is one DataLoader worker's state (StatefulDataLoader's): pass the "
+                "loader's whole state (loader.state_dict()) to ds.load_state_dict, as to "
+                "StatefulDataLoader.load_state_dict"
             )
-        if by_ids:
-            self._load_by_ids(state, epoch)
-            done, gaps = 0, ()
-        else:
+        by_ids = self._check_plan(state, plan)
+        rank = state.get("rank")
+        if gaps and self.world_size > 1 and rank != self.rank:
+            raise ValueError(
+                f"this is rank {rank}'s state, with batches delivered out of order (missing "
+                f"{list(gaps)[:4]}...): rank {self.rank} cannot resume it; load every rank's "
+                "states (a list, as torch.distributed.all_gather_object gives) or this "
+                "rank's own"
+            )
+        if not by_ids:
+            self._check_chosen(epoch)
             self._check_done(epoch, done, gaps, self._count)
             self._rest = None
+            self._arm(epoch, done, gaps)
+            return
+        if gaps and self.world_size > 1:
+            raise ValueError(
+                "this state has batches delivered out of order (DataLoader(in_order=False)) "
+                "under several ranks: the other ranks' gaps are not in it; load every rank's "
+                "states (a list, as torch.distributed.all_gather_object gives) to resume on "
+                "another generation"
+            )
+        batches = _state.rank_batches(state)
+        self._resume_by_ids(state, epoch, {None: batches}, ended=self._ended(state, batches))
+
+    def _load_loader_state(self, state: Any, inner: list[Mapping[str, Any]]) -> None:
+        _across.load_loader_state(self, state, inner)
+
+    def _resume_by_ids(
+        self,
+        state: Mapping[str, Any],
+        epoch: int,
+        batches: Mapping[int | None, list[int]],
+        *,
+        ended: bool,
+    ) -> None:
+        _across.resume_by_ids(self, state, epoch, batches, ended=ended)
+
+    def _learn_epoch(self, epoch: int, batches: list[int]) -> None:
+        """A StatefulDataLoader's state whose workers resume their own
+        states: ``ds.epoch`` becomes its epoch in your process (the loop's
+        set_epoch agrees), and the batches its workers delivered (``batches``)
+        a resume point, which iterations without those states use (the
+        dataset alone, or another loader), so none trains them again."""
+        self._check_chosen(epoch)
+        done = max(batches) + 1 if batches else 0
+        seen = set(batches)
+        self._rest = None
+        self._arm(epoch, done, tuple(j for j in range(done) if j not in seen))
+
+    def _arm(self, epoch: int, done: int, gaps: tuple[int, ...]) -> None:
+        """Sets the epoch and the next iteration's resume point."""
         self._epoch = epoch
         self._shared[_EPOCH] = epoch
         self._shared[_CHOSEN] = epoch + 1
@@ -386,6 +469,77 @@ class Resumable:
         self._set_resume((random.getrandbits(62) + 1, epoch, done), gaps)
         self._position = (epoch, done, gaps)
         self._shared[_WORKERS_RAN] = 0
+
+    @staticmethod
+    def _ended(state: Mapping[str, Any], batches: list[int]) -> bool:
+        """Whether ``batches`` are every batch of the state's epoch."""
+        try:
+            world = int(state["plan"]["world_size"])
+            count = (len(_state.int_ids(state["ids"]["bounds"])) - 1) // world
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return False
+        return count > 0 and len(set(batches)) >= count
+
+    def _load_in_worker(
+        self,
+        state: Mapping[str, Any],
+        plan: Mapping[str, Any],
+        epoch: int,
+        done: int,
+        gaps: tuple[int, ...],
+        info: Any,
+    ) -> None:
+        """A worker's state restored in that DataLoader worker by
+        StatefulDataLoader: this process's next iteration resumes it, with
+        its own count."""
+        if (isinstance(plan, Mapping) and plan.get("content_id") != self.content_id) or state.get(
+            "across"
+        ):
+            raise ValueError(
+                "this StatefulDataLoader state is of another cache generation (or of an "
+                "epoch resumed across a rebuild): its workers cannot resume it alone; "
+                + _LOADER_FIX
+            )
+        self._check_plan(state, plan)
+        self._check_done(epoch, done, gaps, self._count)
+        worker = state["worker"]
+        if (worker["id"], worker["num_workers"]) != (info.id, info.num_workers):
+            raise ValueError(
+                f"state of worker {worker['id']} of {worker['num_workers']} loaded "
+                f"into worker {info.id} of {info.num_workers}"
+            )
+        self._local_resume = (epoch, done, int(worker["yielded"]), gaps)
+
+    def _load_rank_states(self, states: Sequence[Any]) -> None:
+        """Every rank's states (out-of-order ones need them all): this
+        rank's resumes on its generation; across a rebuild, the union of
+        what every rank trained is the epoch's trained part."""
+        ranks = [s.get("rank") if isinstance(s, Mapping) else None for s in states]
+        if sorted(ranks, key=str) != list(range(self.world_size)):
+            raise ValueError(
+                f"a list of states must be every rank's states, one each (ranks 0 to "
+                f"{self.world_size - 1}); these are of ranks {ranks}"
+            )
+        mine = states[ranks.index(self.rank)]
+        try:
+            alike = all(s["plan"] == mine["plan"] and s["epoch"] == mine["epoch"] for s in states)
+        except (KeyError, TypeError):
+            alike = False
+        if not alike:
+            raise ValueError(
+                "every rank's states must be of one plan and one epoch (saved at one step)"
+            )
+        if not self._check_plan(mine, mine["plan"]):
+            self.load_state_dict(mine)
+            return
+        try:
+            batches: dict[int | None, list[int]] = {
+                int(s["rank"]): _state.rank_batches(s) for s in states
+            }
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"every rank's states: damaged ({e!r})") from None
+        ended = all(self._ended(s, batches[int(s["rank"])]) for s in states)
+        self._resume_by_ids(mine, int(mine["epoch"]), batches, ended=ended)
 
     def _check_plan(self, state: Mapping[str, Any], plan: Mapping[str, Any]) -> bool:
         """Refuses a state of another plan, naming the field; returns
@@ -398,7 +552,9 @@ class Resumable:
             )
         mine = self._plan_params()
         differs = [f for f in mine if f not in plan or plan[f] != mine[f]]
-        by_ids = "ids" in state and len(state["ids"].get("before", ())) > 0
+        by_ids = bool(state.get("across")) or (
+            "ids" in state and len(state["ids"].get("before", ())) > 0
+        )
         for field in differs:
             if field == "content_id" and self.resume_across_rebuild and "ids" in state:
                 continue
@@ -409,10 +565,11 @@ class Resumable:
             hint = ""
             if field == "content_id" and self.resume_across_rebuild:
                 hint = (
-                    " (the state has not its epoch's threads by source id: a DataLoader "
-                    "worker's, or taken when its generation was gone; it resumes on its own "
-                    "generation only; checkpoint with ds.state_dict(after=item), or "
-                    "ds.state_dict() in-process, to resume across a rebuild)"
+                    " (the state has not its epoch's threads by source id: "
+                    "taken when its generation was gone, or one DataLoader worker's of "
+                    "several; it resumes on its own generation only; pass a "
+                    "StatefulDataLoader's whole state, or checkpoint with "
+                    "ds.state_dict(after=item), to resume across a rebuild)"
                 )
             elif field == "content_id":
                 hint = (
@@ -439,74 +596,6 @@ class Resumable:
                 f"which epoch to train is ambiguous; {_STATEFUL_FIX}"
             )
 
-    def _load_loader_state(self, inner: list[Mapping[str, Any]]) -> None:
-        """A StatefulDataLoader's state: its dataset states' epoch becomes
-        this dataset's (its workers resume their own states); an
-        in-process one is loaded here as well."""
-        epochs = {int(s["epoch"]) for s in inner}
-        if len(epochs) != 1:
-            raise ValueError(f"this loader state holds states of epochs {sorted(epochs)}")
-        (epoch,) = epochs
-        if not isinstance(inner[0].get("plan"), Mapping):
-            raise ValueError("not a state of a dataset (made by state_dict())")
-        if self._check_plan(inner[0], inner[0]["plan"]) and "worker" in inner[0]:
-            raise ValueError(
-                "a StatefulDataLoader's worker states cannot resume on another cache "
-                "generation: they have not the epoch's threads by source id; checkpoint "
-                "with ds.state_dict(after=item) to resume across a rebuild"
-            )
-        own = [s for s in inner if "worker" not in s]
-        if own:
-            self.load_state_dict(own[0])
-            return
-        self._check_chosen(epoch)
-        pending = self._pending()
-        if pending is not None and pending[1] != epoch:
-            self._set_resume(None)
-        self._epoch = epoch
-        self._shared[_EPOCH] = epoch
-        self._shared[_CHOSEN] = epoch + 1
-
-    def _load_by_ids(self, state: Mapping[str, Any], epoch: int) -> None:
-        """The rest of ``state``'s epoch on this generation: the selection's
-        threads whose source ids the state's epoch has not trained."""
-        try:
-            trained = _state.trained_ids(state)
-            old = np.asarray(state["ids"]["selection"], dtype=np.int64).reshape(-1)
-        except (KeyError, TypeError, IndexError, AttributeError) as e:
-            raise ValueError(
-                f"this state's threads by source id (its 'ids' part) are damaged ({e!r}): "
-                "it cannot resume on another generation"
-            ) from None
-        except ValueError as e:
-            if "out of order" in str(e):
-                raise
-            raise ValueError(
-                f"this state's threads by source id (its 'ids' part) are damaged ({e}): "
-                "it cannot resume on another generation"
-            ) from None
-        alive = self._open_loader().cache.source_ids.astype(np.int64)
-        keep = ~np.isin(self._ids, trained)
-        positions = self.positions[keep]
-        labels = None if self.labels is None else self.labels[keep]
-        ids = self._ids[keep]
-        gone = ~np.isin(old, alive)
-        self.resumed = {
-            "from_content_id": state["plan"]["content_id"],
-            "epoch": epoch,
-            "trained": int(np.isin(trained, self._ids).sum()),
-            # The state's threads no longer in the cache: trained before
-            # (nothing lost) or not (dropped from the epoch).
-            "deleted_trained": int((gone & np.isin(old, trained)).sum()),
-            "dropped": int((gone & ~np.isin(old, trained)).sum()),
-            # New in this selection: in the epoch's rest (never trained in it).
-            "added": int((~np.isin(self._ids, old)).sum()),
-            "remaining": int(len(positions)),
-        }
-        self._rest = (epoch, positions, labels, ids, 0, trained)
-        count = len(self._plan(self._open_loader(), epoch))
-        self._rest = (epoch, positions, labels, ids, count, trained)
-
     # --- where an iteration starts --------------------------------------------
 
     def _begin(self) -> tuple[int, int, tuple[int, ...], int, int, int]:
@@ -525,6 +614,9 @@ class Resumable:
             epoch, resume = self._epoch, self._resume
             shared[_WORKERS_RAN] = 0
             shared[_CHOSEN] = 0  # set_epoch's choice is used up by this iteration
+            # A StatefulDataLoader hands a loaded state over before iter(): later
+            # loads of it are the user's own.
+            self._absorbed = frozenset()
         else:
             worker, workers = info.id, info.num_workers
             # Every worker of one iteration has the same key: the
@@ -556,6 +648,11 @@ class Resumable:
                     f"the StatefulDataLoader state restored in this worker is of epoch "
                     f"{r_epoch}, but ds.set_epoch({chosen}) was called; {_STATEFUL_FIX}"
                 )
+            if resume is not None and int(shared[_CLAIMED]) != resume[0]:
+                # The resume point your process armed from the same loader
+                # state: used up by these workers' own states.
+                shared[_CLAIMED_BY] = key
+                shared[_CLAIMED] = resume[0]
             return r_epoch, start, r_gaps, yielded, worker, workers
         start, gaps_out = 0, tuple[int, ...]()
         if resume is not None:

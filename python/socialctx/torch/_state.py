@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import torch
 
 #: The option a state of another generation needs (named by the refusal).
 ACROSS = "resume_across_rebuild=True"
@@ -85,30 +86,142 @@ def epoch_ids(
     return {"order": ids[flat], "bounds": bounds}
 
 
-def trained_ids(state: Mapping[str, Any]) -> npt.NDArray[np.int64]:
-    """The source ids every rank trained in the state's epoch: each rank's
-    first ``batches_done`` batches (ranks step together under DDP), the
-    gaps left out, and those trained before a resume across a rebuild."""
-    ids = state["ids"]
-    world = int(state["plan"]["world_size"])
+def int_ids(x: Any) -> npt.NDArray[np.int64]:
+    """Source ids or plan indices of a state as an int64 array: states hold
+    them as torch tensors (``torch.load(weights_only=True)`` reads them),
+    older ones as arrays or lists."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    a = np.asarray(x)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)  # [] reads as float64
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"ids of dtype {a.dtype}, not integers")
+    return a.astype(np.int64).reshape(-1)
+
+
+def as_tensors(ids: Mapping[str, npt.NDArray[np.int64]]) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.int64)) for k, v in ids.items()}
+
+
+def rank_batches(state: Mapping[str, Any]) -> list[int]:
+    """The batches of its rank's plan (rank-local indices) that ``state``
+    says were trained: the first ``batches_done`` less the gaps."""
     done = int(state["batches_done"])
     missing = set(int(k) for k in state.get("missing", ()))
-    if missing and world > 1:
-        raise ValueError(
-            "this state has batches delivered out of order (DataLoader(in_order=False)) "
-            "under several ranks: the other ranks' gaps are not in it, so it cannot be "
-            "resumed on another generation; resume it on its own generation"
-        )
-    order, bounds = np.asarray(ids["order"]), np.asarray(ids["bounds"])
-    parts = [np.asarray(ids["before"], dtype=np.int64)]
-    for j in range(done):
-        if j in missing:
-            continue
-        for r in range(world):
-            g = r + j * world
+    return [j for j in range(done) if j not in missing]
+
+
+def trained_ids(
+    ids: Mapping[str, Any], world: int, batches: Mapping[int | None, list[int]]
+) -> npt.NDArray[np.int64]:
+    """The source ids trained in an epoch: those trained before a resume
+    across a rebuild, and ``batches[r]`` (rank-local batch indices) of each
+    rank ``r``; ``batches[None]``: of every rank (ranks step together
+    under DDP, so one rank's in-order state says what all trained)."""
+    order, bounds = int_ids(ids["order"]), int_ids(ids["bounds"])
+    parts = [int_ids(ids["before"])]
+    for rank in range(world):
+        for j in batches.get(rank, batches.get(None, [])):
+            g = rank + j * world
             if g + 1 < len(bounds):
                 parts.append(order[bounds[g] : bounds[g + 1]])
     return np.unique(np.concatenate(parts).astype(np.int64))
+
+
+def check_lineage(
+    old_selected: npt.NDArray[np.int64],
+    old_unselected: npt.NDArray[np.int64],
+    selected: npt.NDArray[np.int64],
+    alive: npt.NDArray[np.int64],
+) -> None:
+    """The one rule for a state resumed on another generation: the new
+    generation is the state's grown or thinned (threads deleted, threads
+    added), and the selection is the same threads. Refuses another corpus
+    (none of the state's threads left: a superset still counts as growth)
+    and another selection (a thread the state had left out now in, or one
+    it had in and the cache still has now out)."""
+    fix = (
+        "hold the selection by source id (fold.on(cache), socialctx.select(cache, ids)) "
+        "so that it is the same threads every night, or start the epoch afresh "
+        "(a new dataset, without load_state_dict)"
+    )
+    lineage = np.concatenate([old_selected, old_unselected])
+    if len(lineage) and not np.isin(lineage, alive).any():
+        raise ValueError(
+            f"this state is of another corpus: none of its generation's {len(lineage)} "
+            f"threads is in this cache ({len(alive)} threads); resume it on a rebuild of "
+            "its own corpus, or start afresh"
+        )
+    came_in = selected[np.isin(selected, old_unselected)]
+    if len(came_in):
+        raise ValueError(
+            f"this state is of another selection: {len(came_in)} threads not in the state's "
+            f"selection are in this one (source id {int(came_in[0])}, ...); {fix}"
+        )
+    left_out = old_selected[np.isin(old_selected, alive) & ~np.isin(old_selected, selected)]
+    if len(left_out):
+        raise ValueError(
+            f"this state is of another selection: {len(left_out)} threads of the state's "
+            f"selection are still in the cache but not in this selection (source id "
+            f"{int(left_out[0])}, ...); {fix}"
+        )
+
+
+def fingerprint(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What tells a dataset state from another of the same plan (a state
+    loaded twice, by the dataset and by a StatefulDataLoader, is one)."""
+    worker = state.get("worker")
+    return (
+        state["plan"].get("content_id") if isinstance(state["plan"], Mapping) else None,
+        int(state["epoch"]),
+        int(state["batches_done"]),
+        tuple(int(k) for k in state.get("missing", ())),
+        None if not isinstance(worker, Mapping) else tuple(sorted(worker.items())),
+        state.get("rank"),
+    )
+
+
+def worker_batches(states: list[Mapping[str, Any]], count: int) -> list[int]:
+    """The rank-local batches trained by the end of a StatefulDataLoader's
+    state: those before its iteration's resume point and those its workers
+    delivered (each yields every ``num_workers``-th of the iteration's plan
+    indices), from every worker's state; refuses states that are not one
+    loader's."""
+    try:
+        first = states[0]
+        workers = int(first["worker"]["num_workers"])
+        start = int(first["batches_done"])
+        gaps = tuple(sorted(int(k) for k in first.get("missing", ())))
+        seen: dict[int, int] = {}
+        for s in states:
+            w = s["worker"]
+            same = (int(s["batches_done"]), tuple(sorted(int(k) for k in s.get("missing", ()))))
+            if int(w["num_workers"]) != workers or same != (start, gaps):
+                raise ValueError("of different iterations")
+            seen[int(w["id"])] = int(w["yielded"])
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ValueError(
+            f"the StatefulDataLoader's worker states are damaged or mismatched ({e}): "
+            "pass the loader's whole state_dict(), as saved"
+        ) from None
+    if sorted(seen) != list(range(workers)):
+        raise ValueError(
+            f"the StatefulDataLoader's worker states are of workers {sorted(seen)}, not of "
+            f"all {workers}: pass the loader's whole state_dict(), as saved"
+        )
+    plan = todo(count, start, gaps)
+    # Trained before the iteration the workers ran began (its resume point).
+    out = [j for j in range(start) if j not in gaps]
+    for w, yielded in sorted(seen.items()):
+        share = plan[w::workers]
+        if not 0 <= yielded <= len(share):
+            raise ValueError(
+                f"the StatefulDataLoader's worker {w} state says {yielded} batches of its "
+                f"{len(share)} were yielded: damaged or of another plan"
+            )
+        out += share[:yielded]
+    return sorted(out)
 
 
 def dataset_states(state: Any) -> list[Mapping[str, Any]]:

@@ -136,6 +136,10 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         self._rest: tuple[Any, ...] | None = None
         # Plan indices handed over by state_dict(after=item), this epoch.
         self._consumed: _state.Consumed | None = None
+        # Fingerprints of the states a StatefulDataLoader's state given to
+        # load_state_dict held: the loader (or its workers) loading them
+        # again changes nothing.
+        self._absorbed: frozenset[tuple[Any, ...]] = frozenset()
         self.batch_size = batch_size
         self.seed = seed
         self.rank, self.world_size = _world(rank, world_size)
@@ -170,6 +174,7 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         self._local_resume: tuple[int, int, int, tuple[int, ...]] | None = None
         self._progress_gaps: tuple[int, ...] = ()
         self._iter_start: tuple[int, tuple[int, ...]] = (0, ())
+        self._iter_base: tuple[int, int, tuple[int, ...]] | None = None
         self._digest = _digest(self.positions, self.labels)
         self._shared = self._new_shared()
         self._loader: Loader | None = None
@@ -295,6 +300,9 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         in_process = get_worker_info() is None
         if in_process:
             self._position = (epoch, start, gaps)
+            # Where state_dict(after=item) counts from: _position moves on
+            # as items are yielded, before the loop hands them over.
+            self._iter_base = (epoch, start, gaps)
         else:
             self._progress = [epoch, start, worker, workers, skip]
             self._progress_gaps = gaps
