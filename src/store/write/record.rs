@@ -38,7 +38,12 @@ pub(super) fn fault_before_record() {
 pub(super) fn write(record: &Path, target: &Path, meta: &StoreMeta) {
     if try_write(record, target, meta).is_err() {
         let _ = fs::remove_file(record);
+        let _ = fs::remove_file(tmp_path(record));
     }
+}
+
+fn tmp_path(record: &Path) -> std::path::PathBuf {
+    record.with_extension("verified.tmp")
 }
 
 fn try_write(record: &Path, target: &Path, meta: &StoreMeta) -> std::io::Result<()> {
@@ -68,7 +73,7 @@ fn try_write(record: &Path, target: &Path, meta: &StoreMeta) -> std::io::Result<
     // server stamps the times): the mtime of the record's own temporary
     // file, touched until it passes the segments' last change, so that
     // they are vouched for at once rather than one night later.
-    let tmp = record.with_extension("verified.tmp");
+    let tmp = tmp_path(record);
     // Made afresh (a kill may have left one): never written through
     // whatever link stands there.
     let _ = fs::remove_file(&tmp);
