@@ -59,7 +59,7 @@ from .describe import Description, describe
 from .embed import EmbeddingError, EmbedSummary, embed
 from .folds import Fold, Selection, folds, select
 from .sample import sample_corpus
-from .store import Embeddings, open_store
+from .store import Embeddings, open_store, verify_store
 
 __version__ = "0.1.0"
 
@@ -98,6 +98,7 @@ __all__ = [
     "EmbedSummary",
     "embed",
     "open_store",
+    "verify_store",
     "build",
     "build_partition",
     "merge",

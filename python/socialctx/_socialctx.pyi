@@ -678,6 +678,7 @@ class Loader:
 def _open_store(
     cache: Cache, name: str, same_content: bool = True, model_id: str | None = None
 ) -> tuple[str, list[tuple[str, int]]]: ...
+def _verify_store(cache: Cache, name: str) -> str: ...
 
 class StoreWriter:
     def __init__(
@@ -692,9 +693,12 @@ class StoreWriter:
         compact: bool = False,
         reuse: bool = True,
         resume: bool = True,
+        verify: bool = False,
     ) -> None: ...
     @property
     def batches(self) -> int: ...
+    @property
+    def segments_read(self) -> int: ...
     @property
     def done(self) -> int: ...
     @property

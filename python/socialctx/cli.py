@@ -126,6 +126,7 @@ def _embed(a: Args) -> int:
             progress=False if a["quiet"] else None,
             compact=a["compact"],
             reuse=not how.startswith("derived"),
+            verify=a["verify"],
         )
     for w in said:
         print(f"warning: {w.message}", file=sys.stderr)
@@ -143,6 +144,8 @@ def _embed(a: Args) -> int:
         f"dropped    {r.dropped} (rows no reaction uses; "
         f"{'removed: compacted' if r.compacted else 'kept until compaction'})\n"
         f"resumed    {r.resumed} batches from an interrupted run\n"
+        f"verified   {r.segments_read} segments of the previous store read "
+        f"({'all: --verify' if a['verify'] else 'the others unchanged since verified'})\n"
         f"{notes}"
         f"seconds    {time.monotonic() - started:.3f}\n"
     )

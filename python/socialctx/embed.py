@@ -85,6 +85,10 @@ class EmbedSummary:
     not_reused: str | None = None
     """Why the previous store's rows were not reused although a ``model_id``
     was given (made by another model or without an id, or unreadable)."""
+    segments_read: int = 0
+    """Segments of the previous store read and checked before its rows were
+    reused: those whose stat changed since they were last verified (all of
+    them with ``verify=True``); 0 without a previous store."""
 
     def __getitem__(self, key: str) -> int:
         """Deprecated: ``summary["unique"]`` (``embed`` returned a dict); read the attribute."""
@@ -128,6 +132,7 @@ def embed(
     progress: Callable[[int, int], None] | bool | None = None,
     compact: bool = False,
     reuse: bool = True,
+    verify: bool = False,
 ) -> EmbedSummary:
     """Embeds every distinct non-empty input of ``field`` with ``fn`` into
     the store ``name`` of ``cache``.
@@ -163,7 +168,19 @@ def embed(
     started over, with a warning and the reason in
     :attr:`EmbedSummary.restarted`; a previous store made by another model
     (or without an id) is not reused (:attr:`EmbedSummary.not_reused`).
-    ``reuse=False`` never reuses a previous store's rows. A full disk is an
+    ``reuse=False`` never reuses a previous store's rows.
+
+    The previous store's segments are verified before they are linked into
+    the new store, but only those changed since they were last verified:
+    after publishing, the embed records each segment's checksum and stat
+    (size, mtime, ctime, inode) in ``.<name>.verified`` beside the store,
+    and the next one reads again only the segments whose stat moved (a
+    write, a ``touch``, a replacement), as git's index does; so a nightly
+    costs the night's change, not the store's size
+    (:attr:`EmbedSummary.segments_read`). ``verify=True`` reads every
+    segment (an explicit check, e.g. after a disk fault: a segment damaged
+    without a change to its stat is refused by every reader, and by
+    :func:`socialctx.verify_store`). A full disk is an
     :class:`EmbeddingError` naming the file, and every value is checked
     finite after the cast to ``dtype``.
     """
@@ -184,7 +201,14 @@ def embed(
         progress = _ProgressBar(name) if progress is True else None
     opts = dict(field=field, half=dtype == "float16", batch_size=batch_size, model_id=model_id)
     try:
-        return _embed(cache, fn, name, dtype, progress, dict(opts, compact=compact, reuse=reuse))
+        return _embed(
+            cache,
+            fn,
+            name,
+            dtype,
+            progress,
+            dict(opts, compact=compact, reuse=reuse, verify=verify),
+        )
     finally:
         if isinstance(progress, _ProgressBar):
             progress.close()
@@ -238,6 +262,7 @@ def _embed(
             if progress is not None:
                 progress(b + 1, w.batches)
         counts = (w.unique, w.reactions, w.resumed, w.new_inputs, w.reused, w.dropped)
+        segments_read = w.segments_read
         compacted = w.compacting
         meta = json.loads(w.finish())
     finally:
@@ -256,6 +281,7 @@ def _embed(
         meta["model_id"],
         restarted,
         not_reused or None,
+        segments_read,
     )
 
 

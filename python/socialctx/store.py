@@ -17,7 +17,7 @@ import numpy.typing as npt
 from . import _socialctx
 from .embed import _DTYPES, NONE, EmbeddingError, store_dir
 
-__all__ = ["Embeddings", "open_store"]
+__all__ = ["Embeddings", "open_store", "verify_store"]
 
 
 class Embeddings:
@@ -125,6 +125,23 @@ def open_store(
         f"{path}: the store was replaced three times while being opened "
         "(an embed is publishing it); open it again"
     )
+
+
+def verify_store(cache: _socialctx.Cache, name: str) -> dict[str, Any]:
+    """Verifies store ``name`` of ``cache`` in full, whatever cache content
+    it was computed for: metadata, every file's size and checksum, the
+    arrays' headers, every index entry, finite rows, as every open does.
+    Returns its metadata (``meta.json``); any fault is an
+    :class:`EmbeddingError` naming the file.
+
+    A nightly :func:`socialctx.embed` reads only the segments whose stat
+    changed since they were last verified; a segment damaged without such
+    a change (by the disk itself) is refused by every reader and found
+    here, which also drops the store's verified record, so that the next
+    embed verifies every segment and recomputes the damaged rows (as
+    ``embed(..., verify=True)`` does at once)."""
+    store_dir(cache, name)
+    return dict(json.loads(_socialctx._verify_store(cache, name)))
 
 
 def _names(path: Path, held: int) -> bool:

@@ -58,6 +58,7 @@ fn _socialctx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split::read_split, m)?)?;
     m.add_function(wrap_pyfunction!(loader::shuffled, m)?)?;
     m.add_function(wrap_pyfunction!(store::_open_store, m)?)?;
+    m.add_function(wrap_pyfunction!(store::_verify_store, m)?)?;
     m.add_class::<store::PyStoreWriter>()?;
     m.add_class::<output::PyReplacement>()?;
     m.add_class::<cache::PyCache>()?;

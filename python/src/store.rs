@@ -55,6 +55,22 @@ pub(crate) fn _open_store(
     Ok((meta_json(store.meta())?, segments))
 }
 
+/// Verifies store `name` of `cache` in full (`EmbeddingStore::verify`:
+/// every file's checksum, headers, index, finite rows, whatever the
+/// store's verified record says; damage found drops the record). Returns
+/// its metadata as JSON; raises EmbeddingError naming the file and the
+/// reason.
+#[pyfunction]
+pub(crate) fn _verify_store(
+    py: Python<'_>,
+    cache: &Bound<'_, PyCache>,
+    name: &str,
+) -> Result<String> {
+    let c = &*cache.get().reader;
+    let meta = py.detach(|| sc::EmbeddingStore::verify(c, name))?;
+    Ok(meta_json(&meta)?)
+}
+
 /// The crate's `StoreWriter`: holds the store's lock from construction
 /// until `finish` or `close`. `socialctx.embed` drives it: for each batch
 /// in `done..batches`, the model's rows of `inputs(b)` go to `write(b,
@@ -78,7 +94,7 @@ impl PyStoreWriter {
     #[new]
     #[pyo3(
         signature = (cache, name, **options),
-        text_signature = "(cache, name, *, field, half=False, batch_size=256, model_id=None, compact=False, reuse=True, resume=True)"
+        text_signature = "(cache, name, *, field, half=False, batch_size=256, model_id=None, compact=False, reuse=True, resume=True, verify=False)"
     )]
     fn new(
         py: Python<'_>,
@@ -95,7 +111,8 @@ impl PyStoreWriter {
             .model_id(kw.get::<Option<String>>("model_id", None)?.as_deref())
             .compact(kw.get("compact", false)?)
             .reuse(kw.get("reuse", true)?)
-            .resume(kw.get("resume", true)?);
+            .resume(kw.get("resume", true)?)
+            .verify(kw.get("verify", false)?);
         kw.finish()?;
         let reader = Arc::clone(&cache.get().reader);
         let c: &Reader = &*reader;
@@ -110,6 +127,13 @@ impl PyStoreWriter {
     #[getter]
     fn batches(&self) -> PyResult<usize> {
         Ok(self.writer()?.batches())
+    }
+
+    /// Segments of the previous store read and checked before reusing it
+    /// (those changed since last verified; all with `verify=True`).
+    #[getter]
+    fn segments_read(&self) -> PyResult<usize> {
+        Ok(self.writer()?.segments_read())
     }
 
     /// Batches already written.

@@ -201,7 +201,7 @@ def test_re_embedding_replaces_the_store_atomically(golden):
     second = np.asarray(socialctx.open_store(golden, "e", validate="all").vectors)
     assert np.array_equal(second, first * 2)
     names = sorted(p.name for p in (Path(golden.derived_dir) / "embeddings").iterdir())
-    assert names == [".e.lock", "e"]
+    assert names == [".e.lock", ".e.verified", "e"]
 
 
 def test_embed_resumes_after_a_kill(golden):

@@ -80,7 +80,7 @@ def test_a_nightly_embed_calls_the_model_only_for_new_inputs(tmp_path):
     assert _store_bytes(cache, "r") == _scratch_bytes(tmp_path, cache)
     # Exactly one generation, nothing else left behind.
     names = sorted(p.name for p in (Path(cache.derived_dir) / "embeddings").iterdir())
-    assert names == [".r.lock", "r"]
+    assert names == [".r.lock", ".r.verified", "r"]
     # Another model reuses nothing.
     other = socialctx.embed(
         cache, Model(), field="reply", name="r", batch_size=16, model_id="toy-2"

@@ -33,6 +33,12 @@
 //!
 //! Version 2 (one `vectors.npy`, no segments) is read as a store of one
 //! segment ([`StoreMeta::upgrade`]).
+//!
+//! Beside the store, `.<name>.verified` ([`VerifiedRecord`]) records the
+//! segments a writer last saw whole: per segment its checksum and stat. It
+//! is not a file of the store: a store stays byte for byte what its embed
+//! wrote (compaction's promise), and its files are never rewritten after
+//! publication.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +78,81 @@ pub fn staging_name(name: &str) -> String {
 /// The lock file of store `name`, beside it.
 pub fn lock_name(name: &str) -> String {
     format!(".{name}.lock")
+}
+
+/// The verified record of store `name`, beside it ([`VerifiedRecord`]).
+pub fn verified_name(name: &str) -> String {
+    format!(".{name}.verified")
+}
+
+/// `.<name>.verified`'s `format`.
+pub const VERIFIED_FORMAT: &str = "socialctx-embeddings-verified";
+
+/// What a writer records after publishing a store, under its lock: the
+/// segments it had verified (or written), each with its checksum and stat,
+/// and `at_ns`, the file system's clock when the record was made (the
+/// mtime of a file touched just then). A nightly embed
+/// (`Verify::Changed`) reads again only the segments whose stat no longer
+/// matches, as git's index does for the work tree: a write changes a
+/// file's mtime and ctime, a replacement its inode, and ctime cannot be set
+/// back. Git's racy-clean rule applies: a segment whose recorded mtime or
+/// ctime is not strictly older than `at_ns` may have changed within the
+/// same clock tick after it was stat'ed, and is not trusted. The record is
+/// advisory: anything unreadable or inconsistent in it reads as no record
+/// (every segment verified), and readers never consult it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifiedRecord {
+    /// [`VERIFIED_FORMAT`].
+    pub format: String,
+    /// The store's name.
+    pub name: String,
+    /// The file system's clock when the record was made, in ns since the
+    /// epoch.
+    pub at_ns: i64,
+    /// The segments as they were verified.
+    pub segments: Vec<VerifiedSegment>,
+}
+
+/// One segment of a [`VerifiedRecord`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifiedSegment {
+    /// Its file name in the store.
+    pub file: String,
+    /// Size in bytes (the metadata's and the stat's).
+    pub bytes: u64,
+    /// xxh3-64 of the bytes verified, 16 hex digits.
+    pub xxh3: String,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_mtime` in ns.
+    pub mtime_ns: i64,
+    /// `st_ctime` in ns.
+    pub ctime_ns: i64,
+}
+
+impl VerifiedSegment {
+    /// Whether `seg` (of the metadata), with stat `stat`, is the segment
+    /// this entry verified, and not racily so (see [`VerifiedRecord`]).
+    pub fn vouches_for(&self, seg: &StoreSegment, stat: &std::fs::Metadata, at_ns: i64) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file == seg.file
+            && self.bytes == seg.bytes
+            && self.xxh3 == seg.xxh3
+            && self.bytes == stat.size()
+            && (self.dev, self.ino) == (stat.dev(), stat.ino())
+            && self.mtime_ns == stat_ns(stat.mtime(), stat.mtime_nsec())
+            && self.ctime_ns == stat_ns(stat.ctime(), stat.ctime_nsec())
+            && self.mtime_ns < at_ns
+            && self.ctime_ns < at_ns
+    }
+}
+
+/// A stat time in ns (saturating: a hostile or absurd time matches nothing
+/// real rather than wrapping onto it).
+pub fn stat_ns(secs: i64, nsecs: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsecs)
 }
 
 /// Size and checksum of one file of a store.

@@ -10,7 +10,7 @@ use zerocopy::FromBytes;
 
 use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, NO_ROW, STORE_FORMAT, STORE_VERSION, STORES_DIR,
-    StoreMeta, parse_npy,
+    StoreMeta, VERIFIED_FORMAT, VerifiedRecord, parse_npy, verified_name,
 };
 use crate::error::EmbeddingError;
 use crate::format::files::{CacheFiles, DERIVED_DIR};
@@ -47,6 +47,9 @@ pub struct EmbeddingStore {
     index_at: usize,
     keys: Mmap,
     keys_at: usize,
+    /// Segments whose bytes the open read and checked (all but those a
+    /// [`Verify::Changed`] open found unchanged since verified).
+    segments_read: usize,
 }
 
 impl std::fmt::Debug for EmbeddingStore {
@@ -116,11 +119,15 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
 
 fn map(path: &Path) -> Result<Mmap> {
     let file = File::open(path).map_err(|e| damaged(path, e.to_string()))?;
+    map_file(path, &file)
+}
+
+fn map_file(path: &Path, file: &File) -> Result<Mmap> {
     // SAFETY: every file of a store is written whole before it is
     // published (by an atomic rename of its directory) and never written
     // in place afterwards: a later embed writes new files and links the
     // old segments, whose bytes stay as they are.
-    unsafe { Mmap::map(&file) }.map_err(|e| damaged(path, e.to_string()))
+    unsafe { Mmap::map(file) }.map_err(|e| damaged(path, e.to_string()))
 }
 
 /// The position of the first element of `xs` that is `bad`, checked in
@@ -215,6 +222,33 @@ pub(crate) enum Verify {
     /// non-finite rows and the checksum proves the bytes unchanged since;
     /// the finite pass doubled the nightly's cost at 1,024 dimensions.
     Checksums,
+    /// As `Checksums`, but a segment the store's verified record
+    /// ([`VerifiedRecord`]) vouches for, its stat unchanged since, is not
+    /// read: a nightly embed, whose cost then follows the night's change
+    /// and not the store's size. Its header is still checked (one page).
+    Changed,
+}
+
+/// The verified record of store `name` under `derived/`, if there is one
+/// that reads as one: anything else (unreadable, mangled, of another
+/// store) is no record, never an error, so that a bad record costs a full
+/// verification and nothing more.
+pub(super) fn read_record(derived: &Path, name: &str) -> Option<VerifiedRecord> {
+    let path = derived.join(STORES_DIR).join(verified_name(name));
+    // Not blocking (a FIFO there would hang the embed), a plain file, and
+    // a few hundred bytes per segment: a huge file is not a record.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&path)
+        .ok()?;
+    let stat = file.metadata().ok()?;
+    if !stat.is_file() || stat.len() > 1 << 20 {
+        return None;
+    }
+    let record: VerifiedRecord = serde_json::from_reader(std::io::BufReader::new(file)).ok()?;
+    (record.format == VERIFIED_FORMAT && record.name == name).then_some(record)
 }
 
 /// Reads and checks a store's `meta.json` (version 2 upgraded to 3).
@@ -379,6 +413,10 @@ impl EmbeddingStore {
     ) -> Result<EmbeddingStore> {
         let dir = dir.to_owned();
         let meta = read_meta(&dir, derived, name)?;
+        let record = match verify {
+            Verify::Changed => read_record(derived, name),
+            _ => None,
+        };
         let meta_path = dir.join(META_FILE);
         if let Some((content_id, _)) = for_content
             && meta.cache_content_id != content_id
@@ -417,10 +455,21 @@ impl EmbeddingStore {
         let (keys, keys_at) = small(KEYS_FILE, Dtype::U64, &[meta.rows, 2])?;
         let mut segments = Vec::with_capacity(meta.segments.len());
         let starts = meta.segment_starts();
+        let mut segments_read = 0;
         for (s, &first) in meta.segments.iter().zip(&starts) {
             let path = dir.join(&s.file);
-            let m = map(&path)?;
-            check_sum(&path, &m, s.bytes, &s.xxh3)?;
+            let file = File::open(&path).map_err(|e| damaged(&path, e.to_string()))?;
+            // The stat of the file mapped, not of whatever the path names
+            // a moment later.
+            let vouched = record.as_ref().is_some_and(|r| {
+                file.metadata()
+                    .is_ok_and(|stat| r.segments.iter().any(|v| v.vouches_for(s, &stat, r.at_ns)))
+            });
+            let m = map_file(&path, &file)?;
+            if !vouched {
+                check_sum(&path, &m, s.bytes, &s.xxh3)?;
+                segments_read += 1;
+            }
             let at = check_npy(&path, &m, dtype, &[s.rows, meta.dim])?;
             if verify == Verify::All && non_finite(dtype, &m[at..]) {
                 return Err(damaged(&path, "non-finite values (damaged store)"));
@@ -442,6 +491,7 @@ impl EmbeddingStore {
             index_at,
             keys,
             keys_at,
+            segments_read,
         };
         let rows = store.meta.rows;
         if let Some(at) = first_where(store.index(), |r| r != NO_ROW && r as usize >= rows) {
@@ -451,6 +501,36 @@ impl EmbeddingStore {
             ));
         }
         Ok(store)
+    }
+
+    /// Verifies store `name` of `cache` in full, whatever cache content it
+    /// was computed for and whatever its verified record says: every
+    /// file's size and checksum, the headers, every index entry, finite
+    /// rows, as every reader's open does (an explicit check, e.g. after a
+    /// disk fault, or before trusting the record of a nightly embed: a
+    /// segment damaged without a change to its stat, by the disk itself,
+    /// is linked unread by a nightly embed and refused by every reader).
+    /// Damage found drops the store's verified record, so that the next
+    /// nightly embed verifies every segment and recomputes the damaged
+    /// rows. Returns the store's metadata.
+    pub fn verify<C: ThreadSource + ?Sized>(cache: &C, name: &str) -> Result<StoreMeta> {
+        let derived = cache.derived_dir();
+        match Self::open_checked(&derived, None, name, Verify::All) {
+            Ok(store) => Ok(store.meta),
+            Err(e) => {
+                if matches!(e, EmbeddingError::Damaged { .. }) && check_name(name).is_ok() {
+                    let record = derived.join(STORES_DIR).join(verified_name(name));
+                    let _ = std::fs::remove_file(record);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Segments whose bytes the open read and checked: all of them, but
+    /// for a nightly embed's open of the store it reuses.
+    pub(crate) fn segments_read(&self) -> usize {
+        self.segments_read
     }
 
     /// The store's directory.

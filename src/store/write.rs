@@ -10,8 +10,17 @@
 //! [`COMPACT_DEAD_SHARE`] of all rows, or the segments
 //! [`MAX_SEGMENTS`]) writes the store as one segment instead, byte for byte
 //! what a from-scratch embed writes.
+//!
+//! The segments it links are verified first (a damaged one linked unread
+//! published a store every reader refused), but only those changed since
+//! they were last verified: after publishing, the writer records each
+//! segment's checksum and stat beside the store ([`VerifiedRecord`](super::format::VerifiedRecord)), and
+//! the next nightly reads again only the segments whose stat moved. An
+//! explicit verification ([`StoreWriter::verify`],
+//! [`EmbeddingStore::verify`]) reads them all.
 
 mod files;
+mod record;
 mod staging;
 
 use std::fs::{self, File};
@@ -20,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use super::format::{
     Dtype, INDEX_FILE, KEYS_FILE, META_FILE, PROGRESS_FILE, STORE_FORMAT, STORE_VERSION,
-    STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name,
+    STORES_DIR, StoreMeta, StoreSegment, lock_name, segment_file, staging_name, verified_name,
 };
 use super::read::{EmbeddingStore, Verify, check_name, non_finite, parked_derived, read_meta};
 use crate::error::EmbeddingError;
@@ -86,6 +95,7 @@ pub struct StoreWriter {
     compact: bool,
     reuse: bool,
     resume: bool,
+    verify: bool,
     run: Option<Run>,
     /// The cache's directory and its manifest's (device, inode) at
     /// `begin`: a build that publishes meanwhile swaps both.
@@ -106,6 +116,7 @@ impl StoreWriter {
             compact: false,
             reuse: true,
             resume: true,
+            verify: false,
             run: None,
             cache: None,
         }
@@ -148,6 +159,16 @@ impl StoreWriter {
     /// true; false starts over).
     pub fn resume(mut self, resume: bool) -> Self {
         self.resume = resume;
+        self
+    }
+
+    /// Whether to verify every segment of the previous store in full before
+    /// reusing it (default false: only those whose stat changed since the
+    /// writer that published them recorded them, see [`VerifiedRecord`](super::format::VerifiedRecord)).
+    /// A segment damaged without a change to its stat (by the disk itself)
+    /// is caught by every reader, and by this.
+    pub fn verify(mut self, verify: bool) -> Self {
+        self.verify = verify;
         self
     }
 
@@ -258,7 +279,10 @@ impl StoreWriter {
             (Some(p), false) => p.store.meta().segments.len(),
             _ => 0,
         };
+        let segments_read = prev.as_ref().map_or(0, |p| p.store.segments_read());
         let mut run = Run {
+            record: root.join(verified_name(&self.name)),
+            segments_read,
             partial: home_dir.join(staging_name(&home_name)),
             root: home_dir,
             target: home,
@@ -295,7 +319,12 @@ impl StoreWriter {
     /// (model, field, dtype). A damaged store is named (`not_reused`) and
     /// its rows computed again.
     fn previous(&self, derived: &std::path::Path, not_reused: &mut Option<String>) -> Option<Prev> {
-        match EmbeddingStore::open_checked(derived, None, &self.name, Verify::Checksums) {
+        let verify = if self.verify {
+            Verify::Checksums
+        } else {
+            Verify::Changed
+        };
+        match EmbeddingStore::open_checked(derived, None, &self.name, verify) {
             Ok(store) => {
                 let m = store.meta();
                 let fits = m.model_id == self.model_id
@@ -325,6 +354,13 @@ impl StoreWriter {
         self.run
             .as_ref()
             .map_or(0, |r| r.todo.len().div_ceil(self.batch_size))
+    }
+
+    /// Segments of the previous store read and checked before reusing it:
+    /// those changed since last verified, or all of them with
+    /// [`verify`](Self::verify) (0 without a previous store).
+    pub fn segments_read(&self) -> usize {
+        self.run.as_ref().map_or(0, |r| r.segments_read)
     }
 
     /// Batches already written (by an interrupted embed, or by this one).
@@ -601,6 +637,12 @@ impl StoreWriter {
             Err(e) => return Err(io_err(&run.target, e)),
         }
         sync_path(&run.root)?;
+        // The record last, still under the lock: after the old store's
+        // links are gone (removing them changed the shared segments'
+        // ctime). A kill before it leaves no record of the new store, and
+        // the next nightly verifies it in full.
+        record::fault_before_record();
+        record::write(&run.record, &run.target, &meta);
         Ok(meta)
     }
 }

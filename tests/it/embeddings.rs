@@ -239,11 +239,16 @@ fn a_nightly_embed_links_the_old_segments_and_writes_only_the_new_rows() {
     let (calls, _, meta) = embed(&cache, "r", 4, true, None);
     assert_eq!((calls, meta.unwrap().segments.len()), (0, 1));
     assert_eq!(store_bytes(&dir), scratch_bytes(tmp.path(), &cache, 4));
-    let names: Vec<String> = std::fs::read_dir(cache.derived_dir().join("embeddings"))
+    let mut names: Vec<String> = std::fs::read_dir(cache.derived_dir().join("embeddings"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(names.len(), 2, "the store and its lock only: {names:?}");
+    names.sort();
+    assert_eq!(
+        names,
+        [".r.lock", ".r.verified", "r"],
+        "the store, its lock and its verified record only"
+    );
 }
 
 #[test]

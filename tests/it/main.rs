@@ -29,6 +29,7 @@ mod permissions;
 mod plan_pins;
 mod publish_faults;
 mod store_nightly;
+mod store_verified;
 mod token_ids;
 mod tokens;
 mod tokens_parity;

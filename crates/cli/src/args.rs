@@ -428,6 +428,11 @@ pub(crate) struct EmbedArgs {
     /// from-scratch embed
     #[arg(long)]
     pub(crate) compact: bool,
+    /// Read and check every segment of the previous store before reusing
+    /// it (otherwise only those whose size, mtime, ctime or inode changed
+    /// since they were last verified)
+    #[arg(long)]
+    pub(crate) verify: bool,
     /// Do not show a progress bar on a terminal
     #[arg(short, long)]
     pub(crate) quiet: bool,

@@ -60,6 +60,10 @@ pub(super) struct Prev {
 
 #[derive(Debug)]
 pub(super) struct Run {
+    /// The store's verified record (beside its lock).
+    pub(super) record: PathBuf,
+    /// Segments of the previous store read before reusing it.
+    pub(super) segments_read: usize,
     pub(super) root: PathBuf,
     pub(super) partial: PathBuf,
     pub(super) target: PathBuf,
