@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Literal, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +61,38 @@ def _veracity(cache: Cache, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.
     a non-rumour (whatever its annotation says) or no annotation, as
     ``Cache.veracity`` gives them."""
     return np.asarray(cache.veracity, dtype=np.int8)[positions]
+
+
+class Positions(np.ndarray):
+    """Thread positions (or their labels) that remember the cache
+    generation they mean: ``content_id``. A :class:`Fold`'s parts and
+    labels are these, so a dataset given them with the cache of another
+    generation (after a nightly rebuild the same positions name other
+    threads) refuses them instead of training on other threads' labels.
+    Slices and arithmetic keep the tag; ``np.asarray`` drops it."""
+
+    content_id: str | None
+
+    def __new__(cls, array: Any, content_id: str | None) -> Positions:
+        out = np.asarray(array).view(cls)
+        out.content_id = content_id
+        return out
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.content_id = getattr(obj, "content_id", None)
+
+    def __reduce__(self) -> Any:
+        # Pickled (a DataLoader worker, a checkpoint): the tag travels too.
+        return (Positions, (np.asarray(self), self.content_id))
+
+
+_T = TypeVar("_T", bound=np.generic)
+
+
+def _tagged(array: npt.NDArray[_T], cache: Cache | None) -> npt.NDArray[_T]:
+    if cache is None:
+        return array
+    return cast("npt.NDArray[_T]", Positions(array, cache.content_id))
 
 
 @dataclass(frozen=True, repr=False)
@@ -152,6 +184,11 @@ class Fold:
     #: Source ids asked for (by :meth:`on`) that the cache no longer holds.
     missing: npt.NDArray[np.int64] = field(default_factory=_empty)
 
+    def __post_init__(self) -> None:
+        # The parts name threads of ``cache``'s generation: tagged with it.
+        for part in ("train", "test", "unlabelled", "dev"):
+            object.__setattr__(self, part, _tagged(getattr(self, part), self.cache))
+
     def _cache(self) -> Cache:
         if self.cache is None:
             raise ValueError("this Fold has no cache to read the threads from")
@@ -169,27 +206,27 @@ class Fold:
 
     @property
     def train_labels(self) -> npt.NDArray[np.int8]:
-        return self._cache().labels[self.train]
+        return _tagged(self._cache().labels[np.asarray(self.train)], self.cache)
 
     @property
     def dev_labels(self) -> npt.NDArray[np.int8]:
-        return self._cache().labels[self.dev]
+        return _tagged(self._cache().labels[np.asarray(self.dev)], self.cache)
 
     @property
     def test_labels(self) -> npt.NDArray[np.int8]:
-        return self._cache().labels[self.test]
+        return _tagged(self._cache().labels[np.asarray(self.test)], self.cache)
 
     @property
     def train_veracity(self) -> npt.NDArray[np.int8]:
-        return _veracity(self._cache(), self.train)
+        return _tagged(_veracity(self._cache(), np.asarray(self.train)), self.cache)
 
     @property
     def dev_veracity(self) -> npt.NDArray[np.int8]:
-        return _veracity(self._cache(), self.dev)
+        return _tagged(_veracity(self._cache(), np.asarray(self.dev)), self.cache)
 
     @property
     def test_veracity(self) -> npt.NDArray[np.int8]:
-        return _veracity(self._cache(), self.test)
+        return _tagged(_veracity(self._cache(), np.asarray(self.test)), self.cache)
 
     def with_dev(self, fraction: float = 0.1, seed: int = 0) -> Fold:
         """This fold with ``dev``: ``fraction`` of train's threads of each

@@ -119,7 +119,24 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
             if labels is None and positions.own_labels:
                 labels = positions.labels
             positions = positions.positions
+        # A Fold's parts and labels name their generation (folds.Positions):
+        # with a path they name it as a Selection does; with the cache of
+        # another generation (rebuilt since) they mean other threads.
+        tags = {
+            what: tag
+            for what, given in (("positions", positions), ("labels", labels))
+            if (tag := getattr(given, "content_id", None)) is not None
+        }
+        if content_id is None and tags and not isinstance(cache, Cache):
+            content_id = next(iter(tags.values()))
         opened = _bound_cache(cache, type(self).__name__, content_id=content_id, positions=True)
+        for what, tag in tags.items():
+            if tag != opened.content_id:
+                raise CacheError(
+                    f"{opened.path}: these {what} are of cache generation {tag} (a Fold's, taken "
+                    f"before a rebuild), the cache is now {opened.content_id}: they would name "
+                    "other threads; fold.on(cache) gives the same threads on this generation"
+                )
         self.path = opened.path
         self.content_id = opened.content_id
         self.positions = _positions(positions, len(opened))

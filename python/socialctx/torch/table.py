@@ -41,7 +41,12 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
     with this message; on a GPU as the device's assertion).
     ``dtype`` converts the rows once (default: the store's own dtype).
     ``content_id``: the generation the table must be made on (refused,
-    naming both, when the cache at the path is another).
+    naming both, when the cache at the path is another). ``model_id``: the
+    model the store must have been made by (an :class:`EmbeddingError`
+    naming both otherwise), as ``Loader(embeddings={name: model_id})``
+    requires it: a raw index tensor carries no store version, so a table
+    made after a re-embed with another model would gather that model's
+    rows for it.
     """
 
     def __init__(
@@ -52,10 +57,11 @@ class EmbeddingTable(torch.nn.Module):  # type: ignore[misc]
         device: str | torch.device = "cpu",
         dtype: torch.dtype | None = None,
         content_id: str | None = None,
+        model_id: str | None = None,
     ) -> None:
         super().__init__()
         cache = _bound_cache(cache, "EmbeddingTable", content_id=content_id)
-        store = open_store(cache, name)
+        store = open_store(cache, name, model_id=model_id)
         # Global rows: the segments in order, each copied from its memory
         # map once into its slice of the table.
         rows, dim = int(store.meta["rows"]), int(store.meta["dim"])
