@@ -53,6 +53,9 @@ WRITERS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "describe --html": (describe_html, "out.html"),
     "Fold.write_csv": (fold_csv, "all_rnr_train_set_combined.csv"),
 }
+#: What each writer needs beyond the test extra (the describe extra's
+#: packages): without them it skips, naming the module, as test_arrow does.
+NEEDS = {"export": ["pyarrow"], "describe --html": ["pandas", "pyarrow", "matplotlib"]}
 
 
 def temps(d: Path, name: str) -> list[str]:
@@ -70,6 +73,8 @@ def dead_pid() -> int:
 def test_every_writer_keeps_what_the_operator_set(
     built: dict[str, Path], tmp_path: Path, writer: str, case: str
 ) -> None:
+    for module in NEEDS.get(writer, []):
+        pytest.importorskip(module)
     write, name = WRITERS[writer]
     cache = built["pheme-veracity"]
     d = tmp_path / "out"
@@ -117,6 +122,7 @@ def test_a_killed_export_leaves_a_temp_the_next_export_removes(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
     # A real kill, mid-write: the export is stopped while pyarrow writes.
+    pytest.importorskip("pyarrow")
     out = tmp_path / "out.parquet"
     out.write_text("last night")
     code = (
