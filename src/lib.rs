@@ -66,7 +66,7 @@ pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, Pad, shuffle};
 pub use train::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
-pub use train::stats::{FeatureStats, Normalizer};
+pub use train::stats::{FeatureStats, Normalizer, StatsSource};
 pub use train::token_ids::{BagOfWords, TokenIdsMut};
 pub use train::vocab::Vocabulary;
 

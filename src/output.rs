@@ -40,7 +40,9 @@ pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
             _ => return Ok(p),
         }
     }
-    Err(io::Error::other("too many levels of symbolic links"))
+    // ELOOP, as the system says it: callers (the binding's OSError) see
+    // its errno.
+    Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
 /// The descriptor `path` names when it is one of this process's own

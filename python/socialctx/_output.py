@@ -19,7 +19,16 @@ from ._socialctx import _Replacement
 def cannot_write(path: Path, e: OSError) -> OSError:
     """``e`` naming ``path``, the file the user asked for, not the
     temporary file beside it."""
-    return type(e)(e.errno, f"cannot write {path}: {e.strerror or e}")
+    reason = e.strerror or (str(e.args[0]) if len(e.args) == 1 else str(e)) or type(e).__name__
+    message = f"cannot write {path}: {reason}"
+    if e.errno is None:
+        # No errno (an error the writing callback raised): the message
+        # alone, never "[Errno None] ...".
+        return OSError(message)
+    try:
+        return type(e)(e.errno, message)
+    except TypeError:  # a subclass with a constructor of its own
+        return OSError(e.errno, message)
 
 
 def write_output(path: Path, write: Callable[[BinaryIO], object]) -> Path:

@@ -239,6 +239,15 @@ class Description:
         d = self.cache.manifest.get("definition")
         return str(d) if d else None
 
+    def provenance(self) -> str:
+        """What made the table, as every output says it: the definition
+        digest of the code that computed the values and the cache
+        generation (content id) they are of."""
+        return (
+            f"values computed by definition {self.definition or 'none recorded'}, "
+            f"cache generation {self.cache.content_id}"
+        )
+
     def rows(self) -> list[tuple[str, dict[str, Any]]]:
         """(event, row) per event, then ("Total", row)."""
         out = [(str(e), self._row(r)) for e, r in self.events.iterrows()]
@@ -321,7 +330,7 @@ class Description:
         lines = [line(head), rule, *(line(r) for r in body[:-1]), rule, line(body[-1])]
         defs = {k: (h, d) for k, h, d in COLUMNS}
         notes = [f"  {defs[k][0]}: {defs[k][1]}" for k in keys]
-        notes.append(f"  values computed by definition {self.definition or 'none recorded'}")
+        notes.append(f"  {self.provenance()}")
         return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
     def markdown(self, columns: Sequence[str] | None = None) -> str:
@@ -340,6 +349,8 @@ class Description:
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|")
         lines += [row(r) for r in body[:-1]]
         lines.append(row(body[-1], bold=True))
+        # What made it, under the table (a pasted table keeps it).
+        lines += ["", f"*socialctx: {self.provenance()}.*"]
         return "\n".join(lines) + "\n"
 
     def latex(self, columns: Sequence[str] | None = None) -> str:
@@ -353,6 +364,8 @@ class Description:
             return " & ".join(_latex_escape(c).replace("–", "--") for c in cells) + r" \\"
 
         lines = [
+            # What made it, as a comment: the paper's table stays as it was.
+            f"% socialctx: {self.provenance()}",
             r"% \usepackage{booktabs}",
             rf"\begin{{tabular}}{{{cols}}}",
             r"\toprule",
@@ -368,7 +381,8 @@ class Description:
 
     def json(self, columns: Sequence[str] | None = None) -> str:
         """The table as JSON: ``{"columns": {key: definition}, "events":
-        {event: row}, "total": row, "folds": ..., "definition": digest}``; times
+        {event: row}, "total": row, "folds": ..., "definition": digest,
+        "content_id": generation}``; times
         in seconds, null where a value does not exist; ``columns`` as in
         :meth:`columns` (default: every one)."""
         keys = self.columns(columns)
@@ -379,6 +393,7 @@ class Description:
             "total": rows[-1][1],
             "folds": self._folds_doc(),
             "definition": self.definition,
+            "content_id": self.cache.content_id,
         }
         return _json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 

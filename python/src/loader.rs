@@ -30,7 +30,11 @@ use crate::fill::{LoaderCore, PlanOptions};
 /// - `window_s`: keep only reactions within this many seconds after the
 ///   source (inclusive); None keeps all.
 /// - `stats`: a `FeatureStats` to standardise features with
-///   (`(x - mean) / (std + 1e-6)`); None leaves them raw.
+///   (`(x - mean) / (std + 1e-6)`); None leaves them raw. Statistics of
+///   values of another definition (another socialctx version computed
+///   them) are refused, naming both digests; another generation of the
+///   same definition (the corpus rebuilt since) is fine; a file saved
+///   before statistics recorded it is taken with a warning.
 /// - `empty`: what a thread with no selected reaction gives: `"row"` (one
 ///   all-zero row with mask 1, as the reference) or `"masked"` (no row).
 /// - `embeddings`: names of embedding stores (made by `socialctx.embed`)
@@ -77,6 +81,8 @@ impl PyLoader {
             .into());
         };
         let reader = Arc::clone(&cache.get().reader);
+        // Statistics of values of another definition are refused (D3).
+        crate::stats::check_stats_option(py, &*reader, options)?;
         let core = LoaderCore::new(py, reader, options)?;
         Ok(PyLoader {
             core: Arc::new(core),

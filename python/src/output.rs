@@ -20,8 +20,22 @@ fn os_error(e: &std::io::Error) -> PyErr {
         .rsplit_once(" (os error ")
         .map_or(text.as_str(), |(t, _)| t)
         .to_string();
+    // The crate's own errors carry a kind, not an errno: the errno of that
+    // kind, so that Python shows a message ("[Errno None] ..." otherwise)
+    // and picks the subclass.
     let errno = e.raw_os_error().or_else(|| {
-        (e.kind() == std::io::ErrorKind::IsADirectory).then_some(21) // EISDIR
+        use std::io::ErrorKind as K;
+        Some(match e.kind() {
+            K::IsADirectory => libc::EISDIR,
+            K::NotADirectory => libc::ENOTDIR,
+            K::NotFound => libc::ENOENT,
+            K::PermissionDenied => libc::EACCES,
+            K::AlreadyExists => libc::EEXIST,
+            K::InvalidInput | K::InvalidFilename => libc::EINVAL,
+            K::StorageFull => libc::ENOSPC,
+            K::ReadOnlyFilesystem => libc::EROFS,
+            _ => return None,
+        })
     });
     match errno {
         Some(n) => PyOSError::new_err((n, text)),

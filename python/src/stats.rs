@@ -4,14 +4,14 @@
 use std::path::PathBuf;
 
 use numpy::PyArray1;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyDict, PyTuple};
 
 use socialctx as sc;
 
 use crate::cache::PyCache;
-use crate::convert::{kinds_of, some_positions_of, window_of};
+use crate::convert::{Reader, kinds_of, some_positions_of, window_of};
 use crate::error::Result;
 
 /// Per-feature statistics (count, mean, population std, min, max) for normalisation.
@@ -88,6 +88,39 @@ impl PyFeatureStats {
     fn threads(&self) -> u64 {
         self.inner.threads
     }
+    /// The definition digest of the values they were computed over (the
+    /// cache manifest's; "" for a cache built before it was recorded), or
+    /// None for statistics saved before it was recorded. A Loader refuses
+    /// statistics of another definition.
+    #[getter]
+    fn definition(&self) -> Option<String> {
+        self.inner
+            .computed_over
+            .as_ref()
+            .map(|o| o.definition.clone())
+    }
+    /// The content id of the cache generation they were computed over (None
+    /// when not recorded). Another generation of the same definition (the
+    /// corpus rebuilt since) is accepted: statistics that lag are normal.
+    #[getter]
+    fn content_id(&self) -> Option<String> {
+        self.inner
+            .computed_over
+            .as_ref()
+            .map(|o| o.content_id.clone())
+    }
+    /// The reactions counted, `"replies"`, `"retweets"` or `"both"` (None
+    /// when not recorded).
+    #[getter]
+    fn kinds(&self) -> Option<String> {
+        self.inner.computed_over.as_ref().map(|o| o.kinds.clone())
+    }
+    /// The time window in seconds they were computed with (None: every
+    /// reaction, or not recorded).
+    #[getter]
+    fn window_s(&self) -> Option<f64> {
+        self.inner.computed_over.as_ref().and_then(|o| o.window_s)
+    }
     /// The feature names, in column order.
     #[getter]
     fn feature_names(&self) -> Vec<String> {
@@ -124,9 +157,41 @@ impl PyFeatureStats {
     }
 
     fn __repr__(&self) -> String {
+        let over = self
+            .inner
+            .computed_over
+            .as_ref()
+            .map_or(String::new(), |o| {
+                format!(
+                    ", definition={:?}, content_id={:?}",
+                    o.definition, o.content_id
+                )
+            });
         format!(
-            "socialctx.FeatureStats(threads={}, count={})",
+            "socialctx.FeatureStats(threads={}, count={}{over})",
             self.inner.threads, self.inner.count
         )
     }
+}
+
+/// `Loader(cache, stats=...)`: refuses statistics of values of another
+/// definition, warns when that cannot be checked (see
+/// `FeatureStats::check_for`). Anything else given as `stats` is left to
+/// the Loader's own keyword check.
+pub(crate) fn check_stats_option(
+    py: Python<'_>,
+    reader: &Reader,
+    options: Option<&Bound<'_, PyDict>>,
+) -> Result<()> {
+    let Some(given) = options.map(|o| o.get_item("stats")).transpose()?.flatten() else {
+        return Ok(());
+    };
+    let Ok(stats) = given.cast::<PyFeatureStats>() else {
+        return Ok(());
+    };
+    if let Some(warning) = stats.get().inner.check_for(reader)? {
+        let message = std::ffi::CString::new(warning).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    }
+    Ok(())
 }

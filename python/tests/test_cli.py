@@ -119,9 +119,14 @@ def test_stats_prints_the_stats_table_and_saves_it(pair, tmp_path):
         [binary("stats"), ours, "--retweets"], capture_output=True, text=True, check=True
     )
     assert r.stdout == expected.stdout and r.stdout.startswith("38 threads, 420 reactions\n")
-    assert r.stderr == f"saved {tmp_path / 'stats.json'}\n"
     saved = socialctx.FeatureStats.load(tmp_path / "stats.json")
     computed = socialctx.FeatureStats.compute(socialctx.open(ours), kinds="both")
+    # What the file was computed over is said as it is recorded.
+    assert r.stderr == (
+        f"saved {tmp_path / 'stats.json'} (values of definition {saved.definition}, "
+        f"cache generation {computed.content_id})\n"
+    )
+    assert saved.kinds == "both" and saved.content_id == computed.content_id
     assert np.array_equal(saved.mean, computed.mean)
     # With split CSVs (ids that are not in the sample cache: a note each).
     splits = sorted((REPO / "tests/fixtures/splits").glob("*/all_rnr_test_set_combined.csv"))[:2]

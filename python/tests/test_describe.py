@@ -215,6 +215,9 @@ def test_every_output_form(built: dict[str, Path], tmp_path: Path) -> None:
     r = cli("describe", cache, "--markdown")
     assert r.returncode == 0, r.stderr
     md = r.stdout.splitlines()
+    # The table, then a blank line and what made it.
+    assert md[-2] == "" and md[-1].startswith("*socialctx: values computed by definition ")
+    md = md[:-2]
     assert len(md) == 2 + len(events) + 1
     assert all(ln.startswith("| ") and ln.endswith(" |") for ln in md if not ln.startswith("|:"))
     assert md[-1].startswith("| **Total** | **" + f"{expected['Total']['threads']:,}")
@@ -328,6 +331,23 @@ def test_html_page_is_whole_and_self_contained(built: dict[str, Path], tmp_path:
     r = cli("describe", str(built["golden"]), "--html", str(tmp_path / "no" / "x.html"))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert list(tmp_path.iterdir()) == [page]
+
+
+def test_every_output_form_names_what_made_it(built: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 42, red team D8: the Markdown, LaTeX and HTML outputs lacked
+    the definition digest (text and JSON had it)."""
+    pytest.importorskip("matplotlib")
+    cache = socialctx.open(built["golden"])
+    d = socialctx.describe(cache)
+    made = f"definition {socialctx.DEFINITION}, cache generation {cache.content_id}"
+    assert made in d.text()
+    assert made in d.markdown()
+    assert made in d.latex() and d.latex().startswith("% socialctx: ")
+    doc = json.loads(d.json())
+    assert (doc["definition"], doc["content_id"]) == (socialctx.DEFINITION, cache.content_id)
+    page = d.html()
+    assert f"definition <code>{socialctx.DEFINITION}</code>" in page
+    assert f"content id <code>{cache.content_id}</code>" in page
 
 
 def test_html_page_renders_in_headless_chromium(built: dict[str, Path], tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ shows each store's model, and a Loader or dataset can require one."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -79,6 +80,29 @@ def test_the_same_model_id_resumes_and_another_starts_over(golden):
         other = socialctx.embed(golden, scaled(2), name="n", batch_size=16, model_id="b")
     assert other.resumed == 0 and other.reused == 0 and '"a"' in (other.restarted or "")
     _rows_are(golden, "n", scaled(2))
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"batch_size": 8}, "the batch size changed (16 → 8)"),
+        ({"dtype": "float16"}, "the dtype changed (float32 → float16)"),
+        ({"field": "description"}, "the field changed (reply → description)"),
+    ],
+)
+def test_an_interrupted_embed_of_other_options_says_why_it_starts_over(golden, change, why):
+    """Red team D7: an interrupted embed thrown away because of another
+    batch size, field or dtype said nothing (the model id's case did)."""
+    with pytest.raises(Interrupt):
+        socialctx.embed(
+            golden, stopped_at_third_call(scaled(1)), name="m", batch_size=16, model_id="a"
+        )
+    opts = {"name": "m", "batch_size": 16, "model_id": "a", **change}
+    with pytest.warns(UserWarning, match=re.escape(why)) as warned:
+        result = socialctx.embed(golden, scaled(1), **opts)
+    assert warned[0].filename == __file__
+    assert result.resumed == 0 and why in (result.restarted or ""), result.restarted
+    assert ".m.partial" in (result.restarted or "")
 
 
 class Named:

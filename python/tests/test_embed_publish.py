@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import socialctx
+from conftest import REPO
 from embed_helpers import (
     Model,
     _a_changed_night,
@@ -220,3 +221,57 @@ def test_opening_a_store_while_embeds_publish_reads_one_store_or_says_so(tmp_pat
     finally:
         swapper.kill()
         swapper.wait()
+
+
+def test_an_embed_overlapping_a_builds_publish_fails_and_publishes_nothing(tmp_path):
+    """Red team D5: a build that published the cache while an embed ran
+    (it carries derived/, the embed's staging inside, into the new cache)
+    let the embed publish a store of the old content and exit 0: stale on
+    arrival (every reader refused it). The embed must fail, naming what
+    happened and the fix, and publish nothing; run again, it succeeds."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    cache = socialctx.open(out)
+    rebuilt: list[str] = []
+
+    def fn(batch):
+        if not rebuilt:  # the nightly build publishes meanwhile
+            thread = next(p for p in sorted(corpus.rglob("*")) if p.is_dir() and p.name.isdigit())
+            shutil.rmtree(thread)
+            socialctx.build(corpus, out, progress=False)
+            rebuilt.append(socialctx.open(out).content_id)
+        return np.stack([toy(t) for t in batch])
+
+    with pytest.raises(socialctx.EmbeddingError) as e:
+        socialctx.embed(cache, fn, field="reply", name="r", batch_size=1 << 20, model_id="toy-1")
+    msg = str(e.value)
+    assert "a build published this cache while the embed ran" in msg, msg
+    assert cache.content_id in msg and rebuilt[0] in msg and "run the embed again" in msg, msg
+    new = socialctx.open(out)
+    assert not (Path(new.derived_dir) / "embeddings" / "r").exists()
+    with pytest.warns(UserWarning, match=r"the cache's content \(rebuilt since\) changed"):
+        again = socialctx.embed(
+            new, Model(), field="reply", name="r", batch_size=1 << 20, model_id="toy-1"
+        )
+    assert again.unique > 0
+    assert socialctx.open_store(new, "r").meta["cache_content_id"] == new.content_id
+
+
+def test_an_embed_of_a_cache_opened_before_a_rebuild_is_refused_at_once(tmp_path):
+    """Red team D5 (the same, earlier): a Cache object opened before a
+    rebuild holds the old content's texts; embedding it computed every row
+    for a store stale on arrival. Refused before any model call."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    out = tmp_path / "cache"
+    socialctx.build(corpus, out, progress=False)
+    stale = socialctx.open(out)
+    shutil.rmtree(next(p for p in sorted(corpus.rglob("*")) if p.is_dir() and p.name.isdigit()))
+    socialctx.build(corpus, out, progress=False)
+    model = Model()
+    with pytest.raises(socialctx.EmbeddingError, match="rebuilt since it was opened") as e:
+        socialctx.embed(stale, model, field="reply", name="r", model_id="toy-1")
+    assert model.calls == 0 and stale.content_id in str(e.value)
+    assert "open the cache again" in str(e.value)

@@ -215,3 +215,33 @@ def test_info_validates_the_shards_and_says_so(built: dict[str, Path], tmp_path:
     assert r.returncode == 0, r.stderr
     assert "checked    damaged: " in r.stdout and shard.name in r.stdout, r.stdout
     assert ", current" not in r.stdout, r.stdout
+
+
+def test_writer_errors_read_as_messages_naming_the_file(tmp_path: Path) -> None:
+    """Red team D9: a writer's error without an errno read
+    ``[Errno None] cannot write ...``: a symlink loop, a path that names
+    no file, an error the writing callback raised."""
+    from socialctx._output import write_output
+
+    loop_a, loop_b = tmp_path / "a", tmp_path / "b"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    with pytest.raises(OSError) as e:
+        write_output(loop_a, lambda f: f.write(b"x"))
+    assert e.value.errno == 40 and "Errno None" not in str(e.value)
+    assert str(e.value).endswith(f"cannot write {loop_a}: Too many levels of symbolic links")
+    dots = tmp_path / "x" / ".."
+    with pytest.raises(OSError) as e:
+        write_output(dots, lambda f: f.write(b"x"))
+    assert e.value.errno == 22 and str(e.value).endswith(f"cannot write {dots}: not a file name")
+
+    def broken(f: object) -> None:
+        raise OSError("the device went away")
+
+    with pytest.raises(OSError) as e:
+        write_output(tmp_path / "ok.html", broken)
+    assert str(e.value) == f"cannot write {tmp_path / 'ok.html'}: the device went away"
+    assert not (tmp_path / "ok.html").exists()
+    # The command says the same, on one line.
+    r = run_cli("describe", str(tmp_path / "none"), "--html", str(loop_a))
+    assert r.returncode != 0 and "Errno None" not in r.stderr

@@ -197,6 +197,21 @@ impl StoreWriter {
                     .into(),
             });
         }
+        // A cache object opened before a rebuild: its texts are the old
+        // content's, and the store would be stale on arrival.
+        let opened = cache.content_id();
+        if let Some(now) = current_content_id(cache.dir())
+            && now != opened
+        {
+            return Err(EmbeddingError::Damaged {
+                path: cache.dir().to_owned(),
+                reason: format!(
+                    "the cache was rebuilt since it was opened (content {opened} then, {now} \
+                     now): its store would be of the old content, which every reader refuses; \
+                     open the cache again (socialctx.open) and embed that"
+                ),
+            });
+        }
         self.cache = Some((cache.dir().to_owned(), manifest_id(cache.dir())));
         let root = derived.join(STORES_DIR);
         io(&root, fs::create_dir_all(&root))?;
@@ -516,10 +531,15 @@ impl StoreWriter {
     /// place of the previous one. Returns the new store's metadata.
     pub fn finish(mut self) -> Result<StoreMeta> {
         let cache = self.cache.take();
-        self.publish().map_err(|e| explain(cache.as_ref(), e))
+        self.publish(cache.as_ref().map(|(dir, _)| dir.as_path()))
+            .map_err(|e| explain(cache.as_ref(), e))
     }
 
-    fn publish(&mut self) -> Result<StoreMeta> {
+    /// Publishes the staged store; `cache` is the cache's directory, read
+    /// again around the swap: a build that published the cache while the
+    /// embed ran makes the store stale on arrival (readers refuse it), so
+    /// that is an error naming the fix, never a success.
+    fn publish(&mut self, cache: Option<&Path>) -> Result<StoreMeta> {
         let batches = self.batches();
         let (name, batch_size) = (self.name.clone(), self.batch_size);
         let run = self
@@ -602,6 +622,32 @@ impl StoreWriter {
                     .unwrap_or_else(|_| Err(rows_err("a sync thread panicked")))
             })
         })?;
+        // Before the progress goes: the next embed then says why it
+        // starts over.
+        let rebuilt = |published: bool| -> Result<()> {
+            let Some(dir) = cache else { return Ok(()) };
+            let now = current_content_id(dir);
+            if now.as_deref() == Some(run.plan.cache_content_id.as_str()) {
+                return Ok(());
+            }
+            Err(EmbeddingError::Damaged {
+                path: dir.to_path_buf(),
+                reason: format!(
+                    "a build published this cache while the embed ran (content {} when the \
+                     embed began, {} now): {}; run the embed again, for the new content",
+                    run.plan.cache_content_id,
+                    now.as_deref().unwrap_or("unreadable"),
+                    if published {
+                        "the store just published is of the old content, which every reader \
+                         refuses"
+                    } else {
+                        "its store would be of the old content, which every reader refuses, so \
+                         it was not published"
+                    }
+                ),
+            })
+        };
+        rebuilt(false)?;
         let progress = run.partial.join(PROGRESS_FILE);
         if progress.exists() {
             io(&progress, fs::remove_file(&progress))?;
@@ -637,6 +683,8 @@ impl StoreWriter {
             Err(e) => return Err(io_err(&run.target, e)),
         }
         sync_path(&run.root)?;
+        // A build that published between the check and the swap.
+        rebuilt(true)?;
         // The record last, still under the lock: after the old store's
         // links are gone (removing them changed the shared segments'
         // ctime). A kill before it leaves no record of the new store, and
@@ -645,6 +693,13 @@ impl StoreWriter {
         record::write(&run.record, &run.target, &meta);
         Ok(meta)
     }
+}
+
+/// The content id of the cache at `dir` now (as `ThreadSource::content_id`:
+/// the xxh3 of its manifest's bytes), None if it cannot be read.
+fn current_content_id(dir: &Path) -> Option<String> {
+    let bytes = fs::read(dir.join(crate::format::files::MANIFEST_FILE)).ok()?;
+    Some(format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)))
 }
 
 /// The (device, inode) of the manifest of the cache at `dir`; (0, 0) if

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::selection::Selection;
+use super::selection::{Kinds, Selection};
 use crate::error::LoadError;
 use crate::read::ThreadSource;
 use crate::schema::{FEATURE_NAMES, NUM_FEATURES};
@@ -34,6 +34,26 @@ pub struct FeatureStats {
     pub min: [f64; NUM_FEATURES],
     /// Maximum of each feature (0 when `count` is 0).
     pub max: [f64; NUM_FEATURES],
+    /// What they were computed over (None in files saved before it was
+    /// recorded): [`check_for`](Self::check_for) refuses them for values
+    /// of another definition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed_over: Option<StatsSource>,
+}
+
+/// What statistics were computed over: the values (the definition digest
+/// of the code that computed them), the cache generation, the selection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatsSource {
+    /// The definition digest recorded in the cache's manifest (empty for a
+    /// cache built before it was recorded).
+    pub definition: String,
+    /// The cache's content id (its generation).
+    pub content_id: String,
+    /// The reactions counted: `"replies"`, `"retweets"` or `"both"`.
+    pub kinds: String,
+    /// The time window in seconds (None: every reaction).
+    pub window_s: Option<f64>,
 }
 
 impl FeatureStats {
@@ -100,6 +120,72 @@ impl FeatureStats {
             std: sq.map(|s| (s / n).sqrt()),
             min,
             max,
+            computed_over: Some(StatsSource {
+                definition: cache.manifest().definition.clone(),
+                content_id: cache.content_id(),
+                kinds: match selection.kinds {
+                    Kinds::Replies => "replies",
+                    Kinds::Retweets => "retweets",
+                    Kinds::Both => "both",
+                }
+                .into(),
+                window_s: selection.window.map(|w| w.as_secs_f64()),
+            }),
+        })
+    }
+
+    /// Whether these statistics may normalise `cache`'s values. Statistics
+    /// of values of another definition (another version of the library
+    /// computed them) are refused, naming both digests: their means and
+    /// deviations would standardise other numbers without a word. Those of
+    /// another generation of the same definition (last night's, the
+    /// corpus rebuilt since) are accepted: the values are computed the
+    /// same way, and statistics that lag a day are normal practice. When
+    /// it cannot be checked (a file saved before the definition was
+    /// recorded, a cache built before) they are accepted with the warning
+    /// returned.
+    pub fn check_for<C: ThreadSource + ?Sized>(&self, cache: &C) -> Result<Option<String>> {
+        let ours = &cache.manifest().definition;
+        let fix = format!(
+            "recompute them over this cache (socialctx stats {} --save FILE, or \
+             FeatureStats.compute(cache))",
+            cache.dir().display()
+        );
+        let Some(over) = &self.computed_over else {
+            return Ok(Some(format!(
+                "these statistics were saved before socialctx recorded what they were computed \
+                 over, so they cannot be checked against the values of {} (definition {}): {fix} \
+                 to have them checked",
+                cache.dir().display(),
+                if ours.is_empty() {
+                    "not recorded"
+                } else {
+                    ours
+                },
+            )));
+        };
+        if over.definition == *ours {
+            return Ok(None);
+        }
+        if over.definition.is_empty() || ours.is_empty() {
+            return Ok(Some(format!(
+                "{}: whether these statistics (definition {}) are of this cache's values \
+                 (definition {}) cannot be checked, one of them was made before definitions \
+                 were recorded: {fix}",
+                cache.dir().display(),
+                or_unknown(&over.definition),
+                or_unknown(ours),
+            )));
+        }
+        Err(LoadError::BadStats {
+            path: cache.dir().to_path_buf(),
+            reason: format!(
+                "these statistics were computed over values of definition {} (cache \
+                 generation {}), this cache's values are of definition {ours} (another \
+                 version of socialctx computed them): they would standardise other numbers; \
+                 {fix}",
+                over.definition, over.content_id
+            ),
         })
     }
 
@@ -135,6 +221,15 @@ impl FeatureStats {
             return Err(bad("feature names differ from this library's".into()));
         }
         Ok(stats)
+    }
+}
+
+/// A digest, or "not recorded" for an empty one.
+fn or_unknown(digest: &str) -> &str {
+    if digest.is_empty() {
+        "not recorded"
+    } else {
+        digest
     }
 }
 

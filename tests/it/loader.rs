@@ -78,6 +78,7 @@ fn reference_stats(o: &Oracle, ids: &[u64], sel: &Selection) -> FeatureStats {
         std: [0.0; 28],
         min: [f64::INFINITY; 28],
         max: [f64::NEG_INFINITY; 28],
+        computed_over: None,
     };
     for f in 0..28 {
         let xs: Vec<f64> = rows.iter().map(|r| f64::from(r[f])).collect();
@@ -244,6 +245,38 @@ fn stats_save_and_load_round_trip() {
     std::fs::write(&path, b"{\"feature_names\": []}").unwrap();
     let err = FeatureStats::load(&path).unwrap_err().to_string();
     assert!(err.contains("stats.json"), "{err}");
+}
+
+/// Statistics record what they were computed over and refuse values of
+/// another definition (red team of issue 42, D3).
+#[test]
+fn stats_refuse_values_of_another_definition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let all: Vec<usize> = (0..cache.len()).collect();
+    let s = FeatureStats::compute(&cache, &all, &Selection::default()).unwrap();
+    let over = s.computed_over.clone().unwrap();
+    assert_eq!(over.definition, cache.manifest().definition);
+    assert_eq!(over.content_id, cache.content_id());
+    assert_eq!((over.kinds.as_str(), over.window_s), ("replies", None));
+    assert_eq!(s.check_for(&cache).unwrap(), None);
+    let mut other = s.clone();
+    other.computed_over.as_mut().unwrap().definition = "0123456789abcdef".into();
+    let err = other.check_for(&cache).unwrap_err().to_string();
+    assert!(
+        err.contains("0123456789abcdef") && err.contains(&cache.manifest().definition),
+        "{err}"
+    );
+    let mut old = s.clone();
+    old.computed_over = None;
+    let warning = old.check_for(&cache).unwrap().unwrap();
+    assert!(warning.contains("saved before"), "{warning}");
+    // Another generation of the same definition: accepted.
+    let mut nightly = s;
+    nightly.computed_over.as_mut().unwrap().content_id = "ffffffffffffffff".into();
+    assert_eq!(nightly.check_for(&cache).unwrap(), None);
 }
 
 #[test]

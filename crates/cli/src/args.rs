@@ -125,7 +125,10 @@ pub(crate) enum Command {
     #[command(long_about = concat!(
         "Per-feature count, mean, population std (ddof 0), min and max over the cache's replies ",
         "(or replies and retweets), optionally only the threads of RPDNN split CSVs; what ",
-        "normalised training uses (socialctx.FeatureStats.load reads the saved file). ",
+        "normalised training uses (socialctx.FeatureStats.load reads the saved file). The file ",
+        "records the definition digest of the values and the cache generation: a Loader refuses ",
+        "it for values of another definition (recompute it after an upgrade) and takes it for ",
+        "another generation of the same definition (last night's statistics). ",
         exit_status!(
             "the command stops; a --save file is written whole or not at all"
         )

@@ -484,7 +484,21 @@ fn stats(a: &StatsArgs) -> Done {
     try_out(&sc::summary::stats_table(&s))?;
     if let Some(path) = &a.save {
         s.save(path).map_err(|e| e.to_string())?;
-        eprintln!("saved {}", path.display());
+        // The file records what it was computed over: a Loader refuses it
+        // for values of another definition.
+        match &s.computed_over {
+            Some(o) => eprintln!(
+                "saved {} (values of definition {}, cache generation {})",
+                path.display(),
+                if o.definition.is_empty() {
+                    "not recorded"
+                } else {
+                    &o.definition
+                },
+                o.content_id
+            ),
+            None => eprintln!("saved {}", path.display()),
+        }
     }
     Ok(0)
 }

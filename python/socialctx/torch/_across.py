@@ -139,6 +139,11 @@ def resume_by_ids(
     positions = ds.positions[keep]
     ds.resumed = {
         "from_content_id": state["plan"]["content_id"],
+        # The definition digests of the state's values and of this
+        # cache's (None: a state saved before it was recorded); they
+        # differ only with resume_across_definition=True.
+        "from_definition": state["plan"].get("definition"),
+        "definition": ds.definition,
         "epoch": epoch,
         "trained": int(np.isin(trained, ds._ids).sum()),
         # The state's threads no longer in the cache: trained before

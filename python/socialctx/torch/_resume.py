@@ -60,6 +60,7 @@ class Resumable:
     positions: npt.NDArray[np.int64]
     labels: npt.NDArray[np.int8] | None
     content_id: str
+    definition: str
     batch_size: int
     seed: int | None
     rank: int
@@ -69,6 +70,7 @@ class Resumable:
     drop_last: bool
     loader_kwargs: dict[str, Any]
     resume_across_rebuild: bool
+    resume_across_definition: bool
     in_order: bool
     resumed: dict[str, Any] | None
     _ids: npt.NDArray[np.int64]
@@ -169,6 +171,10 @@ class Resumable:
         kw = self.loader_kwargs
         return {
             "content_id": self.content_id,
+            # The definition digest of the values: a state of another (an
+            # upgrade rebuilt the cache) is refused without an explicit
+            # resume_across_definition=True (see _state.check_definition).
+            "definition": self.definition,
             "positions": self._digest,
             "batch_size": self.batch_size,
             "seed": self.seed,
@@ -551,7 +557,9 @@ class Resumable:
                 "or 'ids' part is not a mapping"
             )
         mine = self._plan_params()
-        differs = [f for f in mine if f not in plan or plan[f] != mine[f]]
+        _state.check_definition(plan, self.definition, self.resume_across_definition)
+        # Checked above; a state saved before it was recorded has none.
+        differs = [f for f in mine if f != "definition" and (f not in plan or plan[f] != mine[f])]
         by_ids = bool(state.get("across")) or (
             "ids" in state and len(state["ids"].get("before", ())) > 0
         )

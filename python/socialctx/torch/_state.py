@@ -5,6 +5,7 @@ StatefulDataLoader's state."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,39 @@ ACROSS = "resume_across_rebuild=True"
 
 #: The plan's fields that a generation may change; every other must match.
 GENERATION_FIELDS = ("content_id", "positions")
+
+#: The option a state of another definition needs (named by the refusal).
+ACROSS_DEFINITION = "resume_across_definition=True"
+
+
+def check_definition(plan: Mapping[str, Any], ours: str, allowed: bool) -> None:
+    """A state of values of another definition (an upgrade of socialctx
+    rebuilt the cache since it was saved): refused unless ``allowed``
+    (``resume_across_definition=True``), then resumed with a warning; the
+    model trained so far saw values computed otherwise, so it is never
+    silent. A state saved before definitions were recorded, or a cache
+    built before, cannot be checked: resumed (its content id still
+    decides whether it is of this generation)."""
+    theirs = plan.get("definition")
+    if theirs is None or not ours or theirs == "" or theirs == ours:
+        return
+    if not isinstance(theirs, str):
+        raise ValueError(
+            f"this state's definition is {theirs!r}, not a digest: damaged "
+            "(pass the state_dict() as saved)"
+        )
+    what = (
+        f"this state is of values of another definition: {theirs} there, {ours} here "
+        "(another socialctx version computed this cache's values since the state was "
+        "saved), so the epoch's rest would train on values computed otherwise than "
+        "those the model has seen"
+    )
+    if not allowed:
+        raise ValueError(
+            f"{what}; start afresh (a new dataset, without load_state_dict), or make the "
+            f"dataset with {ACROSS_DEFINITION} (and {ACROSS}) to continue anyway"
+        )
+    warnings.warn(f"{what}: resumed as {ACROSS_DEFINITION} asks", stacklevel=4)
 
 
 class Consumed:

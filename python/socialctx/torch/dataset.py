@@ -58,6 +58,12 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
     - ``rank``, ``world_size``: DDP sharding; by default from
       ``torch.distributed`` when it is initialised, else a single rank.
     - ``drop_last``: keep only full batches, as many for every rank.
+    - ``resume_across_rebuild``: a state of another generation resumes by
+      source id (see :meth:`load_state_dict`). A state of values of
+      another *definition* (another socialctx version built the cache
+      since) is refused even then: the model trained so far saw values
+      computed otherwise. ``resume_across_definition=True`` resumes it
+      anyway, with a warning, and :attr:`resumed` names both digests.
     - ``embeddings``: store names; items carry ``embedding_index[name]``
       (int32 ``[B, T]``, -1 for none) for :class:`EmbeddingTable`, and with
       ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``; a dict
@@ -103,6 +109,7 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         stats: FeatureStats | None = None,
         content_id: str | None = None,
         resume_across_rebuild: bool = False,
+        resume_across_definition: bool = False,
         in_order: bool = True,
         **loader_kwargs: Any,
     ) -> None:
@@ -144,6 +151,10 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         # Source ids of the selection: what a state carries across a rebuild.
         self._ids = opened.source_ids[self.positions].astype(np.int64)
         self.resume_across_rebuild = bool(resume_across_rebuild)
+        self.resume_across_definition = bool(resume_across_definition)
+        # The definition digest of the cache's values ("" for a cache built
+        # before it was recorded): a state records it.
+        self.definition = str(opened.manifest.get("definition") or "")
         self.in_order = bool(in_order)
         #: After a resume across a rebuild: what happened to the epoch's
         #: threads (see load_state_dict), else None.

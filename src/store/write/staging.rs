@@ -99,6 +99,44 @@ impl Drop for Run {
     }
 }
 
+/// What differs between an interrupted embed's plan and this one's, as
+/// "X changed (old → new)", the options first.
+fn plan_changes(old: &Plan, new: &Plan) -> String {
+    let mut changed = Vec::new();
+    let mut note = |what: &str, a: String, b: String| {
+        if a != b {
+            changed.push(format!("{what} changed ({a} → {b})"));
+        }
+    };
+    note("the field", old.field.clone(), new.field.clone());
+    note("the dtype", old.dtype.clone(), new.dtype.clone());
+    note(
+        "the batch size",
+        old.batch_size.to_string(),
+        new.batch_size.to_string(),
+    );
+    note(
+        "compaction",
+        old.compact.to_string(),
+        new.compact.to_string(),
+    );
+    note(
+        "the cache's content (rebuilt since)",
+        old.cache_content_id.clone(),
+        new.cache_content_id.clone(),
+    );
+    let show = |s: &Option<String>| s.clone().unwrap_or_else(|| "none".into());
+    note("the store it reuses", show(&old.source), show(&new.source));
+    if changed.is_empty() {
+        // Only the counts that follow from the inputs.
+        changed.push(format!(
+            "its inputs changed ({} → {} texts to embed)",
+            old.todo, new.todo
+        ));
+    }
+    changed.join(", ")
+}
+
 impl Run {
     /// The progress of an interrupted embed with the same plan whose files
     /// are there, else None.
@@ -127,6 +165,14 @@ impl Run {
             return None;
         }
         if p.plan != self.plan {
+            // Said as the model id's case is: an interrupted embed thrown
+            // away without a word looks like a resume that never happened.
+            self.restarted = Some(format!(
+                "{}: the interrupted embed is not resumed because {}; starting over (the same \
+                 options resume it)",
+                self.partial.display(),
+                plan_changes(&p.plan, &self.plan)
+            ));
             return None;
         }
         // Index and keys as written, and every linked segment there (none
