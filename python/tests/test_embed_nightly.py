@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -310,7 +311,10 @@ def test_the_store_state_machine(night_variants, tmp_path):
     class Store(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.dir = tmp_path / f"work-{id(self)}"
+            # mkdtemp, not id(self): a collected machine's id is reused by
+            # the next one, whose copy then found the old directory (CI run
+            # of 2026-12-05: FileExistsError).
+            self.dir = Path(tempfile.mkdtemp(prefix="work-", dir=tmp_path)) / "c"
             shutil.copytree(night_variants[0], self.dir)
             self.variant = 0
             self.model = 0
