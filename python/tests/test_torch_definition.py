@@ -124,3 +124,17 @@ def test_a_dataset_refuses_statistics_of_another_definition(tmp_path) -> None:
     _build(cache, 1)
     with pytest.raises(socialctx.Error, match="another version of socialctx"):
         CacheDataset(socialctx.open(cache), range(4), 2, stats=stats)
+
+
+def test_a_state_without_a_definition_warns_across_a_rebuild(upgraded) -> None:
+    """Red team of issue 42: a state saved before definitions were recorded,
+    resumed across a rebuild, cannot be checked against the new values: it
+    resumes (resume_across_rebuild asks) but never silently."""
+    state, new, n = upgraded
+    del state["plan"]["definition"]
+    ds = CacheDataset(new, range(n), 4, seed=0, resume_across_rebuild=True)
+    with pytest.warns(UserWarning, match="does not record the definition") as w:
+        ds.load_state_dict(state)
+    assert new.manifest["definition"] in str(w[0].message)
+    rest = sum(len(item["source_ids"]) for item in ds)
+    assert ds.resumed["trained"] + rest == n

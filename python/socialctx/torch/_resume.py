@@ -557,7 +557,8 @@ class Resumable:
                 "or 'ids' part is not a mapping"
             )
         mine = self._plan_params()
-        _state.check_definition(plan, self.definition, self.resume_across_definition)
+        rebuilt = self.resume_across_rebuild and plan.get("content_id") != mine.get("content_id")
+        _state.check_definition(plan, self.definition, self.resume_across_definition, rebuilt)
         # Checked above; a state saved before it was recorded has none.
         differs = [f for f in mine if f != "definition" and (f not in plan or plan[f] != mine[f])]
         by_ids = bool(state.get("across")) or (

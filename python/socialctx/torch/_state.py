@@ -23,16 +23,28 @@ GENERATION_FIELDS = ("content_id", "positions")
 ACROSS_DEFINITION = "resume_across_definition=True"
 
 
-def check_definition(plan: Mapping[str, Any], ours: str, allowed: bool) -> None:
+def check_definition(plan: Mapping[str, Any], ours: str, allowed: bool, rebuilt: bool) -> None:
     """A state of values of another definition (an upgrade of socialctx
     rebuilt the cache since it was saved): refused unless ``allowed``
     (``resume_across_definition=True``), then resumed with a warning; the
     model trained so far saw values computed otherwise, so it is never
     silent. A state saved before definitions were recorded, or a cache
     built before, cannot be checked: resumed (its content id still
-    decides whether it is of this generation)."""
+    decides whether it is of this generation), with a warning when the
+    cache was ``rebuilt`` since (its values may be another definition's)."""
     theirs = plan.get("definition")
-    if theirs is None or not ours or theirs == "" or theirs == ours:
+    if theirs is None or not ours or theirs == "":
+        if rebuilt:
+            which = "this state" if theirs is None or theirs == "" else "this cache"
+            warnings.warn(
+                f"{which} does not record the definition of its values (made before "
+                f"socialctx recorded it), so the state cannot be checked against this "
+                f"cache's ({ours or 'unknown'}): if socialctx was upgraded since the state "
+                "was saved, the epoch's rest trains on values computed otherwise",
+                stacklevel=4,
+            )
+        return
+    if theirs == ours:
         return
     if not isinstance(theirs, str):
         raise ValueError(

@@ -134,9 +134,10 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
             for what, given in (("positions", positions), ("labels", labels))
             if (tag := getattr(given, "content_id", None)) is not None
         }
-        if content_id is None and tags and not isinstance(cache, Cache):
-            content_id = next(iter(tags.values()))
-        opened = _bound_cache(cache, type(self).__name__, content_id=content_id, positions=True)
+        # Tags name the generation with a path as content_id does; the loop
+        # below refuses another one with the fix (fold.on), which a
+        # content_id taken from the tags would have hidden behind "rebuilt".
+        opened = _bound_cache(cache, type(self).__name__, content_id=content_id, positions=not tags)
         for what, tag in tags.items():
             if tag != opened.content_id:
                 raise CacheError(
