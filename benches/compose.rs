@@ -204,11 +204,14 @@ fn bench_compose(c: &mut Criterion) {
     pieces.fill(&plain, &spec, &cache, &positions);
     // The same batch both ways.
     assert_eq!(pieces.batch.features, batch.features);
-    for i in 0..2 {
-        assert_eq!(pieces.index[i], batch.embeddings[i].index);
-        assert_eq!(pieces.dense[i], batch.embeddings[i].rows);
+    for (i, name) in ["reply", "description"].into_iter().enumerate() {
+        let index = batch.output("embedding_index", Some(name)).expect("index");
+        assert_eq!(pieces.index[i], index.as_i32());
+        let rows = batch.output("embeddings", Some(name)).expect("rows");
+        assert_eq!(pieces.dense[i], rows.as_f32());
     }
-    assert_eq!(pieces.ids, batch.token_ids);
+    let ids = batch.output("token_ids", None).expect("token ids");
+    assert_eq!(pieces.ids, ids.as_i32());
 
     let mut g = c.benchmark_group("compose");
     g.bench_function(format!("{BATCH}x{MAX_CXT}/pieces"), |b| {

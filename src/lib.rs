@@ -63,7 +63,7 @@ pub use store::{EmbeddingStore, StoreMeta, StoreWriter};
 pub use train::batches::Batching;
 pub use train::graph::GraphBatch;
 pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, Pad, shuffle};
-pub use train::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut};
+pub use train::outputs::{BatchSpec, OutputBuf, OutputMut};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
 pub use train::stats::{FeatureStats, Normalizer, StatsSource};

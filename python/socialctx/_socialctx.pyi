@@ -529,6 +529,15 @@ class Batch:
     def token_ids(self) -> npt.NDArray[np.int32] | None:
         """With a Loader's ``token_ids=vocab, max_tokens=L``: [batch_size, width, L],
         each row slot's token ids (1 unknown, 0 padding); else None."""
+    @property
+    def outputs(self) -> dict[str, npt.NDArray[Any] | dict[str, npt.NDArray[Any]]]:
+        """Every output of the Loader by name (``output_names()``): an array
+        [batch_size, width, ...], or per store a dict of them by store name."""
+    def output_names(self) -> list[str]:
+        """The names of the Loader's outputs, in order."""
+    def __getattr__(self, name: str) -> Any:
+        """An output by name (``batch.delays``...); None for a known output
+        the Loader lacks."""
     size: int
     """Threads filled by the last fill (the rest is padding)."""
     width: int
@@ -601,7 +610,8 @@ class Loader:
     id) is an ``EmbeddingError`` naming both ids (None: any model). With
     ``token_ids`` (a Vocabulary) and ``max_tokens``, every fill also writes
     each row slot's token ids (``batch.token_ids``, int32 ``[B, width,
-    max_tokens]``).
+    max_tokens]``). ``outputs`` names further outputs every fill writes,
+    each ``batch.<name>`` ``[B, width, ...]``.
     """
 
     def __init__(
@@ -619,6 +629,7 @@ class Loader:
         dense: bool = True,
         token_ids: Vocabulary | None = None,
         max_tokens: int | None = None,
+        outputs: Sequence[str] | None = None,
     ) -> None: ...
     @property
     def cache(self) -> Cache:

@@ -6,7 +6,7 @@
 //! is allocated or copied per batch.
 
 use numpy::{PyArray1, PyArrayMethods, PyReadwriteArray1};
-use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -18,12 +18,50 @@ use crate::error::Result;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub(crate) max_cxt: usize,
-    /// (store name, dim, float16) per store.
-    pub(crate) stores: Vec<(String, usize, bool)>,
-    pub(crate) dense: bool,
-    /// Tokens per row slot of `token_ids` (0: the Loader has no vocabulary).
-    pub(crate) max_tokens: usize,
+    /// The Loader's outputs, one per buffer, in the crate's fill order.
+    pub(crate) outputs: Vec<OutputLayout>,
 }
+
+/// One output buffer: its name, key (a store's name), values per row slot
+/// (None: one) and NumPy dtype, as the crate's `OutputBuf` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OutputLayout {
+    pub(crate) name: &'static str,
+    pub(crate) key: Option<String>,
+    pub(crate) per_slot: Option<usize>,
+    pub(crate) dtype: &'static str,
+}
+
+impl Layout {
+    /// The layout of batches of `max_cxt` rows for `spec`'s outputs.
+    pub(crate) fn new(max_cxt: usize, spec: &sc::BatchSpec) -> Self {
+        let outputs = (spec.buffers(0).into_iter())
+            .map(|o| OutputLayout {
+                name: o.name,
+                key: o.key.clone(),
+                per_slot: o.per_slot,
+                dtype: o.dtype(),
+            })
+            .collect();
+        Layout { max_cxt, outputs }
+    }
+
+    /// The names of its outputs, each once, in order.
+    pub(crate) fn names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        for o in &self.outputs {
+            if !names.contains(&o.name) {
+                names.push(o.name);
+            }
+        }
+        names
+    }
+}
+
+/// Names a Batch answers without the output: an empty dict for the keyed
+/// ones (per store), None for the rest.
+const KEYED: [&str; 2] = ["embedding_index", "embeddings"];
+const UNKEYED: [&str; 1] = ["token_ids"];
 
 /// A NumPy array of `n` zeros of `dtype`, allocated by NumPy (so that a
 /// size that cannot be had is a MemoryError, never an abort).
@@ -44,13 +82,16 @@ fn prefix<'py>(flat: &Bound<'py, PyAny>, shape: &[usize]) -> PyResult<Bound<'py,
 ///
 /// `features` ``[batch_size, width, 28]`` float32, `mask` ``[batch_size,
 /// width]`` uint8, `lengths` uint32, `source_ids` uint64 and `labels` int8
-/// ``[batch_size]``; `embedding_index[name]` int32 ``[batch_size, width]``
-/// (the row in store `name`, -1 for none) and, for a Loader with
-/// ``dense=True``, `embeddings[name]` ``[batch_size, width, dim]``. Only
-/// the first `size` threads are real; the rest is zero padding (mask 0).
-/// Every property is a view of memory the next fill overwrites: copy what
-/// you keep, and treat the views as read-only (the next fill relies on
-/// what it wrote: padding rows it zeroed are not zeroed again).
+/// ``[batch_size]``; then the Loader's outputs, each by its name
+/// (`output_names()`, `outputs`, or as an attribute): `embedding_index[name]`
+/// int32 ``[batch_size, width]`` (the row in store `name`, -1 for none)
+/// and, for a Loader with ``dense=True``, `embeddings[name]`
+/// ``[batch_size, width, dim]``; `token_ids` ``[batch_size, width, L]``;
+/// the outputs named by the Loader's `outputs=`. Only the first `size`
+/// threads are real; the rest is zero padding (mask 0). Every property is
+/// a view of memory the next fill overwrites: copy what you keep, and
+/// treat the views as read-only (the next fill relies on what it wrote:
+/// padding rows it zeroed are not zeroed again).
 #[pyclass(module = "socialctx", name = "Batch")]
 pub(crate) struct PyBatch {
     pub(crate) features: Py<PyArray1<f32>>,
@@ -60,12 +101,10 @@ pub(crate) struct PyBatch {
     pub(crate) labels: Py<PyArray1<i8>>,
     /// Per slot, the reaction of its thread filling it (sc::BatchMut::NO_REACTION: none).
     pub(crate) reactions: Vec<u32>,
-    /// Per store: the index buffer (int32), and the dense rows (float32 or
-    /// uint16 for float16 stores, with a float16 view for the user).
-    pub(crate) index_out: Vec<Py<PyArray1<i32>>>,
-    pub(crate) dense_out: Vec<(Py<PyAny>, Py<PyAny>)>,
-    /// With a Loader's `token_ids=`: int32 `[batch_size * max_cxt * max_tokens]`.
-    pub(crate) token_ids_out: Option<Py<PyArray1<i32>>>,
+    /// Per output of the layout: the buffer the crate fills (int32,
+    /// float32, or uint16 for float16) and the user's view of it (float16
+    /// for uint16).
+    pub(crate) outputs: Vec<(Py<PyAny>, Py<PyAny>)>,
     pub(crate) layout: Layout,
     /// Threads filled by the last fill (the rest is zero padding).
     #[pyo3(get)]
@@ -116,47 +155,37 @@ impl PyBatch {
     fn labels<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i8>> {
         self.labels.bind(py).clone()
     }
-    /// Per embedding store: int32 [batch_size, width], each row slot's row in
-    /// the store, -1 for none (padding, retweets, `[]` tokens, no description).
+    /// The names of the Loader's outputs, in order (`embedding_index`,
+    /// `embeddings`, `token_ids`, those of `outputs=`).
+    fn output_names(&self) -> Vec<&'static str> {
+        self.layout.names()
+    }
+    /// Every output by name: an array `[batch_size, width, ...]`, or for
+    /// one per store a dict of them by store name.
     #[getter]
-    fn embedding_index<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for ((name, _, _), out) in self.layout.stores.iter().zip(&self.index_out) {
-            d.set_item(
-                name,
-                prefix(out.bind(py).as_any(), &[self.batch_size, self.width])?,
-            )?;
+        for name in self.layout.names() {
+            d.set_item(name, self.output(py, name)?)?;
         }
         Ok(d)
     }
-    /// With a Loader made with `token_ids=vocab, max_tokens=L`: int32
-    /// [batch_size, width, L], each row slot's reaction's tokens through the
-    /// vocabulary (1 unknown), the first L, 0 after them and for padding,
-    /// retweets' replies and authors without a description. None otherwise.
-    #[getter]
-    fn token_ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.token_ids_out
-            .as_ref()
-            .map(|out| {
-                prefix(
-                    out.bind(py).as_any(),
-                    &[self.batch_size, self.width, self.layout.max_tokens],
-                )
-            })
-            .transpose()
-    }
-    /// Per embedding store, with `dense=True`: [batch_size, width, dim] rows
-    /// (float32, or float16 for a float16 store), zeros where there is none.
-    #[getter]
-    fn embeddings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for ((name, dim, _), (_, user)) in self.layout.stores.iter().zip(&self.dense_out) {
-            d.set_item(
-                name,
-                prefix(user.bind(py), &[self.batch_size, self.width, *dim])?,
-            )?;
+    /// An output by name (`batch.token_ids`, `batch.embedding_index`...):
+    /// the array, or a dict of arrays by store name. A known output the
+    /// Loader lacks is None (an empty dict for the per-store ones).
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        if let Some(&n) = self.layout.names().iter().find(|&&n| n == name) {
+            return self.output(py, n);
         }
-        Ok(d)
+        if KEYED.contains(&name) {
+            return Ok(PyDict::new(py).into_any());
+        }
+        if UNKEYED.contains(&name) || sc::BatchSpec::output_names().contains(&name) {
+            return Ok(py.None().into_bound(py));
+        }
+        Err(PyAttributeError::new_err(format!(
+            "'socialctx.Batch' object has no attribute {name:?}"
+        )))
     }
     fn __len__(&self) -> usize {
         self.size
@@ -170,6 +199,24 @@ impl PyBatch {
 }
 
 impl PyBatch {
+    /// Output `name`: its array, or a dict by key when it has keys.
+    fn output<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let d = PyDict::new(py);
+        for (o, (_, user)) in self.layout.outputs.iter().zip(&self.outputs) {
+            if o.name != name {
+                continue;
+            }
+            let mut shape = vec![self.batch_size, self.width];
+            shape.extend(o.per_slot);
+            let a = prefix(user.bind(py), &shape)?;
+            match &o.key {
+                Some(k) => d.set_item(k, a)?,
+                None => return Ok(a),
+            }
+        }
+        Ok(d.into_any())
+    }
+
     /// Buffers for `batch_size` threads of `layout`: zeros, allocated by
     /// NumPy (MemoryError, not an abort, when they cannot be had).
     pub(crate) fn allocate(py: Python<'_>, layout: &Layout, batch_size: usize) -> PyResult<Self> {
@@ -186,37 +233,20 @@ impl PyBatch {
             ))
         })?;
         reactions.resize(slots, sc::BatchMut::NO_REACTION);
-        let mut index_out = Vec::new();
-        let mut dense_out = Vec::new();
-        for &(_, dim, half) in &layout.stores {
-            index_out.push(
-                zeros(py, slots, "int32")?
-                    .cast_into::<PyArray1<i32>>()?
-                    .unbind(),
-            );
-            if layout.dense {
-                let n = size_of("embeddings", &[batch_size, t, dim])?;
-                if half {
-                    let raw = zeros(py, n, "uint16")?;
-                    let user = raw.call_method1("view", ("float16",))?;
-                    dense_out.push((raw.unbind(), user.unbind()));
-                } else {
-                    let raw = zeros(py, n, "float32")?;
-                    dense_out.push((raw.clone().unbind(), raw.unbind()));
-                }
+        let mut outputs = Vec::with_capacity(layout.outputs.len());
+        for o in &layout.outputs {
+            let mut dims = vec![batch_size, t];
+            dims.extend(o.per_slot);
+            let n = size_of(o.name, &dims)?;
+            if o.dtype == "float16" {
+                let raw = zeros(py, n, "uint16")?;
+                let user = raw.call_method1("view", ("float16",))?;
+                outputs.push((raw.unbind(), user.unbind()));
+            } else {
+                let raw = zeros(py, n, o.dtype)?;
+                outputs.push((raw.clone().unbind(), raw.unbind()));
             }
         }
-        let token_ids_out = match layout.max_tokens {
-            0 => None,
-            l => {
-                let n = size_of("token ids", &[batch_size, t, l])?;
-                Some(
-                    zeros(py, n, "int32")?
-                        .cast_into::<PyArray1<i32>>()?
-                        .unbind(),
-                )
-            }
-        };
         Ok(PyBatch {
             features: zeros(py, feats, "float32")?.cast_into()?.unbind(),
             mask: zeros(py, slots, "uint8")?.cast_into()?.unbind(),
@@ -224,9 +254,7 @@ impl PyBatch {
             source_ids: zeros(py, batch_size, "uint64")?.cast_into()?.unbind(),
             labels: zeros(py, batch_size, "int8")?.cast_into()?.unbind(),
             reactions,
-            index_out,
-            dense_out,
-            token_ids_out,
+            outputs,
             layout: layout.clone(),
             size: 0,
             width: t,
@@ -235,8 +263,9 @@ impl PyBatch {
     }
 }
 
-/// A dense store's buffer, borrowed for a fill.
-enum DenseGuard<'py> {
+/// An output's buffer, borrowed for a fill.
+enum Guard<'py> {
+    I32(PyReadwriteArray1<'py, i32>),
     F32(PyReadwriteArray1<'py, f32>),
     F16(PyReadwriteArray1<'py, u16>),
 }
@@ -259,51 +288,25 @@ impl PyBatch {
         let mut lengths = self.lengths.bind(py).try_readwrite().map_err(busy)?;
         let mut ids = self.source_ids.bind(py).try_readwrite().map_err(busy)?;
         let mut labels = self.labels.bind(py).try_readwrite().map_err(busy)?;
-        let mut index = Vec::with_capacity(self.index_out.len());
-        for a in &self.index_out {
-            index.push(a.bind(py).try_readwrite().map_err(busy)?);
-        }
-        let mut dense = Vec::with_capacity(self.dense_out.len());
-        for ((raw, _), &(_, _, half)) in self.dense_out.iter().zip(&self.layout.stores) {
-            dense.push(if half {
-                DenseGuard::F16(
-                    raw.bind(py)
-                        .cast::<PyArray1<u16>>()?
-                        .try_readwrite()
-                        .map_err(busy)?,
-                )
-            } else {
-                DenseGuard::F32(
-                    raw.bind(py)
-                        .cast::<PyArray1<f32>>()?
-                        .try_readwrite()
-                        .map_err(busy)?,
-                )
+        let mut guards = Vec::with_capacity(self.outputs.len());
+        for ((raw, _), o) in self.outputs.iter().zip(&self.layout.outputs) {
+            let raw = raw.bind(py);
+            guards.push(match o.dtype {
+                "int32" => Guard::I32(raw.cast::<PyArray1<i32>>()?.try_readwrite().map_err(busy)?),
+                "float32" => {
+                    Guard::F32(raw.cast::<PyArray1<f32>>()?.try_readwrite().map_err(busy)?)
+                }
+                _ => Guard::F16(raw.cast::<PyArray1<u16>>()?.try_readwrite().map_err(busy)?),
             });
         }
-        let mut tokens = match &self.token_ids_out {
-            Some(a) => Some(a.bind(py).try_readwrite().map_err(busy)?),
-            None => None,
-        };
-        let mut dense = dense.iter_mut();
-        let mut stores = Vec::with_capacity(index.len());
-        for idx in &mut index {
-            let (rows, half_rows) = match dense.next() {
-                Some(DenseGuard::F32(a)) => (Some(a.as_slice_mut()?), None),
-                Some(DenseGuard::F16(a)) => (None, Some(a.as_slice_mut()?)),
-                None => (None, None),
-            };
-            let index = idx.as_slice_mut()?;
-            stores.push(sc::EmbeddingMut {
-                index,
-                rows,
-                half_rows,
+        let mut outputs = Vec::with_capacity(guards.len());
+        for g in &mut guards {
+            outputs.push(match g {
+                Guard::I32(a) => sc::OutputMut::I32(a.as_slice_mut()?),
+                Guard::F32(a) => sc::OutputMut::F32(a.as_slice_mut()?),
+                Guard::F16(a) => sc::OutputMut::F16(a.as_slice_mut()?),
             });
         }
-        let token_ids = match &mut tokens {
-            Some(t) => Some(t.as_slice_mut()?),
-            None => None,
-        };
         let (f, m, l, s, y) = (
             features.as_slice_mut()?,
             mask.as_slice_mut()?,
@@ -316,11 +319,8 @@ impl PyBatch {
         self.width = py.detach(|| {
             let out = sc::BatchMut::new(max_cxt, f, m, l, s, y)?;
             let mut out = out.with_reactions(reactions)?.reusing(previous);
-            if !stores.is_empty() {
-                out = out.with_embeddings(&mut stores);
-            }
-            if let Some(t) = token_ids {
-                out = out.with_token_ids(t);
+            if !outputs.is_empty() {
+                out = out.with_outputs(&mut outputs);
             }
             fill(&mut out)?;
             Ok::<_, sc::LoadError>(out.width())

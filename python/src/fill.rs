@@ -2,8 +2,8 @@
 //! a selection, padding and an output spec (`sc::BatchSpec`: embedding
 //! stores, dense or not, token ids), and the fill, one call to the crate's
 //! `Loader::fill_into` with the GIL released. `Loader` (loader.rs) and
-//! `Epoch` (epoch.rs) share it; a new batch output is the crate's, plus
-//! its buffer in `batch.rs`.
+//! `Epoch` (epoch.rs) share it; a new batch output is the crate's alone
+//! (named in `outputs=`; `batch.rs` carries every output by name).
 
 use std::sync::Arc;
 
@@ -51,6 +51,7 @@ impl LoaderCore {
         let dense: bool = kw.get("dense", true)?;
         let vocab: Option<Bound<'_, PyVocabulary>> = kw.get("token_ids", None)?;
         let max_tokens: Option<usize> = kw.get("max_tokens", None)?;
+        let named: Option<Vec<String>> = kw.get("outputs", None)?;
         kw.finish()?;
         let token_ids = match (vocab, max_tokens) {
             (None, None) => None,
@@ -117,20 +118,19 @@ impl LoaderCore {
             }
             stores.push(store);
         }
-        let layout = Layout {
-            max_cxt,
-            stores: names
-                .iter()
-                .zip(&stores)
-                .map(|(n, s)| (n.clone(), s.dim(), s.is_half()))
-                .collect(),
-            dense,
-            max_tokens: token_ids.as_ref().map_or(0, |(_, l)| *l),
-        };
         let mut spec = py.detach(|| sc::BatchSpec::new().embeddings(&*reader, stores, dense))?;
         if let Some((vocab, l)) = token_ids {
             spec = spec.token_ids(vocab, l);
         }
+        for name in named.unwrap_or_default() {
+            spec = spec.output(&name).ok_or_else(|| {
+                value_error(format!(
+                    "no output {name:?}: outputs= names one of {:?}",
+                    sc::BatchSpec::output_names()
+                ))
+            })?;
+        }
+        let layout = Layout::new(max_cxt, &spec);
         Ok(LoaderCore {
             reader,
             selection,
@@ -176,10 +176,20 @@ impl LoaderCore {
         let layout = &self.layout;
         if batch.layout != *layout {
             let (b, l) = (&batch.layout, layout);
+            let shown = |l: &Layout| {
+                let outputs: Vec<String> = (l.outputs.iter())
+                    .map(|o| match &o.key {
+                        Some(k) => format!("{}[{k:?}] {}", o.name, o.dtype),
+                        None => format!("{} {}", o.name, o.dtype),
+                    })
+                    .collect();
+                format!("max_cxt {}, outputs [{}]", l.max_cxt, outputs.join(", "))
+            };
             return Err(value_error(format!(
-                "this Batch was made for another Loader (max_cxt {}, stores {:?}, dense {}); \
-                 this Loader has max_cxt {}, stores {:?}, dense {}: make batches with loader.new_batch",
-                b.max_cxt, b.stores, b.dense, l.max_cxt, l.stores, l.dense
+                "this Batch was made for another Loader ({}); this Loader has {}: make \
+                 batches with loader.new_batch",
+                shown(b),
+                shown(l)
             )));
         }
         if positions.len() > batch.batch_size {

@@ -53,6 +53,8 @@ use crate::fill::{LoaderCore, PlanOptions};
 ///   slot's tokens of the vocabulary's field through it (1 unknown, 0
 ///   padding, AllenNLP's indices).
 /// - `max_tokens`: tokens kept per reaction with `token_ids` (the first).
+/// - `outputs`: names of further outputs every fill writes, each
+///   `batch.<name>` (and `batch.outputs[name]`), `[B, T, ...]`.
 #[pyclass(frozen, module = "socialctx", name = "Loader")]
 pub(crate) struct PyLoader {
     /// Its settings, shared with its epochs.
@@ -66,7 +68,7 @@ impl PyLoader {
     #[new]
     #[pyo3(
         signature = (cache, **options),
-        text_signature = "(cache, *, kinds='replies', max_cxt=200, window_s=None, stats=None, empty='row', embeddings=None, pad='max', pad_multiple=8, dense=True, token_ids=None, max_tokens=None)"
+        text_signature = "(cache, *, kinds='replies', max_cxt=200, window_s=None, stats=None, empty='row', embeddings=None, pad='max', pad_multiple=8, dense=True, token_ids=None, max_tokens=None, outputs=None)"
     )]
     fn new(
         py: Python<'_>,
@@ -99,11 +101,9 @@ impl PyLoader {
     /// Names of the embedding stores each batch indexes.
     #[getter]
     fn embeddings(&self) -> Vec<String> {
-        self.core
-            .layout
-            .stores
-            .iter()
-            .map(|s| s.0.clone())
+        (self.core.layout.outputs.iter())
+            .filter(|o| o.name == "embedding_index")
+            .filter_map(|o| o.key.clone())
             .collect()
     }
 

@@ -256,3 +256,27 @@ def test_longest_padding_and_buckets(built):
     a = [x.tolist() for x in longest.plan(range(n), 8, seed=1, bucket=True)]
     assert a == [x.tolist() for x in longest.plan(range(n), 8, seed=1, bucket=True)]
     assert a != [x.tolist() for x in longest.plan(range(n), 8, seed=2, bucket=True)]
+
+
+def test_a_batch_shows_its_outputs_by_name(built):
+    """Every output of a Loader is the Batch's by its name (issue 46): in
+    ``output_names()``, in ``outputs`` and as an attribute, the same view;
+    a known output the Loader lacks is None (an empty dict per store), an
+    unknown name an AttributeError, and ``outputs=`` refuses a name no
+    output has, listing those there are."""
+    cache = socialctx.open(built["sample"])
+    vocab = cache.vocabulary(max_size=50)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=7, token_ids=vocab, max_tokens=5)
+    batch = loader.new_batch(3)
+    loader.fill([0, 1, 2], batch)
+    assert batch.output_names() == ["token_ids"]
+    assert list(batch.outputs) == ["token_ids"]
+    np.testing.assert_array_equal(batch.outputs["token_ids"], batch.token_ids)
+    assert batch.outputs["token_ids"].shape == (3, batch.width, 5)
+    assert batch.embedding_index == {} and batch.embeddings == {}
+    plain = socialctx.Loader(cache).new_batch(2)
+    assert plain.output_names() == [] and plain.outputs == {} and plain.token_ids is None
+    with pytest.raises(AttributeError, match="no_such_output"):
+        _ = batch.no_such_output
+    with pytest.raises(ValueError, match='no output "no_such_output"'):
+        socialctx.Loader(cache, outputs=["no_such_output"])

@@ -51,3 +51,11 @@ def test_items_are_pyg_batches_that_a_bigcn_layer_consumes(built):
         has_parent[roots] = False
         assert torch.equal(td[1].sort().values, has_parent.nonzero().flatten())
         assert torch.equal(got.batch[td[0]], got.batch[td[1]])
+
+
+def test_a_graph_dataset_refuses_row_slot_outputs(built):
+    """A graph batch has no row slots: the Loader's outputs (``outputs=``,
+    as ``token_ids=``) would be made and never filled, so they are refused."""
+    cache = socialctx.open(built["sample"])
+    with pytest.raises(ValueError, match="does not take outputs"):
+        GraphDataset(cache, range(len(cache)), 4, outputs=["token_ids"])

@@ -33,7 +33,7 @@
 //! # Ok::<(), socialctx::Error>(())
 //! ```
 
-use super::outputs::{BatchSpec, EmbeddingBuf, EmbeddingMut, NO_OUTPUTS, Stores};
+use super::outputs::{BatchSpec, NO_OUTPUTS, OutputBuf, OutputMut, Outputs};
 use super::selection::Selection;
 use super::stats::{FeatureStats, Normalizer};
 use crate::error::LoadError;
@@ -76,15 +76,14 @@ pub struct Batch {
     /// Label of each thread: the cache's [`Label`](crate::Label) code, or
     /// the one passed to [`Loader::fill_labeled`] (e.g. a split's).
     pub labels: Vec<i8>,
-    /// With a [`BatchSpec`] of stores or token ids
-    /// ([`Loader::new_batch`]): `[batch_size * max_cxt]`, each slot's
-    /// reaction ([`BatchMut::with_reactions`]); empty otherwise.
+    /// With a [`BatchSpec`] of outputs ([`Loader::new_batch`]):
+    /// `[batch_size * max_cxt]`, each slot's reaction
+    /// ([`BatchMut::with_reactions`]); empty otherwise.
     pub reactions: Vec<u32>,
-    /// Per store of the [`BatchSpec`]: its index (and dense rows).
-    pub embeddings: Vec<EmbeddingBuf>,
-    /// With a [`BatchSpec`]'s token ids: `[batch_size * max_cxt * max_tokens]`
-    /// (the first `batch_size * width * max_tokens` hold the last fill).
-    pub token_ids: Vec<i32>,
+    /// The [`BatchSpec`]'s outputs, in its order ([`BatchSpec::buffers`]):
+    /// per store its index (and dense rows), the token ids...; find one
+    /// by name with [`output`](Self::output).
+    pub outputs: Vec<OutputBuf>,
 }
 
 impl Batch {
@@ -101,8 +100,7 @@ impl Batch {
             source_ids: vec![0; batch_size],
             labels: vec![0; batch_size],
             reactions: Vec::new(),
-            embeddings: Vec::new(),
-            token_ids: Vec::new(),
+            outputs: Vec::new(),
         }
     }
 
@@ -114,16 +112,18 @@ impl Batch {
         if spec.needs_reactions() {
             batch.reactions = vec![BatchMut::NO_REACTION; slots];
         }
-        batch.embeddings = (spec.stores().iter())
-            .map(|s| EmbeddingBuf::new(s, slots, spec.dense()))
-            .collect();
-        batch.token_ids = vec![0; spec.vocabulary().map_or(0, |(_, l)| slots * l)];
+        batch.outputs = spec.buffers(slots);
         batch
     }
 
+    /// Output `name` (of key `key`: an embedding store's name), if the
+    /// batch has it.
+    pub fn output(&self, name: &str, key: Option<&str>) -> Option<&OutputBuf> {
+        (self.outputs.iter()).find(|o| o.name == name && o.key.as_deref() == key)
+    }
+
     /// The buffers as a [`BatchMut`], for [`Loader::fill_into`].
-    /// Its store and token-id outputs are included when it has them
-    /// ([`for_spec`](Self::for_spec)).
+    /// Its outputs are included when it has them ([`for_spec`](Self::for_spec)).
     pub fn as_mut(&mut self) -> BatchMut<'_> {
         BatchMut {
             max_cxt: self.max_cxt,
@@ -134,12 +134,11 @@ impl Batch {
             source_ids: &mut self.source_ids,
             labels: &mut self.labels,
             reactions: (!self.reactions.is_empty()).then_some(&mut self.reactions[..]),
-            embeddings: if self.embeddings.is_empty() {
-                Stores::None
+            outputs: if self.outputs.is_empty() {
+                Outputs::None
             } else {
-                Stores::Owned(&mut self.embeddings)
+                Outputs::Owned(&mut self.outputs)
             },
-            token_ids: (!self.token_ids.is_empty()).then_some(&mut self.token_ids[..]),
             previous_width: Some(self.width),
         }
     }
@@ -176,8 +175,7 @@ pub struct BatchMut<'a> {
     source_ids: &'a mut [u64],
     labels: &'a mut [i8],
     reactions: Option<&'a mut [u32]>,
-    embeddings: Stores<'a>,
-    token_ids: Option<&'a mut [i32]>,
+    outputs: Outputs<'a>,
     /// The width of the fill the buffers hold (see [`BatchMut::reusing`]).
     previous_width: Option<usize>,
 }
@@ -226,8 +224,7 @@ impl<'a> BatchMut<'a> {
             source_ids,
             labels,
             reactions: None,
-            embeddings: Stores::None,
-            token_ids: None,
+            outputs: Outputs::None,
             previous_width: None,
         })
     }
@@ -250,17 +247,11 @@ impl<'a> BatchMut<'a> {
         Ok(self)
     }
 
-    /// The outputs of the loader's [`BatchSpec`] stores, one per store in
-    /// its order (`batch_size * max_cxt` slots each; checked at the fill).
-    pub fn with_embeddings(mut self, stores: &'a mut [EmbeddingMut<'a>]) -> Self {
-        self.embeddings = Stores::Borrowed(stores);
-        self
-    }
-
-    /// The output of the loader's [`BatchSpec`] token ids:
-    /// `[batch_size * max_cxt * max_tokens]` (checked at the fill).
-    pub fn with_token_ids(mut self, ids: &'a mut [i32]) -> Self {
-        self.token_ids = Some(ids);
+    /// The buffers of the loader's [`BatchSpec`] outputs, one per buffer
+    /// of [`BatchSpec::buffers`] in its order, each of its type and
+    /// `batch_size * max_cxt` slots (checked at the fill).
+    pub fn with_outputs(mut self, outputs: &'a mut [OutputMut<'a>]) -> Self {
+        self.outputs = Outputs::Borrowed(outputs);
         self
     }
 
@@ -280,21 +271,8 @@ impl<'a> BatchMut<'a> {
         self.reactions.as_deref().map_or(0, <[u32]>::len)
     }
 
-    pub(super) fn token_ids_len(&self) -> usize {
-        self.token_ids.as_deref().map_or(0, <[i32]>::len)
-    }
-
-    pub(super) fn stores_mut(&mut self) -> &mut Stores<'a> {
-        &mut self.embeddings
-    }
-
-    /// The reactions (empty without), store and token-id outputs.
-    pub(super) fn outputs_mut(&mut self) -> (&mut [u32], &mut Stores<'a>, Option<&mut [i32]>) {
-        (
-            self.reactions.as_deref_mut().unwrap_or_default(),
-            &mut self.embeddings,
-            self.token_ids.as_deref_mut(),
-        )
+    pub(super) fn outputs_mut(&mut self) -> &mut Outputs<'a> {
+        &mut self.outputs
     }
 
     /// Capacity in threads.
@@ -364,9 +342,9 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         }
     }
 
-    /// Fill `spec`'s outputs too (embedding rows, token ids) in every
+    /// Fill `spec`'s outputs too (embedding rows, token ids...) in every
     /// fill: the buffers must have them ([`new_batch`](Self::new_batch),
-    /// or [`BatchMut::with_embeddings`] and [`BatchMut::with_token_ids`]).
+    /// or [`BatchMut::with_outputs`]).
     pub fn outputs(mut self, spec: &'c BatchSpec) -> Self {
         self.spec = spec;
         self
@@ -477,6 +455,8 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         };
         out.width = width;
         let stride = width * NUM_FEATURES;
+        let reuse = out.reuses_width(width);
+        let spec = self.spec;
         for (b, &pos) in positions.iter().enumerate() {
             let t = self.thread(pos)?;
             let rows = t.features();
@@ -516,6 +496,21 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             out.lengths[b] = len as u32;
             out.source_ids[b] = t.source_id();
             out.labels[b] = labels.map_or(t.label_code(), |l| l[b]);
+            if spec.has_outputs() {
+                // Every output of the thread while it is at hand.
+                let picked =
+                    (out.reactions.as_deref()).map_or(&[][..], |r| &r[b * width..(b + 1) * width]);
+                let thread = (Some(pos), Some(t));
+                spec.fill_thread(
+                    self.cache,
+                    b,
+                    thread,
+                    picked,
+                    width,
+                    reuse,
+                    &mut out.outputs,
+                )?;
+            }
         }
         let (used, cap) = (positions.len(), out.batch_size());
         out.features[used * stride..cap * stride].fill(0.0);
@@ -526,7 +521,22 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         out.lengths[used..].fill(0);
         out.source_ids[used..].fill(0);
         out.labels[used..].fill(0);
-        self.spec.fill(self.cache, positions, out)
+        if spec.has_outputs() {
+            for b in used..cap {
+                let picked =
+                    (out.reactions.as_deref()).map_or(&[][..], |r| &r[b * width..(b + 1) * width]);
+                spec.fill_thread(
+                    self.cache,
+                    b,
+                    (None, None),
+                    picked,
+                    width,
+                    reuse,
+                    &mut out.outputs,
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// The normalisation in use, if any.

@@ -204,20 +204,46 @@ impl Vocabulary {
         }
         let ids = out.ids[..reactions.len() * l].chunks_exact_mut(width * l);
         for (b, (slots, ids)) in reactions.chunks_exact(width).zip(ids).enumerate() {
-            // The thread's texts, looked up at its first real slot.
-            let mut thread: Option<ThreadView<'_>> = None;
-            for (k, (&r, row)) in slots.iter().zip(ids.chunks_exact_mut(l)).enumerate() {
-                let mut n = 0;
-                if r != BatchMut::NO_REACTION {
-                    let &pos = positions.get(b).ok_or(LoadError::BufferSize {
-                        buffer: "positions",
-                        expected: b + 1,
-                        found: positions.len(),
-                    })?;
-                    let t = match thread {
-                        Some(t) => t,
-                        None => *thread.insert(texts(cache, pos)?),
-                    };
+            let lengths = (out.lengths.as_deref_mut()).map(|n| &mut n[b * width..(b + 1) * width]);
+            let texts = || {
+                let &pos = positions.get(b).ok_or(LoadError::BufferSize {
+                    buffer: "positions",
+                    expected: b + 1,
+                    found: positions.len(),
+                })?;
+                Ok((pos, texts(cache, pos)?))
+            };
+            self.thread_token_ids(texts, slots, ids, lengths)?;
+        }
+        Ok(())
+    }
+
+    /// The token ids of one thread's row slots (`slots`: each one's
+    /// reaction), `ids` `[slots.len() * max_tokens]`, and their lengths;
+    /// `texts` gives the thread's position and texts, called at its first
+    /// real slot (not at all for a thread of padding).
+    pub(crate) fn thread_token_ids<'c>(
+        &self,
+        texts: impl FnOnce() -> Result<(usize, ThreadView<'c>)>,
+        slots: &[u32],
+        ids: &mut [i32],
+        mut lengths: Option<&mut [u32]>,
+    ) -> Result<()> {
+        let l = ids.len() / slots.len().max(1);
+        if l == 0 {
+            return Ok(());
+        }
+        let mut texts = Some(texts);
+        let mut thread: Option<(usize, ThreadView<'_>)> = None;
+        for (k, (&r, row)) in slots.iter().zip(ids.chunks_exact_mut(l)).enumerate() {
+            let mut n = 0;
+            if r != BatchMut::NO_REACTION {
+                if thread.is_none()
+                    && let Some(f) = texts.take()
+                {
+                    thread = Some(f()?);
+                }
+                if let Some((pos, t)) = thread {
                     let reaction = t
                         .reaction(r as usize)
                         .ok_or(LoadError::OtherCache { position: pos })?;
@@ -228,10 +254,10 @@ impl Vocabulary {
                         }
                     }
                 }
-                row[n..].fill(Vocabulary::PADDING_ID as i32);
-                if let Some(lengths) = out.lengths.as_deref_mut() {
-                    lengths[b * width + k] = n as u32;
-                }
+            }
+            row[n..].fill(Vocabulary::PADDING_ID as i32);
+            if let Some(lengths) = lengths.as_deref_mut() {
+                lengths[k] = n as u32;
             }
         }
         Ok(())

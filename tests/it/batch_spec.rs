@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::common::*;
 use socialctx::{
-    Batch, BatchSpec, Cache, EmbeddingBuf, EmbeddingStore, Kinds, Loader, Pad, Selection,
+    Batch, BatchSpec, Cache, EmbeddingStore, Kinds, Loader, OutputBuf, OutputMut, Pad, Selection,
     StoreWriter, TextField, ThreadSource, TokenIdsMut, Vocabulary,
 };
 
@@ -64,35 +64,38 @@ fn reference(
     batch.len = positions.len();
     let slots = batch_size * width;
     let offsets = cache.reaction_offsets().unwrap();
+    // The spec's buffers, zeroed, in its order: per store its index (and
+    // rows), then the token ids.
+    let mut buffers = spec.buffers(batch_size * max_cxt).into_iter();
+    let mut next = || buffers.next().unwrap();
     for store in spec.stores() {
         let mut rows = vec![0i32; slots];
         store.rows_of_slots(&offsets, positions, &reactions[..slots], width, &mut rows);
-        let mut index = vec![0i32; batch_size * max_cxt];
-        index[..slots].copy_from_slice(&rows);
-        let mut dense = vec![
-            0f32;
-            if spec.dense() {
-                batch_size * max_cxt * DIM
-            } else {
-                0
-            }
-        ];
+        let mut index = next();
+        let OutputMut::I32(i) = index.as_mut() else {
+            panic!("index of int32")
+        };
+        i[..slots].copy_from_slice(&rows);
+        batch.outputs.push(index);
         if spec.dense() {
-            store.gather(&rows, &mut dense[..slots * DIM]);
+            let mut dense = next();
+            let OutputMut::F32(d) = dense.as_mut() else {
+                panic!("float32 rows")
+            };
+            store.gather(&rows, &mut d[..slots * DIM]);
+            batch.outputs.push(dense);
         }
-        batch.embeddings.push(EmbeddingBuf {
-            index,
-            rows: dense,
-            half_rows: Vec::new(),
-        });
     }
     if let Some((vocab, l)) = spec.vocabulary() {
-        let mut ids = vec![0i32; batch_size * max_cxt * l];
-        let mut out = TokenIdsMut::new(l, &mut ids[..slots * l]).unwrap();
+        let mut ids = next();
+        let OutputMut::I32(i) = ids.as_mut() else {
+            panic!("token ids of int32")
+        };
+        let mut out = TokenIdsMut::new(l, &mut i[..slots * l]).unwrap();
         vocab
             .token_ids(cache, positions, &reactions[..slots], width, &mut out)
             .unwrap();
-        batch.token_ids = ids;
+        batch.outputs.push(ids);
     }
     batch.reactions = reactions;
     batch
@@ -111,21 +114,18 @@ fn assert_same(got: &Batch, want: &Batch, what: &str) {
     assert_eq!(got.lengths, want.lengths, "{what}");
     assert_eq!(got.source_ids, want.source_ids, "{what}");
     assert_eq!(got.labels, want.labels, "{what}");
-    assert_eq!(got.embeddings.len(), want.embeddings.len(), "{what}");
-    for (g, e) in got.embeddings.iter().zip(&want.embeddings) {
-        assert_eq!(g.index[..b * w], e.index[..b * w], "{what}: index");
-        assert_eq!(g.rows.len(), e.rows.len(), "{what}: rows held");
-        if !g.rows.is_empty() {
-            assert_eq!(g.rows[..b * w * DIM], e.rows[..b * w * DIM], "{what}: rows");
+    assert_eq!(got.outputs.len(), want.outputs.len(), "{what}");
+    for (g, e) in got.outputs.iter().zip(&want.outputs) {
+        let what = format!("{what}: {} {:?}", g.name, g.key);
+        let shape = |o: &OutputBuf| (o.name, o.key.clone(), o.per_slot, o.dtype());
+        assert_eq!(shape(g), shape(e), "{what}");
+        let n = b * w * g.per_slot.unwrap_or(1);
+        match g.dtype() {
+            "int32" => assert_eq!(g.as_i32()[..n], e.as_i32()[..n], "{what}"),
+            "float32" => assert_eq!(g.as_f32()[..n], e.as_f32()[..n], "{what}"),
+            _ => panic!("{what}: no float16 store here"),
         }
-        assert!(g.half_rows.is_empty() && e.half_rows.is_empty(), "{what}");
     }
-    let l = got.token_ids.len() / (b * got.max_cxt).max(1);
-    assert_eq!(
-        got.token_ids[..b * w * l],
-        want.token_ids[..b * w * l],
-        "{what}: token ids"
-    );
 }
 
 #[test]
@@ -207,9 +207,12 @@ fn buffers_missing_an_output_of_the_spec_are_refused_before_any_write() {
     assert!(plain.features.iter().all(|&x| x == 7.0));
     // A batch for the spec but without dense rows.
     let mut batch = loader.new_batch(2);
-    batch.embeddings[0].rows = Vec::new();
+    (batch.outputs.iter_mut())
+        .find(|o| o.name == "embeddings")
+        .unwrap()
+        .clear();
     let err = loader.fill(&[0, 1], &mut batch).unwrap_err().to_string();
-    assert!(err.contains("embedding rows"), "{err}");
+    assert!(err.contains("embeddings"), "{err}");
     // And the right one fills.
     let mut batch = loader.new_batch(2);
     loader.fill(&[0, 1], &mut batch).unwrap();

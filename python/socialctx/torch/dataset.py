@@ -75,14 +75,15 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
       Without a GPU it falls back to ordinary memory (with a warning).
     - other keyword arguments go to :class:`socialctx.Loader` (``kinds``,
       ``max_cxt``, ``window_s``, ``stats``, ``empty``, ``pad``,
-      ``pad_multiple``, ``token_ids`` and ``max_tokens``).
+      ``pad_multiple``, ``token_ids``, ``max_tokens`` and ``outputs``).
 
     Each item is a dict: ``features`` float32 ``[B, T, 28]``, ``mask`` bool
     ``[B, T]``, ``lengths`` int64 ``[B]``, ``source_ids`` int64 ``[B]``,
     ``labels`` int64 ``[B]`` (-1 is the cache's "unknown": pass a split's
     labels to train), ``positions`` int64 ``[B]``, ``embedding_index`` /
     ``embeddings`` dicts, ``token_ids`` int32 ``[B, T, max_tokens]`` with
-    ``token_ids=``, and its place: ``epoch``, ``plan_index`` (ints),
+    ``token_ids=``, every other output of the Loader by its name
+    (``outputs=``), and its place: ``epoch``, ``plan_index`` (ints),
     ``content_id`` (the cache generation) and ``store_ids`` (each
     embedding store's version; workers refuse a store compacted or
     re-embedded after the dataset was made, as a rebuilt cache). ``B`` is at most ``batch_size``;
@@ -389,17 +390,18 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
             "source_ids": own("source_ids", batch.source_ids[:n].view(np.int64), None),
             "labels": own("labels", batch.labels[:n], torch.int64),
             "positions": own("positions", positions, None),
-            "embedding_index": {
-                k: own("i:" + k, v[:n], None) for k, v in batch.embedding_index.items()
-            },
+            # Present (empty) without stores, as before outputs had names.
+            "embedding_index": {},
         }
+        # Every output of the Loader, by its name: an array, or per store a
+        # dict of arrays by store name.
+        for name, value in batch.outputs.items():
+            if isinstance(value, dict):
+                item[name] = {k: own(f"{name}:{k}", v[:n], None) for k, v in value.items()}
+            else:
+                item[name] = own(name, value[:n], None)
         if self.dense:
-            item["embeddings"] = {
-                k: own("e:" + k, v[:n], None) for k, v in batch.embeddings.items()
-            }
-        token_ids = batch.token_ids
-        if token_ids is not None:
-            item["token_ids"] = own("token_ids", token_ids[:n], None)
+            item.setdefault("embeddings", {})
         return item
 
     def _fresh(

@@ -31,7 +31,7 @@ class GraphDataset(CacheDataset):
     :class:`socialctx.GraphBatch`) over ``positions`` of a cache, for a
     DataLoader with ``batch_size=None``; batching, shuffling, bucketing, DDP
     sharding, generations, epochs and resumption as :class:`CacheDataset`
-    (``embeddings``, ``dense`` and ``token_ids`` are not offered).
+    (``embeddings``, ``dense``, ``token_ids`` and ``outputs`` are not offered).
 
     Each item is a dict of fresh tensors: ``x`` float32 ``[N, 28]`` (each
     graph's root first, a zero row; then its selected reactions in time
@@ -73,7 +73,8 @@ class GraphDataset(CacheDataset):
     ) -> None:
         self.bag_of_words = bag_of_words
         self.bow_unknown = bow_unknown
-        for opt in ("embeddings", "dense", "token_ids", "max_tokens"):
+        # A graph batch has no row slots: the Loader's outputs are not filled.
+        for opt in ("embeddings", "dense", "token_ids", "max_tokens", "outputs"):
             if kwargs.get(opt):
                 raise ValueError(f"GraphDataset does not take {opt}")
         self._batch_type = None if pyg is False else _pyg_batch()
