@@ -26,10 +26,11 @@
 //! fingerprints, values computed by another definition of the features:
 //! `crate::definition`), and the summary says why.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3Default;
@@ -337,14 +338,20 @@ fn settle(dir: &Path, fps: &[Fp], precision: &Precision) -> i128 {
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
     cache: Cache,
-    /// rel -> position in the old cache (None: the thread was skipped, its
-    /// report lines say why), for threads whose files are unchanged.
-    reuse: HashMap<String, Option<usize>>,
+    /// By position in the build's list, for threads whose files are
+    /// unchanged: the position in the old cache (None: the thread was
+    /// skipped, its report lines say why). Indexed, not keyed by rel: no
+    /// copy of every rel path (memory that grew with the corpus).
+    reuse: Vec<Option<Option<usize>>>,
+    /// How many threads `reuse` has.
+    reused: usize,
     /// Report lines of the old cache's threads' assembly by thread rel
     /// (not discovery's).
     report: BTreeMap<String, Vec<BadInput>>,
-    /// Author keys of the reused threads' reactions.
-    authors: BTreeMap<String, Vec<u64>>,
+    /// Author keys of the reused threads' reactions, by list position:
+    /// moved out of the fingerprints and handed over (not copied) when the
+    /// thread is taken, so they are never held twice.
+    authors: Mutex<Vec<Vec<u64>>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -416,8 +423,10 @@ fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> 
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
     let precision = Precision::of(fps);
-    let mut reuse = HashMap::new();
-    for (td, f) in list.iter().zip(fps) {
+    let mut reuse = vec![None; list.len()];
+    let mut authors = vec![Vec::new(); list.len()];
+    let mut old_authors = old.authors;
+    for (i, (td, f)) in list.iter().zip(fps).enumerate() {
         // The racy-clean rule, with or without content hashes: a file
         // modified at or after the previous build's start (in its file
         // system's precision) may have been read (or hashed) before that
@@ -430,10 +439,11 @@ fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> 
         match cache.position(td.source_id) {
             // A thread without reactions has no author list stored.
             Some(pos)
-                if Some(old.authors.get(&td.rel).map_or(0, Vec::len))
+                if Some(old_authors.get(&td.rel).map_or(0, Vec::len))
                     == cache.thread(pos).map(|t| t.reaction_count()) =>
             {
-                reuse.insert(td.rel.clone(), Some(pos));
+                reuse[i] = Some(Some(pos));
+                authors[i] = old_authors.remove(&td.rel).unwrap_or_default();
             }
             Some(_) => {}
             // Skipped last time, and unchanged: skipped again, same lines.
@@ -441,18 +451,18 @@ fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> 
                 .get(&td.rel)
                 .is_some_and(|lines| lines.iter().any(|l| l.path == td.rel)) =>
             {
-                reuse.insert(td.rel.clone(), None);
+                reuse[i] = Some(None);
             }
             None => {}
         }
     }
-    let mut authors = old.authors;
-    authors.retain(|rel, _| reuse.get(rel).is_some_and(Option::is_some));
+    drop(old_authors);
     Old {
         cache,
+        reused: reuse.iter().flatten().count(),
         reuse,
         report,
-        authors,
+        authors: Mutex::new(authors),
     }
 }
 
@@ -532,7 +542,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
         (Some(new_index), Ok(o)) => o.rumour_sources_changed(new_index),
         _ => false,
     };
-    let reused = old.as_ref().map_or(0, |o| o.reuse.len() as u64);
+    let reused = old.as_ref().map_or(0, |o| o.reused as u64);
     if let Ok(o) = &old
         && !index_changed
         && o.unchanged(list, &report)
@@ -627,9 +637,9 @@ impl Old {
     /// The corpus's rumour index: the reused threads' entries from the old
     /// cache, the others' from their files.
     fn rumour_index(&self, list: &[ThreadDir], workers: usize, max_file_bytes: u64) -> RumourIndex {
-        let known = |i: usize| match self.reuse.get(&list[i].rel)? {
+        let known = |i: usize| match self.reuse[i]? {
             Some(pos) => {
-                let t = self.cache.thread(*pos)?;
+                let t = self.cache.thread(pos)?;
                 Some(
                     (t.label_code() == 1)
                         .then(|| (user_key(t.source_user_id()), t.source_created_at())),
@@ -661,8 +671,8 @@ impl Old {
     /// lines now, `report`, and each reused thread's own) is the old one.
     /// The old cache is then exactly what a full build would publish.
     fn unchanged(&self, list: &[ThreadDir], report: &[BadInput]) -> bool {
-        if self.reuse.len() != list.len()
-            || self.cache.len() != self.reuse.values().filter(|p| p.is_some()).count()
+        if self.reused != list.len()
+            || self.cache.len() != self.reuse.iter().flatten().flatten().count()
         {
             return false;
         }
@@ -677,7 +687,7 @@ impl Old {
     /// Keeps the old cache as it is (nothing changed): releases the lock and
     /// staging directory of `started`, and summarises the old cache.
     fn kept(&self, started: Started<'_>) -> BuildSummary {
-        let reused = self.reuse.len() as u64;
+        let reused = self.reused as u64;
         started.progress.discovered(reused);
         let (elapsed, phases) = started.discovered_so_far();
         drop(started);
@@ -718,7 +728,7 @@ impl Reuse for Reuser<'_> {
     fn take(&self, i: usize) -> Option<Outcome> {
         let o = self.old;
         let td = &self.list[i];
-        let pos = o.reuse.get(&td.rel)?;
+        let pos = o.reuse[i]?;
         let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
         let Some(pos) = pos else {
             // Skipped last time, unchanged: skipped again, same lines.
@@ -729,9 +739,11 @@ impl Reuse for Reuser<'_> {
                 authors: Vec::new(),
             });
         };
-        let t = o.cache.thread(*pos)?;
+        let t = o.cache.thread(pos)?;
         let mut data = thread_data(&t, self.extended);
-        let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
+        // Taken once per thread (the pool runs each job once).
+        let authors =
+            std::mem::take(&mut o.authors.lock().unwrap_or_else(PoisonError::into_inner)[i]);
         if let (Some(col), Some(idx)) = (reaction_column("user_reliability"), self.recompute) {
             for ((row, r), &a) in data
                 .reaction_extra
