@@ -25,6 +25,10 @@
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
 //! fingerprints, values computed by another definition of the features:
 //! `crate::definition`), and the summary says why.
+//!
+//! With the crawler's change list (`BuildOptions::changed`, `changed.rs`)
+//! the threads it does not name are taken as the fingerprints left them:
+//! no walk and no `stat` of their files.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -40,8 +44,6 @@ use crate::format::files::fingerprints_file;
 use crate::format::report::BadInput;
 use crate::format::user_key;
 use crate::ingest::discover::ThreadDir;
-
-mod changed;
 use crate::ingest::extended::{rumour_index, rumour_index_with};
 use crate::ingest::features::reliability::RumourIndex;
 use crate::ingest::fingerprint::{Fp, How, Precision, fingerprints};
@@ -52,6 +54,8 @@ use crate::ingest::{BuildOptions, BuildSummary, Progress, Tally, discover_checke
 use crate::read::{Cache, ThreadSource};
 use crate::repack::thread_data;
 use crate::schema::reaction_column;
+
+mod changed;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
