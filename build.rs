@@ -29,6 +29,7 @@ const SOURCES: &[&str] = &[
     "src/repack.rs",
     "src/merge.rs",
     "src/incremental.rs",
+    "src/incremental",
 ];
 
 /// Parts of `src/ingest` that compute no stored value: the pool and read-ahead

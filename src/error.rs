@@ -255,6 +255,17 @@ pub enum BuildError {
         count: usize,
     },
 
+    /// The change list of an incremental build
+    /// ([`BuildOptions::changed`](crate::BuildOptions::changed)) cannot be
+    /// read or names a path outside the corpus. Nothing was built.
+    #[error("bad change list {}: {reason}", file.display())]
+    BadChangeList {
+        /// The change list.
+        file: PathBuf,
+        /// What is wrong with it (and on which line).
+        reason: String,
+    },
+
     /// The caller's [`Progress::cancelled`](crate::Progress::cancelled) said
     /// stop. Any existing cache is left as it was.
     #[error("build cancelled; any existing cache is unchanged")]

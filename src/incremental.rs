@@ -25,14 +25,19 @@
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
 //! fingerprints, values computed by another definition of the features:
 //! `crate::definition`), and the summary says why.
+//!
+//! With the crawler's change list (`BuildOptions::changed`, `changed.rs`)
+//! the threads it does not name are taken as the fingerprints left them:
+//! no walk and no `stat` of their files.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::Xxh3Default;
 
 use crate::error::BuildError;
 use crate::format::files::fingerprints_file;
@@ -50,11 +55,14 @@ use crate::read::{Cache, ThreadSource};
 use crate::repack::thread_data;
 use crate::schema::reaction_column;
 
+mod changed;
+
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 /// Version of the fingerprints file; another version means a full build.
-/// 2: per-thread report lines (`bad`); 3: content id and checksum.
-const FINGERPRINTS_VERSION: u32 = 3;
+/// 2: per-thread report lines (`bad`); 3: content id and checksum; 4: what
+/// discovery found of each thread (`dirs`, `layouts`), for `--changed`.
+const FINGERPRINTS_VERSION: u32 = 4;
 
 /// The fingerprints of the threads of one cache content. Derived data,
 /// never trusted as found: the file carries its own checksum and the
@@ -96,14 +104,23 @@ struct Fingerprints {
     /// lines are not among them: discovery gives them again each build).
     #[serde(default)]
     bad: BTreeMap<String, Vec<BadInput>>,
+    /// Thread rel path -> which tweet folders and side files discovery
+    /// found (`ThreadDir::entries`): a build with a change list takes the
+    /// threads it does not name from here, without a walk.
+    #[serde(default)]
+    dirs: BTreeMap<String, u16>,
+    /// Thread rel path -> its layout's name, where it is not PHEME's.
+    #[serde(default)]
+    layouts: BTreeMap<String, String>,
 }
 
 impl Fingerprints {
     /// The checksum of these fingerprints (their JSON with `xxh3` empty;
-    /// sorted maps, so the same fingerprints always give the same bytes).
+    /// sorted maps, so the same fingerprints always give the same bytes),
+    /// hashed as it is serialised: no copy of the JSON in memory.
     fn checksum(&mut self) -> String {
         let kept = std::mem::take(&mut self.xxh3);
-        let sum = serde_json::to_vec(self).map_or(0, |b| xxh3_64(&b));
+        let sum = hash_json(&*self);
         self.xxh3 = kept;
         format!("{sum:016x}")
     }
@@ -114,9 +131,13 @@ impl Fingerprints {
         let file = cache
             .derived_dir()
             .join(fingerprints_file(&cache.content_id()));
-        let bytes = fs::read(&file).map_err(|_| "the old cache has no fingerprints".to_string())?;
+        let bytes = read_regular(&file).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => "the old cache has no fingerprints".to_string(),
+            _ => format!("fingerprints unreadable ({}: {e})", file.display()),
+        })?;
         let mut fp: Fingerprints = serde_json::from_slice(&bytes)
             .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
+        drop(bytes);
         if fp.version != FINGERPRINTS_VERSION {
             return Err(format!(
                 "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
@@ -139,21 +160,138 @@ impl Fingerprints {
         }
         Ok(fp)
     }
+}
 
-    /// Writes these fingerprints, sealed for the cache content
-    /// `content_id`, into `derived` by a rename: a failed write leaves no
-    /// partial file and the error names the file.
-    fn write(mut self, content_id: &str, derived: &Path) -> Result<()> {
-        self.content_id = content_id.to_owned();
-        self.xxh3 = self.checksum();
-        let name = fingerprints_file(content_id);
-        let file = derived.join(&name);
+/// xxh3-64 of `value`'s JSON, hashed as it is written.
+fn hash_json(value: &impl Serialize) -> u64 {
+    struct Hasher(Xxh3Default);
+    impl std::io::Write for Hasher {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.update(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hasher(Xxh3Default::new());
+    match serde_json::to_writer(&mut h, value) {
+        Ok(()) => h.0.digest(),
+        Err(_) => 0,
+    }
+}
+
+/// The bytes of the regular file `path`, refusing anything else without
+/// waiting on it: a FIFO planted at the fingerprints path cannot hang the
+/// build (`O_NONBLOCK`), nor a symlink send it elsewhere (`O_NOFOLLOW`).
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{CWD, Mode, OFlags, openat};
+    use std::io::Read;
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK;
+    let mut file = fs::File::from(openat(CWD, path, flags, Mode::empty()).map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            std::io::Error::other("it is a symbolic link")
+        } else {
+            e.into()
+        }
+    })?);
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The fingerprints of `list` as the fingerprints file stores them,
+/// serialised straight from the build's own vectors: the same JSON as
+/// [`Fingerprints`] (same fields in the same order, maps sorted by thread
+/// rel path), without building its maps or the JSON in memory first.
+#[derive(Serialize)]
+struct Written<'a> {
+    version: u32,
+    content_id: &'a str,
+    xxh3: String,
+    corpus: &'a str,
+    strict: bool,
+    max_file_bytes: u64,
+    shard_bytes: u64,
+    extended: bool,
+    verify: bool,
+    definition: &'a str,
+    started_ns: i128,
+    threads: ByRel<'a, u64>,
+    authors: ByRel<'a, Vec<u64>>,
+    bad: ByRel<'a, Vec<BadInput>>,
+    dirs: ByRel<'a, u16>,
+    layouts: ByRel<'a, Option<&'static str>>,
+}
+
+/// One per-thread map of the fingerprints file: `values[i]` under
+/// `list[i].rel`, in rel order (`order`), empty vectors left out.
+struct ByRel<'a, T> {
+    list: &'a [ThreadDir],
+    order: &'a [u32],
+    values: &'a [T],
+}
+
+/// Whether a per-thread value is stored (non-empty vectors only).
+trait Stored {
+    fn stored(&self) -> bool;
+}
+impl Stored for u64 {
+    fn stored(&self) -> bool {
+        true
+    }
+}
+impl Stored for u16 {
+    fn stored(&self) -> bool {
+        true
+    }
+}
+impl<T> Stored for Option<T> {
+    fn stored(&self) -> bool {
+        self.is_some()
+    }
+}
+impl<T> Stored for Vec<T> {
+    fn stored(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+impl<T: Serialize + Stored> Serialize for ByRel<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.order.iter().filter_map(|&i| {
+            let v = &self.values[i as usize];
+            v.stored().then(|| (self.list[i as usize].rel.as_str(), v))
+        }))
+    }
+}
+
+impl Written<'_> {
+    /// Writes these fingerprints, sealed for their cache content, into
+    /// `derived` by a rename: a failed write leaves no partial file and the
+    /// error names the file. Whatever is not a regular file at the path (a
+    /// symlink, a FIFO: the name is ours, in the cache's own `derived/`) is
+    /// removed first, so the write neither goes through a link nor waits
+    /// on a pipe.
+    fn write(mut self, derived: &Path) -> Result<()> {
+        self.xxh3 = format!("{:016x}", hash_json(&self));
+        let file = derived.join(fingerprints_file(self.content_id));
         fs::create_dir_all(derived).map_err(|e| BuildError::io(derived, e))?;
-        let json = serde_json::to_vec(&self).map_err(|e| BuildError::io(&file, e.into()))?;
+        if fs::symlink_metadata(&file).is_ok_and(|m| !m.is_file()) {
+            fs::remove_file(&file).map_err(|e| BuildError::io(&file, e))?;
+        }
         // The one routine for replacing a file: a killed build's temporary
         // file is removed by the next write of the same fingerprints.
-        crate::output::replace_file(&file, |f| std::io::Write::write_all(f, &json))
-            .map_err(|e| BuildError::io(&file, e))?;
+        crate::output::replace_file(&file, |f| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+            serde_json::to_writer(&mut out, &self)?;
+            std::io::Write::flush(&mut out)
+        })
+        .map_err(|e| BuildError::io(&file, e))?;
         Ok(())
     }
 }
@@ -201,26 +339,23 @@ fn settle(dir: &Path, fps: &[Fp], precision: &Precision) -> i128 {
     t
 }
 
-/// Non-empty per-thread values by thread rel path.
-fn per_thread<T: Clone>(list: &[ThreadDir], values: &[Vec<T>]) -> BTreeMap<String, Vec<T>> {
-    list.iter()
-        .zip(values)
-        .filter(|(_, x)| !x.is_empty())
-        .map(|(td, x)| (td.rel.clone(), x.clone()))
-        .collect()
-}
-
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
     cache: Cache,
-    /// rel -> position in the old cache (None: the thread was skipped, its
-    /// report lines say why), for threads whose files are unchanged.
-    reuse: HashMap<String, Option<usize>>,
+    /// By position in the build's list, for threads whose files are
+    /// unchanged: the position in the old cache (None: the thread was
+    /// skipped, its report lines say why). Indexed, not keyed by rel: no
+    /// copy of every rel path (memory that grew with the corpus).
+    reuse: Vec<Option<Option<usize>>>,
+    /// How many threads `reuse` has.
+    reused: usize,
     /// Report lines of the old cache's threads' assembly by thread rel
     /// (not discovery's).
     report: BTreeMap<String, Vec<BadInput>>,
-    /// Author keys of the reused threads' reactions.
-    authors: BTreeMap<String, Vec<u64>>,
+    /// Author keys of the reused threads' reactions, by list position:
+    /// moved out of the fingerprints and handed over (not copied) when the
+    /// thread is taken, so they are never held twice.
+    authors: Mutex<Vec<Vec<u64>>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -232,13 +367,11 @@ fn canonical(p: &Path) -> String {
 
 /// Why the old cache at `cache_dir` cannot serve an incremental build of
 /// `corpus` with `opts`, or what it offers.
-fn old_cache(
+fn open_old(
     corpus: &Path,
     cache_dir: &Path,
     opts: &BuildOptions,
-    list: &[ThreadDir],
-    fps: &[Fp],
-) -> std::result::Result<Old, String> {
+) -> std::result::Result<(Cache, Fingerprints), String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
     let m = cache.manifest();
     // Values computed by other code are never reused: checked first, so
@@ -285,11 +418,19 @@ fn old_cache(
     {
         return Err("the old cache was built with other options".into());
     }
+    Ok((cache, old))
+}
+
+/// What the old cache offers a build of the threads `list` with
+/// fingerprints `fps`.
+fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> Old {
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
     let precision = Precision::of(fps);
-    let mut reuse = HashMap::new();
-    for (td, f) in list.iter().zip(fps) {
+    let mut reuse = vec![None; list.len()];
+    let mut authors = vec![Vec::new(); list.len()];
+    let mut old_authors = old.authors;
+    for (i, (td, f)) in list.iter().zip(fps).enumerate() {
         // The racy-clean rule, with or without content hashes: a file
         // modified at or after the previous build's start (in its file
         // system's precision) may have been read (or hashed) before that
@@ -302,10 +443,11 @@ fn old_cache(
         match cache.position(td.source_id) {
             // A thread without reactions has no author list stored.
             Some(pos)
-                if Some(old.authors.get(&td.rel).map_or(0, Vec::len))
+                if Some(old_authors.get(&td.rel).map_or(0, Vec::len))
                     == cache.thread(pos).map(|t| t.reaction_count()) =>
             {
-                reuse.insert(td.rel.clone(), Some(pos));
+                reuse[i] = Some(Some(pos));
+                authors[i] = old_authors.remove(&td.rel).unwrap_or_default();
             }
             Some(_) => {}
             // Skipped last time, and unchanged: skipped again, same lines.
@@ -313,19 +455,19 @@ fn old_cache(
                 .get(&td.rel)
                 .is_some_and(|lines| lines.iter().any(|l| l.path == td.rel)) =>
             {
-                reuse.insert(td.rel.clone(), None);
+                reuse[i] = Some(None);
             }
             None => {}
         }
     }
-    let mut authors = old.authors;
-    authors.retain(|rel, _| reuse.get(rel).is_some_and(Option::is_some));
-    Ok(Old {
+    drop(old_authors);
+    Old {
         cache,
+        reused: reuse.iter().flatten().count(),
         reuse,
         report,
-        authors,
-    })
+        authors: Mutex::new(authors),
+    }
 }
 
 /// Builds `corpus` into `cache` as [`build`](crate::build) does, re-reading
@@ -352,17 +494,48 @@ pub fn build_incremental(
 fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
     let opts = started.opts.clone();
     let workers = started.workers;
-    // The rumour index comes later: from the old cache where it can.
-    let (list, report, _) = discover_checked(corpus, workers, &opts, false)?;
-    let list = &list;
     let how = if opts.verify {
         How::Content
     } else {
         How::Local
     };
-    let fps = fingerprints(list, workers, how);
+    // A change list is read (and refused if bad) whether or not it can be
+    // used.
+    let rels = match &opts.changed {
+        Some(file) => Some((file, changed::read_list(corpus, file)?)),
+        None => None,
+    };
+    let opened = open_old(corpus, cache, &opts);
+    // With a change list and a usable old cache: the threads it does not
+    // name as they were, no walk.
+    let mut listed = None;
+    let mut note = String::new();
+    if let (Some((file, rels)), Ok((cache, old))) = (&rels, &opened) {
+        match changed::supply(corpus, rels, old, cache, workers, how) {
+            Ok(found) => {
+                note = format!(" (change list {}: {} paths)", file.display(), rels.len());
+                listed = Some(found);
+            }
+            Err(why) => {
+                note = format!(
+                    " (change list {} not used: {why}; the corpus was walked)",
+                    file.display()
+                );
+            }
+        }
+    }
+    // The rumour index comes later: from the old cache where it can.
+    let (list, report, fps) = match listed {
+        Some((list, fps)) => (list, Vec::new(), fps),
+        None => {
+            let (list, report, _) = discover_checked(corpus, workers, &opts, false)?;
+            let fps = fingerprints(&list, workers, how);
+            (list, report, fps)
+        }
+    };
+    let list = &list;
     let started_ns = settle(started.writer.temp_dir(), &fps, &Precision::of(&fps));
-    let old = old_cache(corpus, cache, &opts, list, &fps);
+    let old = opened.map(|(cache, old)| reuse_of(cache, old, list, &fps));
     let index = opts.extended.then(|| match &old {
         Ok(o) => o.rumour_index(list, workers, opts.max_file_bytes),
         Err(_) => rumour_index(list, workers, opts.max_file_bytes),
@@ -373,7 +546,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
         (Some(new_index), Ok(o)) => o.rumour_sources_changed(new_index),
         _ => false,
     };
-    let reused = old.as_ref().map_or(0, |o| o.reuse.len() as u64);
+    let reused = old.as_ref().map_or(0, |o| o.reused as u64);
     if let Ok(o) = &old
         && !index_changed
         && o.unchanged(list, &report)
@@ -389,32 +562,57 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
     // Fingerprints of what is about to be published, for the next run:
     // written before the swap, so a cache is never published without them.
     let corpus_id = canonical(corpus);
+    // The fingerprints file's maps are in rel order; `list` is in
+    // source-id order.
+    let mut order: Vec<u32> = (0..list.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| list[a as usize].rel.cmp(&list[b as usize].rel));
     let mut write_fingerprints = |content_id: &str,
                                   derived: &Path,
                                   authors: &[Vec<u64>],
                                   thread_bad: &[Vec<BadInput>]|
      -> Result<()> {
-        Fingerprints {
+        let hashes: Vec<u64> = fps.iter().map(|f| f.hash).collect();
+        let entries: Vec<u16> = list.iter().map(|td| td.entries).collect();
+        let layouts: Vec<_> = list.iter().map(changed::layout_name).collect();
+        Written {
             version: FINGERPRINTS_VERSION,
-            content_id: String::new(),
+            content_id,
             xxh3: String::new(),
-            corpus: corpus_id.clone(),
+            corpus: &corpus_id,
             strict: opts.strict,
             max_file_bytes: opts.max_file_bytes,
             shard_bytes: opts.shard_bytes as u64,
             extended: opts.extended,
             verify: opts.verify,
-            definition: crate::definition::definition().to_owned(),
+            definition: crate::definition::definition(),
             started_ns,
-            threads: list
-                .iter()
-                .zip(&fps)
-                .map(|(td, fp)| (td.rel.clone(), fp.hash))
-                .collect(),
-            authors: per_thread(list, authors),
-            bad: per_thread(list, thread_bad),
+            threads: ByRel {
+                list,
+                order: &order,
+                values: &hashes,
+            },
+            authors: ByRel {
+                list,
+                order: &order,
+                values: authors,
+            },
+            bad: ByRel {
+                list,
+                order: &order,
+                values: thread_bad,
+            },
+            dirs: ByRel {
+                list,
+                order: &order,
+                values: &entries,
+            },
+            layouts: ByRel {
+                list,
+                order: &order,
+                values: &layouts,
+            },
         }
-        .write(content_id, derived)
+        .write(derived)
     };
     let mut summary = started.execute(Supply {
         list,
@@ -425,7 +623,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
     })?;
     summary.incremental = Some(match &old {
         Ok(_) => format!(
-            "incremental: {reused} threads reused, {} re-read{}",
+            "incremental: {reused} threads reused, {} re-read{}{note}",
             list.len() as u64 - reused,
             if index_changed {
                 "; rumour sources changed, user_reliability recomputed"
@@ -443,9 +641,9 @@ impl Old {
     /// The corpus's rumour index: the reused threads' entries from the old
     /// cache, the others' from their files.
     fn rumour_index(&self, list: &[ThreadDir], workers: usize, max_file_bytes: u64) -> RumourIndex {
-        let known = |i: usize| match self.reuse.get(&list[i].rel)? {
+        let known = |i: usize| match self.reuse[i]? {
             Some(pos) => {
-                let t = self.cache.thread(*pos)?;
+                let t = self.cache.thread(pos)?;
                 Some(
                     (t.label_code() == 1)
                         .then(|| (user_key(t.source_user_id()), t.source_created_at())),
@@ -477,8 +675,8 @@ impl Old {
     /// lines now, `report`, and each reused thread's own) is the old one.
     /// The old cache is then exactly what a full build would publish.
     fn unchanged(&self, list: &[ThreadDir], report: &[BadInput]) -> bool {
-        if self.reuse.len() != list.len()
-            || self.cache.len() != self.reuse.values().filter(|p| p.is_some()).count()
+        if self.reused != list.len()
+            || self.cache.len() != self.reuse.iter().flatten().flatten().count()
         {
             return false;
         }
@@ -493,7 +691,7 @@ impl Old {
     /// Keeps the old cache as it is (nothing changed): releases the lock and
     /// staging directory of `started`, and summarises the old cache.
     fn kept(&self, started: Started<'_>) -> BuildSummary {
-        let reused = self.reuse.len() as u64;
+        let reused = self.reused as u64;
         started.progress.discovered(reused);
         let (elapsed, phases) = started.discovered_so_far();
         drop(started);
@@ -534,7 +732,7 @@ impl Reuse for Reuser<'_> {
     fn take(&self, i: usize) -> Option<Outcome> {
         let o = self.old;
         let td = &self.list[i];
-        let pos = o.reuse.get(&td.rel)?;
+        let pos = o.reuse[i]?;
         let bad = o.report.get(&td.rel).cloned().unwrap_or_default();
         let Some(pos) = pos else {
             // Skipped last time, unchanged: skipped again, same lines.
@@ -545,9 +743,11 @@ impl Reuse for Reuser<'_> {
                 authors: Vec::new(),
             });
         };
-        let t = o.cache.thread(*pos)?;
+        let t = o.cache.thread(pos)?;
         let mut data = thread_data(&t, self.extended);
-        let authors = o.authors.get(&td.rel).cloned().unwrap_or_default();
+        // Taken once per thread (the pool runs each job once).
+        let authors =
+            std::mem::take(&mut o.authors.lock().unwrap_or_else(PoisonError::into_inner)[i]);
         if let (Some(col), Some(idx)) = (reaction_column("user_reliability"), self.recompute) {
             for ((row, r), &a) in data
                 .reaction_extra

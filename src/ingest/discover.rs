@@ -514,7 +514,12 @@ pub(crate) fn discover_with<E: Send>(
 
 /// The [`ThreadDir`] of thread directory `path` (whose listing gave
 /// `entries`), or why its name is no source id.
-fn thread_dir(root: &Path, path: &Path, entries: u16, layout: u8) -> Result<ThreadDir, BadInput> {
+pub(crate) fn thread_dir(
+    root: &Path,
+    path: &Path,
+    entries: u16,
+    layout: u8,
+) -> Result<ThreadDir, BadInput> {
     let rel = relative(root, path);
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let Ok(source_id) = name.parse::<u64>() else {

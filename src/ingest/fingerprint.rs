@@ -4,8 +4,7 @@
 //! pins the corpus it was made of with them.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use xxhash_rust::xxh3::Xxh3Default;
 
@@ -105,7 +104,13 @@ impl Precision {
 }
 
 /// A thread's [`Fp`].
+///
+/// Every file is looked at relative to its open folder (`statat` on a
+/// descriptor, as discovery walks): no path is built and the kernel does
+/// not resolve the thread's path again per file, which is most of an
+/// incremental build's time when little changed.
 pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
+    use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, statat};
     let mut h = Xxh3Default::new();
     let (mut hi, mut hc) = (Xxh3Default::new(), Xxh3Default::new());
     let mut newest = i128::MIN;
@@ -120,61 +125,92 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
         h.update(&(layout.len() as u64).to_le_bytes());
         h.update(layout.as_bytes());
     }
-    let mut add = |name: &[u8], path: &Path| {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    // A thread folder that cannot be opened: each of its files "missing",
+    // as a failed stat of its path said before.
+    let thread = openat(CWD, &td.path, flags, Mode::empty()).ok();
+    // `statat` follows symlinks, as `fs::metadata` of the path did, so the
+    // fingerprints are the same bytes as before this change.
+    let mut add = |name: &[u8], dir: Option<BorrowedFd<'_>>| {
         h.update(&(name.len() as u64).to_le_bytes());
         h.update(name);
-        match fs::metadata(path) {
-            Ok(m) => {
-                let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-                let ctime = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+        let stat = dir.and_then(|d| statat(d, name, AtFlags::empty()).ok());
+        match stat {
+            Some(m) => {
+                let mtime = i128::from(m.st_mtime) * SECOND + i128::from(m.st_mtime_nsec);
+                let ctime = i128::from(m.st_ctime) * SECOND + i128::from(m.st_ctime_nsec);
                 newest = newest.max(mtime).max(ctime);
-                subsec |= m.mtime_nsec() != 0;
+                subsec |= m.st_mtime_nsec != 0;
+                let (ino, device) = (m.st_ino, m.st_dev);
                 dev = match dev {
-                    None => Some(Some(m.dev())),
-                    Some(Some(d)) if d == m.dev() => Some(Some(d)),
+                    None => Some(Some(device)),
+                    Some(Some(d)) if d == device => Some(Some(d)),
                     _ => Some(None),
                 };
-                h.update(&m.len().to_le_bytes());
-                hi.update(&m.ino().to_le_bytes());
-                hc.update(&m.ino().to_le_bytes());
+                h.update(&(m.st_size as u64).to_le_bytes());
+                hi.update(&ino.to_le_bytes());
+                hc.update(&ino.to_le_bytes());
                 hc.update(&ctime.to_le_bytes());
                 match how {
                     How::Local => {
-                        h.update(&m.ino().to_le_bytes());
-                        h.update(&m.dev().to_le_bytes());
+                        h.update(&ino.to_le_bytes());
+                        h.update(&device.to_le_bytes());
                         h.update(&mtime.to_le_bytes());
                         h.update(&ctime.to_le_bytes());
                     }
                     // Not the inode nor the ctime: a copy has others.
                     How::Portable => h.update(&mtime.to_le_bytes()),
                     // With content hashes, the contents decide, not the times.
-                    How::Content if m.is_file() => match fs::read(path) {
-                        Ok(bytes) => h.update(&xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes()),
-                        Err(_) => h.update(b"unreadable"),
-                    },
+                    How::Content
+                        if rustix::fs::FileType::from_raw_mode(m.st_mode)
+                            == rustix::fs::FileType::RegularFile =>
+                    {
+                        match dir.map(|d| read_at(d, name)) {
+                            Some(Ok(bytes)) => {
+                                h.update(&xxhash_rust::xxh3::xxh3_64(&bytes).to_le_bytes())
+                            }
+                            _ => h.update(b"unreadable"),
+                        }
+                    }
                     How::Content => {}
                 }
             }
-            Err(_) => h.update(b"missing"),
+            None => h.update(b"missing"),
         }
     };
     let dirs = td
         .source_dir()
         .into_iter()
         .chain(td.reaction_dirs().map(|(d, _)| d));
+    // One buffer of names for every folder, no allocation per file (sorted:
+    // the listing's order is the file system's).
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut names: Vec<std::ops::Range<usize>> = Vec::new();
     for dir in dirs {
-        let path = td.path.join(dir);
-        add(dir.as_bytes(), &path);
-        let mut names: Vec<_> = fs::read_dir(&path)
-            .map(|r| r.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        names.sort();
-        for n in names {
-            add(n.as_encoded_bytes(), &path.join(&n));
+        add(dir.as_bytes(), thread.as_ref().map(AsFd::as_fd));
+        let mut folder = thread
+            .as_ref()
+            .and_then(|t| openat(t, dir, flags, Mode::empty()).ok())
+            .and_then(|fd| Dir::new(fd).ok());
+        bytes.clear();
+        names.clear();
+        if let Some(listing) = folder.as_mut() {
+            while let Some(Ok(e)) = listing.read() {
+                let n = e.file_name().to_bytes();
+                if n != b"." && n != b".." {
+                    names.push(bytes.len()..bytes.len() + n.len());
+                    bytes.extend_from_slice(n);
+                }
+            }
+        }
+        names.sort_unstable_by(|a, b| bytes[a.clone()].cmp(&bytes[b.clone()]));
+        let fd = folder.as_ref().and_then(|f| f.fd().ok());
+        for n in &names {
+            add(&bytes[n.clone()], fd);
         }
     }
     for name in td.side_files() {
-        add(name.as_bytes(), &td.path.join(name));
+        add(name.as_bytes(), thread.as_ref().map(AsFd::as_fd));
     }
     Fp {
         hash: h.digest(),
@@ -184,6 +220,22 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
         inodes: hi.digest(),
         changes: hc.digest(),
     }
+}
+
+/// The bytes of `name` in the folder `dir` (`O_NONBLOCK`: a FIFO cannot
+/// hang the build).
+fn read_at(dir: BorrowedFd<'_>, name: &[u8]) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags, openat};
+    use std::io::Read;
+    let fd = openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )?;
+    let mut bytes = Vec::new();
+    fs::File::from(fd).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Every thread's fingerprint, on `threads` threads (serially if a pool
@@ -200,6 +252,7 @@ pub(crate) fn fingerprints(list: &[ThreadDir], threads: usize, how: How) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn fp(newest: i128, subsec: bool, dev: Option<u64>) -> Fp {
         Fp {

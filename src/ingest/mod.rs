@@ -83,6 +83,13 @@ pub struct BuildOptions {
     /// Incremental builds only: also compare file contents (xxh3), for file
     /// systems whose timestamps are coarse or unreliable. Reads every file.
     pub verify: bool,
+    /// Incremental builds only: a file listing what changed since the
+    /// previous build (one path a line, relative to the corpus root or
+    /// absolute inside it; a tweet file or a thread folder; `-`: standard
+    /// input), from the crawler that wrote them. Trusted: the threads it
+    /// does not name are taken from the old cache without looking at their
+    /// files (no walk, no `stat`). GUIDE.md says what it must name.
+    pub changed: Option<std::path::PathBuf>,
     /// Also compute the extended features (structure, relations, reliability,
     /// annotations) and read `retweets.json`; off gives exactly the
     /// reference's 28 features over `reactions/`, `replies/` and `retweets/`.
@@ -98,6 +105,7 @@ impl Default for BuildOptions {
             shard_bytes: DEFAULT_SHARD_BYTES,
             io_depth: DEFAULT_IO_DEPTH,
             verify: false,
+            changed: None,
             extended: true,
         }
     }
@@ -132,6 +140,11 @@ impl BuildOptions {
     /// Sets [`verify`](Self::verify).
     pub fn verify(mut self, yes: bool) -> Self {
         self.verify = yes;
+        self
+    }
+    /// Sets [`changed`](Self::changed).
+    pub fn changed(mut self, list: Option<std::path::PathBuf>) -> Self {
+        self.changed = list;
         self
     }
     /// Sets [`extended`](Self::extended).

@@ -19,6 +19,7 @@ mod embeddings;
 mod extended;
 mod fuzz_regressions;
 mod incremental;
+mod incremental_changed;
 mod interrupt;
 mod loader;
 mod manifest_bytes;

@@ -279,6 +279,12 @@ pub(crate) struct BuildArgs {
     /// systems with coarse or unreliable timestamps (reads every file)
     #[arg(long, requires = "incremental")]
     pub(crate) verify: bool,
+    /// With --incremental: FILE lists what changed since the last build,
+    /// one path a line (tweet files or thread folders, relative to CORPUS
+    /// or absolute; `-`: standard input), as a crawler writes it. Trusted:
+    /// the threads it does not name are not looked at (no walk)
+    #[arg(long, value_name = "FILE", requires = "incremental")]
+    pub(crate) changed: Option<PathBuf>,
     /// Prefetch threads that keep reads in flight when the corpus is not in
     /// the page cache (0 = none) [default: 32; 0 under `ulimit -v`]
     #[arg(long, value_name = "N",

@@ -282,7 +282,7 @@ fn build(a: BuildArgs, ctx: &Context) -> Done {
     if let Some(d) = a.io_depth {
         opts = opts.io_depth(usize::from(d));
     }
-    opts = opts.verify(a.verify);
+    opts = opts.verify(a.verify).changed(a.changed);
     let job = match (a.plan, a.partition) {
         (Some(plan_file), None) => return plan(&corpus, &plan_file, &opts),
         (Some(plan_file), Some(part)) => Job::Partition(plan_file, part, Some(a.content)),

@@ -1,0 +1,261 @@
+//! `--changed FILE`: the caller's list of what changed since the previous
+//! build (a crawler knows what it wrote), instead of a walk and a `stat` of
+//! every file. The list is trusted: threads it does not name are taken as
+//! they were, without looking at their files. What the list names is looked
+//! at: a thread folder (or a file in one) is discovered again (gone: the
+//! thread is dropped; new: it is added), a folder above threads that is
+//! gone drops them. Anything else a walk could see differently (a new
+//! folder above threads, a path in no thread that exists, discovery's own
+//! report lines, a duplicate source id) means the corpus is walked as
+//! without a list, and the summary says why: never a cache a full build
+//! would not make from the same files.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use super::Fingerprints;
+use crate::error::BuildError;
+use crate::ingest::discover::{ThreadDir, discover, is_thread_name, thread_dir};
+use crate::ingest::fingerprint::{Fp, How, fingerprints};
+use crate::ingest::layout::pheme::Pheme;
+use crate::ingest::layout::{LAYOUTS, Layout};
+use crate::read::Cache;
+
+/// The paths a change list names, relative to the corpus root and
+/// `/`-separated, or the error naming the list and the line.
+pub(super) fn read_list(corpus: &Path, file: &Path) -> Result<Vec<String>, BuildError> {
+    let bad = |reason: String| BuildError::BadChangeList {
+        file: file.to_path_buf(),
+        reason,
+    };
+    let bytes = if file == Path::new("-") {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b)
+            .map_err(|e| bad(format!("cannot read standard input: {e}")))?;
+        b
+    } else {
+        std::fs::read(file).map_err(|e| bad(format!("cannot read it: {e}")))?
+    };
+    let root = super::canonical(corpus);
+    let mut rels = Vec::new();
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            continue;
+        }
+        let path = Path::new(OsStr::from_bytes(line));
+        let inside = if path.is_absolute() {
+            path.strip_prefix(corpus)
+                .or_else(|_| path.strip_prefix(&root))
+                .ok()
+        } else {
+            Some(path)
+        };
+        let outside = || {
+            bad(format!(
+                "line {}: {} is outside the corpus root {}",
+                n + 1,
+                path.display(),
+                corpus.display()
+            ))
+        };
+        let mut rel = String::new();
+        for c in inside.ok_or_else(outside)?.components() {
+            match c {
+                Component::Normal(name) => {
+                    let name = name.to_str().ok_or_else(|| {
+                        bad(format!("line {}: {} is not UTF-8", n + 1, path.display()))
+                    })?;
+                    if !rel.is_empty() {
+                        rel.push('/');
+                    }
+                    rel.push_str(name);
+                }
+                Component::CurDir => {}
+                _ => return Err(outside()),
+            }
+        }
+        rels.push(rel);
+    }
+    Ok(rels)
+}
+
+/// The thread list and fingerprints of the corpus as the change list
+/// `rels` says it is now: the old threads not named, with their old
+/// fingerprints, and the named ones discovered and fingerprinted again.
+/// `Err` says why the corpus must be walked instead.
+pub(super) fn supply(
+    corpus: &Path,
+    rels: &[String],
+    old: &Fingerprints,
+    cache: &Cache,
+    workers: usize,
+    how: How,
+) -> Result<(Vec<ThreadDir>, Vec<Fp>), String> {
+    // Discovery's lines (unreadable folders, duplicates) are given again by
+    // each walk, and only a walk knows whether they still hold.
+    let own: usize = old.bad.values().map(Vec::len).sum();
+    if cache.report().len() != own {
+        return Err("the old cache's report has discovery's lines".into());
+    }
+    let known = &old.threads;
+    let mut again: BTreeSet<String> = BTreeSet::new();
+    for rel in rels {
+        if rel.is_empty() {
+            return Err("the change list names the corpus root".into());
+        }
+        // A path in a known thread: that thread.
+        let mut prefix = rel.as_str();
+        let mut found = false;
+        loop {
+            if known.contains_key(prefix) {
+                again.insert(prefix.to_owned());
+                found = true;
+                break;
+            }
+            match prefix.rfind('/') {
+                Some(i) => prefix = &prefix[..i],
+                None => break,
+            }
+        }
+        if found {
+            continue;
+        }
+        // Hidden folders are never walked.
+        if rel.split('/').any(|c| c.starts_with('.')) {
+            continue;
+        }
+        let path = corpus.join(rel);
+        let exists = std::fs::symlink_metadata(&path).is_ok();
+        // A folder above known threads: gone, they go; there, a walk.
+        let below = format!("{rel}/");
+        let under: Vec<&String> = known
+            .range::<str, _>((
+                std::ops::Bound::Included(below.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(&below))
+            .map(|(k, _)| k)
+            .collect();
+        if !under.is_empty() {
+            if exists {
+                return Err(format!(
+                    "the change list names {rel}, a folder above threads"
+                ));
+            }
+            again.extend(under.into_iter().cloned());
+            continue;
+        }
+        // A new thread: the outermost all-digit folder on the path.
+        let mut end = 0;
+        let mut thread = None;
+        for c in rel.split('/') {
+            end += c.len();
+            if is_thread_name(OsStr::new(c)) {
+                thread = Some(&rel[..end]);
+                break;
+            }
+            end += 1;
+        }
+        match thread {
+            Some(t) if std::fs::symlink_metadata(corpus.join(t)).is_ok() => {
+                again.insert(t.to_owned());
+            }
+            // Made and removed between two builds, or never a thread.
+            Some(_) | None if !exists => {}
+            _ => return Err(format!("the change list names {rel}, in no thread")),
+        }
+    }
+    let mut list = Vec::with_capacity(known.len() + again.len());
+    for rel in known.keys().filter(|r| !again.contains(*r)) {
+        list.push(unchanged(corpus, rel, old)?);
+    }
+    let first_new = list.len();
+    for rel in &again {
+        if let Some(td) = rediscover(corpus, rel)? {
+            list.push(td);
+        }
+    }
+    let fresh = fingerprints(&list[first_new..], workers, how);
+    let mut fps: Vec<Fp> = list[..first_new]
+        .iter()
+        .map(|td| Fp {
+            hash: known[&td.rel],
+            // Trusted as unchanged: never racy, nothing to wait for.
+            newest: i128::MIN,
+            subsec: false,
+            dev: None,
+            inodes: 0,
+            changes: 0,
+        })
+        .collect();
+    fps.extend(fresh);
+    // Source-id order, as discovery gives it; a duplicate id is for a walk
+    // to report.
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    order.sort_by_key(|&i| list[i].source_id);
+    if order
+        .windows(2)
+        .any(|w| list[w[0]].source_id == list[w[1]].source_id)
+    {
+        return Err("two threads have one source id".into());
+    }
+    let mut slots: Vec<Option<(ThreadDir, Fp)>> = list.into_iter().zip(fps).map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).unzip())
+}
+
+/// The [`ThreadDir`] of an unchanged thread, from what the fingerprints
+/// kept of its discovery.
+fn unchanged(corpus: &Path, rel: &str, old: &Fingerprints) -> Result<ThreadDir, String> {
+    let entries = *old
+        .dirs
+        .get(rel)
+        .ok_or_else(|| format!("the fingerprints do not say what {rel} holds"))?;
+    let name = old.layouts.get(rel).map_or(Pheme.name(), String::as_str);
+    let layout = LAYOUTS
+        .iter()
+        .position(|l| l.name() == name)
+        .ok_or_else(|| format!("{rel} is of layout {name}, which this build does not know"))?;
+    thread_dir(corpus, &corpus.join(rel), entries, layout as u8)
+        .map_err(|b| format!("{}: {}", b.path, b.reason))
+}
+
+/// A named thread folder discovered again: `None` if it is gone or no
+/// thread now; `Err` where only a walk can say what it is.
+fn rediscover(corpus: &Path, rel: &str) -> Result<Option<ThreadDir>, String> {
+    let path: PathBuf = corpus.join(rel);
+    // Every folder on the way must be one (a walk follows no symlink).
+    let mut at = corpus.to_path_buf();
+    for c in rel.split('/') {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => return Err(format!("{rel} is not a folder a walk would enter")),
+        }
+    }
+    let found = discover(&path, 1).map_err(|e| e.to_string())?;
+    if !found.bad.is_empty() {
+        return Err(format!(
+            "discovery reports {} in {rel}",
+            found.bad[0].reason
+        ));
+    }
+    match found.threads.as_slice() {
+        [] => Ok(None),
+        [td] if td.rel == "." => Ok(Some(ThreadDir {
+            rel: rel.to_owned(),
+            ..td.clone()
+        })),
+        _ => Err(format!("{rel} holds other threads")),
+    }
+}
+
+/// Per-thread what discovery found (`ThreadDir::entries`) and its layout
+/// by name where it is not PHEME's, as the fingerprints keep them.
+pub(super) fn layout_name(td: &ThreadDir) -> Option<&'static str> {
+    let name = td.layout().name();
+    (name != Pheme.name()).then_some(name)
+}

@@ -1,0 +1,378 @@
+//! Incremental builds with a change list (`--changed FILE`, issue 47 item
+//! 2): a list that truthfully names what changed gives the bytes of a full
+//! build of the same corpus state, without a walk; a bad list is refused
+//! with the list's name and the reason; what the list cannot settle is
+//! walked, and the summary says why.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::common::corpus::{copy_tree, thread_dirs};
+use crate::common::*;
+use proptest::prelude::*;
+use socialctx::{BuildError, BuildOptions, NoProgress, build, build_incremental};
+
+fn opts() -> BuildOptions {
+    BuildOptions::default().threads(2).shard_bytes(256 << 10)
+}
+
+/// The cache's own files (not derived/), by name.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            let name = e.file_name().into_string().unwrap();
+            (name, fs::read(e.path()).unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+struct Setup {
+    tmp: tempfile::TempDir,
+    corpus: PathBuf,
+    cache: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let corpus = tmp.path().join("corpus");
+        copy_tree(&repo("tests/fixtures/golden/corpus"), &corpus);
+        let cache = tmp.path().join("cache");
+        build_incremental(&corpus, &cache, &opts(), &NoProgress).unwrap();
+        Setup { tmp, corpus, cache }
+    }
+
+    /// Writes `lines` as the change list and runs the incremental build
+    /// with it.
+    fn with_list(&self, lines: &[String]) -> Result<socialctx::BuildSummary, BuildError> {
+        let list = self.tmp.path().join("changed.txt");
+        fs::write(&list, lines.join("\n")).unwrap();
+        build_incremental(
+            &self.corpus,
+            &self.cache,
+            &opts().changed(Some(list)),
+            &NoProgress,
+        )
+    }
+
+    /// Asserts the cache is a full build's of the corpus as it is now.
+    fn assert_full(&self, what: &str) {
+        let full = self.tmp.path().join("full");
+        build(&self.corpus, &full, &opts(), &NoProgress).unwrap();
+        let (a, b) = (files(&self.cache), files(&full));
+        let differ: Vec<&String> = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| x != y)
+            .map(|(x, _)| &x.0)
+            .collect();
+        assert!(
+            a.len() == b.len() && differ.is_empty(),
+            "{what}: files differ: {differ:?}"
+        );
+    }
+
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.corpus)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// The thread's source folder (`source-tweets/`, or `source-tweet/` as
+/// some PHEME threads have it).
+fn source(thread: &Path) -> PathBuf {
+    let plural = thread.join("source-tweets");
+    if plural.is_dir() {
+        plural
+    } else {
+        thread.join("source-tweet")
+    }
+}
+
+fn first_file(dir: &Path) -> PathBuf {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v.remove(0)
+}
+
+/// A reply edited, a reply added, a thread deleted and a thread added,
+/// each named by the list (as files, a folder, absolute and relative):
+/// the full build's bytes, with only those threads looked at.
+#[test]
+fn a_truthful_list_gives_the_full_builds_bytes() {
+    let s = Setup::new();
+    let all = thread_dirs(&s.corpus);
+    let n = all.len() as u64;
+    // An empty list: nothing changed, nothing read.
+    let sum = s.with_list(&[]).unwrap();
+    assert_eq!(sum.files_read, 0);
+    assert!(sum.incremental.unwrap().contains("nothing changed"));
+
+    let reply = first_file(&all[3].join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1),
+    )
+    .unwrap();
+    let added = all[5].join("reactions").join("999999999999999999.json");
+    fs::copy(first_file(&all[5].join("reactions")), &added).unwrap();
+    fs::remove_dir_all(&all[7]).unwrap();
+    let new_thread = all[9].with_file_name("1");
+    copy_tree(&all[9], &new_thread);
+    let lines = vec![
+        reply.display().to_string(),
+        s.rel(&added),
+        format!("./{}/", s.rel(&all[7])),
+        s.rel(&source(&new_thread)),
+    ];
+    let sum = s.with_list(&lines).unwrap();
+    let note = sum.incremental.unwrap();
+    assert!(
+        note.contains("change list") && !note.contains("not used"),
+        "{note}"
+    );
+    assert_eq!(sum.reused, n - 3, "{note}");
+    s.assert_full("edited, added, deleted, new thread");
+}
+
+/// Paths outside the corpus and an unreadable list are refused, naming
+/// the list and the reason; nothing is built.
+#[test]
+fn bad_lists_are_refused() {
+    let s = Setup::new();
+    let before = files(&s.cache);
+    for (line, says) in [
+        ("/etc/passwd", "outside the corpus root"),
+        ("../corpus/x", "outside the corpus root"),
+        ("a/../../b", "outside the corpus root"),
+    ] {
+        let e = s.with_list(&[line.to_string()]).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, BuildError::BadChangeList { .. }), "{msg}");
+        assert!(msg.contains("changed.txt") && msg.contains(says), "{msg}");
+        assert!(msg.contains("line 1"), "{msg}");
+    }
+    let missing = s.tmp.path().join("no-such-list");
+    let e = build_incremental(
+        &s.corpus,
+        &s.cache,
+        &opts().changed(Some(missing)),
+        &NoProgress,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("no-such-list") && e.to_string().contains("cannot read"),
+        "{e}"
+    );
+    assert_eq!(files(&s.cache), before, "nothing was published");
+    // The command: exit status 1, the message on stderr.
+    let list = s.tmp.path().join("bad.txt");
+    fs::write(&list, "/etc/passwd\n").unwrap();
+    let out = example("precache")
+        .args([&s.corpus, &s.cache])
+        .args(["--incremental", "--quiet", "--changed"])
+        .arg(&list)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("bad change list") && err.contains("bad.txt"),
+        "{err}"
+    );
+}
+
+/// What only a walk can settle (a new folder above threads, a path in no
+/// thread) is walked, said so, and still the full build's bytes.
+#[test]
+fn what_a_list_cannot_settle_is_walked() {
+    let s = Setup::new();
+    let all = thread_dirs(&s.corpus);
+    let event = s.corpus.join("new-event-all-rnr-threads/rumours");
+    fs::create_dir_all(&event).unwrap();
+    copy_tree(&all[2], &event.join("2"));
+    let sum = s
+        .with_list(&["new-event-all-rnr-threads".to_string()])
+        .unwrap();
+    let note = sum.incremental.unwrap();
+    assert!(
+        note.contains("not used") && note.contains("walked"),
+        "{note}"
+    );
+    s.assert_full("a new event folder");
+}
+
+/// One step of the state machine.
+#[derive(Clone, Debug)]
+enum Step {
+    Edit(usize),
+    AddReply(usize),
+    DeleteReply(usize),
+    DeleteThread(usize),
+    CopyThread(usize, u32),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0..200usize).prop_map(Step::Edit),
+        (0..200usize).prop_map(Step::AddReply),
+        (0..200usize).prop_map(Step::DeleteReply),
+        (0..200usize).prop_map(Step::DeleteThread),
+        (0..200usize, 1..50u32).prop_map(|(i, id)| Step::CopyThread(i, id)),
+    ]
+}
+
+/// Applies `step` to the corpus and returns the paths a crawler would list.
+fn apply(s: &Setup, step: &Step, serial: &mut u64) -> Vec<String> {
+    let all = thread_dirs(&s.corpus);
+    let pick = |i: usize| &all[i % all.len()];
+    *serial += 1;
+    match *step {
+        Step::Edit(i) => {
+            let f = first_file(&source(pick(i)));
+            let text = fs::read_to_string(&f).unwrap();
+            fs::write(
+                &f,
+                text.replacen("\"retweet_count\": ", "\"retweet_count\": 3", 1),
+            )
+            .unwrap();
+            vec![s.rel(&f)]
+        }
+        Step::AddReply(i) => {
+            let d = pick(i).join("reactions");
+            let Ok(_) = fs::read_dir(&d) else {
+                return vec![];
+            };
+            let to = d.join(format!("{}.json", 900_000_000_000_000_000 + *serial));
+            fs::copy(first_file(&source(pick(i))), &to).unwrap();
+            vec![s.rel(&to)]
+        }
+        Step::DeleteReply(i) => {
+            let d = pick(i).join("reactions");
+            match fs::read_dir(&d).map(|mut r| r.next()) {
+                Ok(Some(e)) => {
+                    let p = e.unwrap().path();
+                    fs::remove_file(&p).unwrap();
+                    vec![s.rel(&p)]
+                }
+                _ => vec![],
+            }
+        }
+        Step::DeleteThread(i) if all.len() > 2 => {
+            let t = pick(i).clone();
+            fs::remove_dir_all(&t).unwrap();
+            vec![s.rel(&t)]
+        }
+        Step::DeleteThread(_) => vec![],
+        Step::CopyThread(i, id) => {
+            let to = pick(i).with_file_name(id.to_string());
+            if to.exists() {
+                return vec![];
+            }
+            copy_tree(pick(i), &to);
+            vec![s.rel(&to)]
+        }
+    }
+}
+
+proptest! {
+    // Small: each step is two builds of the 150-thread golden corpus.
+    #![proptest_config(ProptestConfig { cases: 6, max_shrink_iters: 20, ..ProptestConfig::default() })]
+
+    /// Random edits, additions and deletions, each night's change list
+    /// naming exactly them: the cache is always the full build's.
+    #[test]
+    fn a_truthful_list_is_always_a_full_build(nights in prop::collection::vec(prop::collection::vec(step(), 1..4), 1..4)) {
+        let s = Setup::new();
+        let mut serial = 0;
+        for (n, night) in nights.iter().enumerate() {
+            let mut lines = Vec::new();
+            for st in night {
+                lines.extend(apply(&s, st, &mut serial));
+            }
+            let sum = s.with_list(&lines).unwrap();
+            let note = sum.incremental.unwrap_or_default();
+            prop_assert!(!note.starts_with("full build"), "{}", note);
+            s.assert_full(&format!("night {n}: {night:?}: {note}"));
+        }
+    }
+}
+
+/// The fingerprints file named in `derived/`.
+fn fingerprints_file(cache: &Path) -> PathBuf {
+    let names: Vec<_> = fs::read_dir(cache.join("derived"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("fingerprints-") && n.ends_with(".json")
+        })
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    names[0].clone()
+}
+
+/// Runs an incremental build on another thread, failing if it hangs.
+fn incremental_within(s: &Setup, secs: u64) -> socialctx::BuildSummary {
+    let (corpus, cache) = (s.corpus.clone(), s.cache.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(build_incremental(&corpus, &cache, &opts(), &NoProgress));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the build hung")
+        .unwrap()
+}
+
+/// Red team D10: a FIFO or a symlink at the fingerprints path neither
+/// hangs the build nor is written through; the reason names the file.
+#[test]
+fn a_fifo_or_symlink_at_the_fingerprints_path() {
+    let s = Setup::new();
+    let fp = fingerprints_file(&s.cache);
+    // A FIFO: no writer, so a blocking open would wait forever.
+    fs::remove_file(&fp).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fp,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let sum = incremental_within(&s, 60);
+    let note = sum.incremental.unwrap();
+    assert!(note.starts_with("full build"), "{note}");
+    assert!(
+        note.contains(&fp.display().to_string()) && note.contains("not a regular file"),
+        "{note}"
+    );
+    assert!(fs::symlink_metadata(&fp).unwrap().is_file());
+    // The next build reuses again.
+    let note = incremental_within(&s, 60).incremental.unwrap();
+    assert!(note.contains("nothing changed"), "{note}");
+    // A symlink to a file of the operator's: not read, not written.
+    let precious = s.tmp.path().join("precious.txt");
+    fs::write(&precious, "mine").unwrap();
+    fs::remove_file(&fp).unwrap();
+    std::os::unix::fs::symlink(&precious, &fp).unwrap();
+    let note = incremental_within(&s, 60).incremental.unwrap();
+    assert!(
+        note.starts_with("full build") && note.contains("symbolic link"),
+        "{note}"
+    );
+    assert!(note.contains(&fp.display().to_string()), "{note}");
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "mine");
+    assert!(fs::symlink_metadata(&fp).unwrap().is_file());
+}
