@@ -86,6 +86,10 @@ def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
     then reports the missing store)."""
     ids = {}
     for name in names:
+        if not isinstance(name, str):
+            # Not a store name: the Loader refuses it with a TypeError.
+            ids[name] = ""
+            continue
         try:
             meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
         except (OSError, ValueError):

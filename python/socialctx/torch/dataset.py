@@ -141,9 +141,11 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         for what, tag in tags.items():
             if tag != opened.content_id:
                 raise CacheError(
-                    f"{opened.path}: these {what} are of cache generation {tag} (a Fold's, taken "
-                    f"before a rebuild), the cache is now {opened.content_id}: they would name "
-                    "other threads; fold.on(cache) gives the same threads on this generation"
+                    f"{opened.path}: these {what} are of cache generation {tag} (a Fold's, a "
+                    f"Selection's or a Split's, taken before a rebuild), the cache is now "
+                    f"{opened.content_id}: they would name other threads; fold.on(cache) or "
+                    "selection.on(cache) gives the same threads on this generation (a split: "
+                    "socialctx.read_split(csv, cache) again)"
                 )
         self.path = opened.path
         self.content_id = opened.content_id
