@@ -202,6 +202,24 @@ class Selection:
         )
 
 
+def _label_codes(labels: Any) -> npt.NDArray[np.int8]:
+    """Labels as int8 codes, refused where the cast would change them
+    (floats truncated, integers past int8 wrapped)."""
+    a = np.asarray(labels).reshape(-1)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int8)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"labels must be integers, not {a.dtype}")
+    if a.dtype.kind != "b":
+        bad = np.flatnonzero((a < -128) | (a > 127))
+        if len(bad):
+            raise ValueError(
+                f"label {a[bad[0]]} (at index {bad[0]}) does not fit int8 (-128 to 127), "
+                "the labels' type"
+            )
+    return a.astype(np.int8)
+
+
 def select(
     cache: Cache,
     source_ids: npt.NDArray[np.integer[Any]] | Sequence[int],
@@ -211,9 +229,19 @@ def select(
     generation; ids it does not hold go to ``missing`` (and their
     ``labels``, when given, are left out with them). ``labels`` replace
     the cache's label codes (e.g. a split file's)."""
-    ids = np.asarray(source_ids, dtype=np.int64).reshape(-1)
-    if labels is not None and len(np.asarray(labels)) != len(ids):
-        raise ValueError(f"{len(np.asarray(labels))} labels for {len(ids)} source ids")
+    if not isinstance(cache, Cache):
+        raise TypeError(
+            f"select takes an open cache (socialctx.open(path)), not {type(cache).__name__}"
+        )
+    given = np.asarray(source_ids)
+    if given.size and given.dtype.kind in "fcbmM":
+        # A tweet id does not survive float64: truncated, it is another id.
+        raise TypeError(f"source ids must be integers (or strings of digits), not {given.dtype}")
+    ids = given.astype(np.int64).reshape(-1)
+    if labels is not None:
+        labels = _label_codes(labels)
+        if len(labels) != len(ids):
+            raise ValueError(f"{len(labels)} labels for {len(ids)} source ids")
     found = [cache.position(int(i)) for i in ids.tolist()]
     here = np.array([p is not None for p in found], dtype=bool)
     positions = np.array([p for p in found if p is not None], dtype=np.int64)

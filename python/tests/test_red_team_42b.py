@@ -138,3 +138,29 @@ def test_a_fold_or_selection_is_not_relabelled_with_another_generation(nightly: 
     # The same generation: still fine (with_dev replaces the parts).
     assert dataclasses.replace(fold, cache=old).train.content_id == old.content_id
     assert len(fold.with_dev(0.2).dev)
+
+
+def test_select_refuses_ids_and_labels_it_would_change(tmp_path) -> None:
+    """The bug: ``select`` cast its inputs silently: float ids were
+    truncated (a tweet id does not survive float64: another id, or another
+    thread), labels wrapped into int8 (300 became 44) or were truncated
+    (0.7 became 0), and a path raised AttributeError."""
+    socialctx.build(socialctx.sample_corpus(), tmp_path / "c", progress=False)
+    cache = socialctx.open(tmp_path / "c")
+    ids = cache.source_ids[:3].astype(np.int64)
+    with pytest.raises(TypeError, match="source ids must be integers"):
+        socialctx.select(cache, ids.astype(np.float64) + 0.5)
+    with pytest.raises(ValueError, match="int8"):
+        socialctx.select(cache, ids, [300, 1, 0])
+    with pytest.raises(TypeError, match="labels must be integers"):
+        socialctx.select(cache, ids, [0.7, 1, 0])
+    with pytest.raises(TypeError, match=r"socialctx\.open"):
+        socialctx.select(str(tmp_path / "c"), ids)  # type: ignore[arg-type]
+    # Integers of any width, strings of digits (id_str) and booleans as labels: taken.
+    sel = socialctx.select(cache, [str(i) for i in ids.tolist()], np.array([1, 0, 1], np.uint8))
+    assert sel.positions.tolist() == [0, 1, 2] and sel.labels.tolist() == [1, 0, 1]
+    assert socialctx.select(cache, ids.astype(np.uint64), [True, False, True]).labels.tolist() == [
+        1,
+        0,
+        1,
+    ]
