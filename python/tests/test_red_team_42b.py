@@ -164,3 +164,41 @@ def test_select_refuses_ids_and_labels_it_would_change(tmp_path) -> None:
         0,
         1,
     ]
+
+
+def test_a_state_records_the_embedding_models_and_refuses_others(tmp_path) -> None:
+    """The bug: a state saved while training on store "r" of model A,
+    loaded into a dataset after "r" was re-embedded with model B, resumed
+    silently: the epoch's rest fed the model B's rows (the state recorded
+    the definition of the values, not the models of the rows)."""
+    import warnings
+
+    socialctx.build(socialctx.sample_corpus(), tmp_path / "c", progress=False)
+    cache = socialctx.open(tmp_path / "c")
+
+    def model(v: float):
+        return lambda b: np.full((len(b), 2), v, np.float32)
+
+    socialctx.embed(cache, model(1.0), name="r", model_id="A", progress=False)
+    ds = CacheDataset(cache, range(len(cache)), 4, seed=0, embeddings=["r"])
+    it = iter(ds)
+    next(it)
+    state = ds.state_dict()
+    assert state["plan"]["models"] == {"r": "A"}
+    # The same model: resumed.
+    CacheDataset(cache, range(len(cache)), 4, seed=0, embeddings=["r"]).load_state_dict(state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        socialctx.embed(cache, model(2.0), name="r", model_id="B", progress=False)
+    for emb in (["r"], {"r": "B"}):
+        fresh = CacheDataset(cache, range(len(cache)), 4, seed=0, embeddings=emb)
+        with pytest.raises(ValueError, match="model 'A' there, 'B' here"):
+            fresh.load_state_dict(state)
+    fresh = CacheDataset(
+        cache, range(len(cache)), 4, seed=0, embeddings=["r"], resume_across_definition=True
+    )
+    with pytest.warns(UserWarning, match="other models"):
+        fresh.load_state_dict(state)
+    # A state saved before the models were recorded: resumed as before.
+    old = {**state, "plan": {k: v for k, v in state["plan"].items() if k != "models"}}
+    CacheDataset(cache, range(len(cache)), 4, seed=0, embeddings=["r"]).load_state_dict(old)
