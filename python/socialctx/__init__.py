@@ -43,7 +43,6 @@ from ._socialctx import (
     GraphBatch,
     Loader,
     PlanSummary,
-    Split,
     Thread,
     UniqueTexts,
     Vocabulary,
@@ -52,12 +51,11 @@ from ._socialctx import (
     merge,
     open,
     plan,
-    read_split,
     shuffled,
 )
 from .describe import Description, describe
 from .embed import EmbeddingError, EmbedSummary, embed
-from .folds import Fold, Selection, folds, select
+from .folds import Fold, Selection, Split, folds, read_split, select
 from .sample import sample_corpus
 from .store import Embeddings, open_store, verify_store
 

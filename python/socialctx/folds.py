@@ -45,8 +45,9 @@ import numpy.typing as npt
 
 from ._output import write_output
 from ._socialctx import Cache
+from ._socialctx import read_split as _read_split
 
-__all__ = ["Fold", "Selection", "folds", "select"]
+__all__ = ["Fold", "Selection", "Split", "folds", "read_split", "select"]
 
 #: Veracity codes (``Thread.value("veracity")``): a rumour's annotated truth.
 VERACITY = {0: "false", 1: "true", 2: "unverified"}
@@ -66,10 +67,12 @@ def _veracity(cache: Cache, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.
 class Positions(np.ndarray):
     """Thread positions (or their labels) that remember the cache
     generation they mean: ``content_id``. A :class:`Fold`'s parts and
-    labels are these, so a dataset given them with the cache of another
-    generation (after a nightly rebuild the same positions name other
-    threads) refuses them instead of training on other threads' labels.
-    Slices and arithmetic keep the tag; ``np.asarray`` drops it."""
+    labels, a :class:`Selection`'s and a :class:`Split`'s are these, so a
+    dataset given them with the cache of another generation (after a
+    nightly rebuild the same positions name other threads) refuses them
+    instead of training on other threads' labels. Slices, arithmetic and
+    joins (``np.concatenate``, ``np.union1d``, ...) keep the tag (parts of
+    two generations never join); ``np.asarray`` drops it."""
 
     content_id: str | None
 
@@ -85,6 +88,51 @@ class Positions(np.ndarray):
         # Pickled (a DataLoader worker, a checkpoint): the tag travels too.
         return (Positions, (np.asarray(self), self.content_id))
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        # Joined parts (np.concatenate([fold.train, fold.dev]), ...) keep
+        # their generation: NumPy returns a bare array there, which a
+        # dataset takes with the cache of any generation. Parts of two
+        # generations never join.
+        result = super().__array_function__(func, types, args, kwargs)
+        if func not in _JOINS:
+            return result
+        tags = {t for t in _tags((args, kwargs)) if t is not None}
+        if len(tags) > 1:
+            raise ValueError(
+                f"np.{func.__name__} of positions of two cache generations "
+                f"({', '.join(sorted(tags))}): they name threads of different caches; "
+                "move them to one first (fold.on(cache), selection.on(cache))"
+            )
+        if tags and isinstance(result, np.ndarray) and result.dtype.kind in "iu":
+            return Positions(np.asarray(result), tags.pop())
+        return result
+
+
+#: NumPy functions that join or combine positions: their result keeps the tag.
+_JOINS = {
+    np.concatenate,
+    np.hstack,
+    np.append,
+    np.union1d,
+    np.intersect1d,
+    np.setdiff1d,
+    np.setxor1d,
+    np.unique,
+    np.sort,
+}
+
+
+def _tags(obj: Any, depth: int = 0) -> list[str | None]:
+    """The generation tags of the Positions in ``obj`` (arguments: nested
+    lists, tuples and dicts a few levels deep)."""
+    if isinstance(obj, Positions):
+        return [obj.content_id]
+    if depth < 4 and isinstance(obj, (list, tuple)):
+        return [t for o in obj for t in _tags(o, depth + 1)]
+    if depth < 4 and isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tags(o, depth + 1)]
+    return []
+
 
 _T = TypeVar("_T", bound=np.generic)
 
@@ -92,7 +140,22 @@ _T = TypeVar("_T", bound=np.generic)
 def _tagged(array: npt.NDArray[_T], cache: Cache | None) -> npt.NDArray[_T]:
     if cache is None:
         return array
-    return cast("npt.NDArray[_T]", Positions(array, cache.content_id))
+    return cast("npt.NDArray[_T]", _retag(array, cache.content_id, "positions"))
+
+
+def _retag(array: Any, content_id: str, what: str) -> Positions:
+    """``array`` tagged with ``content_id``; refused when it is already
+    tagged with another generation (``dataclasses.replace(fold,
+    cache=new)`` would otherwise relabel old positions as the new
+    generation's, and they would name other threads)."""
+    tag = getattr(array, "content_id", None)
+    if tag is not None and tag != content_id:
+        raise ValueError(
+            f"these {what} are of cache generation {tag}, not {content_id}: they would name "
+            "other threads; fold.on(cache) or selection.on(cache) gives the same threads on "
+            "another generation"
+        )
+    return Positions(array, content_id)
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,6 +176,13 @@ class Selection:
     #: Whether ``labels`` were given (a split's) rather than the cache's.
     own_labels: bool = False
 
+    def __post_init__(self) -> None:
+        # Positions and what is aligned with them name threads of one
+        # generation: tagged with it, as a Fold's parts are, so that a
+        # dataset given them with the cache of another refuses them.
+        for part in ("positions", "labels", "veracity"):
+            object.__setattr__(self, part, _retag(getattr(self, part), self.content_id, part))
+
     def __len__(self) -> int:
         return len(self.positions)
 
@@ -132,6 +202,24 @@ class Selection:
         )
 
 
+def _label_codes(labels: Any) -> npt.NDArray[np.int8]:
+    """Labels as int8 codes, refused where the cast would change them
+    (floats truncated, integers past int8 wrapped)."""
+    a = np.asarray(labels).reshape(-1)
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int8)
+    if a.dtype.kind not in "iub":
+        raise TypeError(f"labels must be integers, not {a.dtype}")
+    if a.dtype.kind != "b":
+        bad = np.flatnonzero((a < -128) | (a > 127))
+        if len(bad):
+            raise ValueError(
+                f"label {a[bad[0]]} (at index {bad[0]}) does not fit int8 (-128 to 127), "
+                "the labels' type"
+            )
+    return a.astype(np.int8)
+
+
 def select(
     cache: Cache,
     source_ids: npt.NDArray[np.integer[Any]] | Sequence[int],
@@ -141,9 +229,19 @@ def select(
     generation; ids it does not hold go to ``missing`` (and their
     ``labels``, when given, are left out with them). ``labels`` replace
     the cache's label codes (e.g. a split file's)."""
-    ids = np.asarray(source_ids, dtype=np.int64).reshape(-1)
-    if labels is not None and len(np.asarray(labels)) != len(ids):
-        raise ValueError(f"{len(np.asarray(labels))} labels for {len(ids)} source ids")
+    if not isinstance(cache, Cache):
+        raise TypeError(
+            f"select takes an open cache (socialctx.open(path)), not {type(cache).__name__}"
+        )
+    given = np.asarray(source_ids)
+    if given.size and given.dtype.kind in "fcbmM":
+        # A tweet id does not survive float64: truncated, it is another id.
+        raise TypeError(f"source ids must be integers (or strings of digits), not {given.dtype}")
+    ids = given.astype(np.int64).reshape(-1)
+    if labels is not None:
+        labels = _label_codes(labels)
+        if len(labels) != len(ids):
+            raise ValueError(f"{len(labels)} labels for {len(ids)} source ids")
     found = [cache.position(int(i)) for i in ids.tolist()]
     here = np.array([p is not None for p in found], dtype=bool)
     positions = np.array([p for p in found if p is not None], dtype=np.int64)
@@ -160,6 +258,62 @@ def select(
         missing=ids[~here],
         own_labels=labels is not None,
     )
+
+
+class Split:
+    """A split CSV matched against a cache (:func:`read_split`):
+    ``positions`` (np.int64, file order) of the threads found, their
+    ``ids`` (np.uint64) and ``labels`` (np.int8, the CSV's), ``missing``
+    (ids of the CSV the cache does not hold, reported, never dropped
+    silently), and ``content_id``: the generation the positions mean.
+    ``positions`` and ``labels`` are tagged with it, as a Fold's parts
+    are, so that a dataset given them with the cache of another
+    generation (rebuilt since) refuses them; read the split again on the
+    rebuilt cache (or hold its ids: :func:`select`)."""
+
+    __slots__ = ("positions", "ids", "labels", "missing", "content_id")
+
+    def __init__(
+        self,
+        positions: npt.NDArray[np.int64],
+        ids: npt.NDArray[np.uint64],
+        labels: npt.NDArray[np.int8],
+        missing: npt.NDArray[np.uint64],
+        content_id: str,
+    ) -> None:
+        self.positions = cast("npt.NDArray[np.int64]", Positions(positions, content_id))
+        self.ids = np.asarray(ids)
+        self.labels = cast("npt.NDArray[np.int8]", Positions(labels, content_id))
+        self.missing = np.asarray(missing)
+        self.content_id = content_id
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __reduce__(self) -> Any:
+        return (
+            Split,
+            (
+                np.asarray(self.positions),
+                self.ids,
+                np.asarray(self.labels),
+                self.missing,
+                self.content_id,
+            ),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"socialctx.Split(threads={len(self.positions)}, missing={len(self.missing)}, "
+            f"content_id={self.content_id[:12]!r})"
+        )
+
+
+def read_split(csv_path: str | os.PathLike[str], cache: Cache) -> Split:
+    """Reads an RPDNN split CSV (``tweet_id``, ``label`` columns) and finds
+    its threads in ``cache``: a :class:`Split` of ``cache``'s generation."""
+    raw = _read_split(csv_path, cache)
+    return Split(raw.positions, raw.ids, raw.labels, raw.missing, cache.content_id)
 
 
 @dataclass(frozen=True, repr=False)

@@ -86,12 +86,32 @@ def _store_ids(cache: Cache, names: Sequence[str]) -> dict[str, str]:
     then reports the missing store)."""
     ids = {}
     for name in names:
+        if not isinstance(name, str):
+            # Not a store name: the Loader refuses it with a TypeError.
+            ids[name] = ""
+            continue
         try:
             meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
         except (OSError, ValueError):
             meta = {}
         ids[name] = _store_id(meta if isinstance(meta, dict) else {})
     return ids
+
+
+def _store_models(cache: Cache, names: Sequence[str]) -> dict[str, str | None]:
+    """Each named store's model id from its meta.json (None: not recorded,
+    or no store; the Loader reports a missing one)."""
+    models: dict[str, str | None] = {}
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        try:
+            meta = json.loads((store_dir(cache, name) / "meta.json").read_bytes())
+        except (OSError, ValueError):
+            meta = {}
+        model = meta.get("model_id") if isinstance(meta, dict) else None
+        models[name] = model if isinstance(model, str) else None
+    return models
 
 
 def _world(rank: int | None, world_size: int | None) -> tuple[int, int]:

@@ -175,6 +175,10 @@ class Resumable:
             # upgrade rebuilt the cache) is refused without an explicit
             # resume_across_definition=True (see _state.check_definition).
             "definition": self.definition,
+            # The embedding models of the rows the batches carry: a state of
+            # other models (a store re-embedded since) is refused as one of
+            # another definition is (see _state.check_models).
+            "models": dict(sorted(getattr(self, "store_models", {}).items())),
             "positions": self._digest,
             "batch_size": self.batch_size,
             "seed": self.seed,
@@ -560,7 +564,14 @@ class Resumable:
         rebuilt = self.resume_across_rebuild and plan.get("content_id") != mine.get("content_id")
         _state.check_definition(plan, self.definition, self.resume_across_definition, rebuilt)
         # Checked above; a state saved before it was recorded has none.
-        differs = [f for f in mine if f != "definition" and (f not in plan or plan[f] != mine[f])]
+        # A state saved before the models were recorded has none: not checked.
+        if plan.get("models") is not None:
+            _state.check_models(plan["models"], mine["models"], self.resume_across_definition)
+        differs = [
+            f
+            for f in mine
+            if f not in ("definition", "models") and (f not in plan or plan[f] != mine[f])
+        ]
         by_ids = bool(state.get("across")) or (
             "ids" in state and len(state["ids"].get("before", ())) > 0
         )

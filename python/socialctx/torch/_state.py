@@ -65,6 +65,35 @@ def check_definition(plan: Mapping[str, Any], ours: str, allowed: bool, rebuilt:
     warnings.warn(f"{what}: resumed as {ACROSS_DEFINITION} asks", stacklevel=4)
 
 
+def check_models(theirs: Any, ours: Mapping[str, str | None], allowed: bool) -> None:
+    """A state of a dataset whose embedding rows were another model's (a
+    store re-embedded with another model since it was saved): refused
+    unless ``allowed`` (``resume_across_definition=True``: what made the
+    inputs changed), then resumed with a warning."""
+    if not isinstance(theirs, Mapping):
+        raise ValueError(
+            f"this state's models are {theirs!r}, not a mapping: damaged "
+            "(pass the state_dict() as saved)"
+        )
+    # Stores both read (another choice of stores is the caller's).
+    differ = sorted(k for k in set(theirs) & set(ours) if theirs[k] != ours[k])
+    if not differ:
+        return
+    said = "; ".join(f"{k}: model {theirs[k]!r} there, {ours[k]!r} here" for k in differ)
+    what = (
+        f"this state was trained on embedding rows of other models ({said}: the store was "
+        "re-embedded since the state was saved), so the epoch's rest would feed the model "
+        "rows of a model it has not seen"
+    )
+    if not allowed:
+        raise ValueError(
+            f"{what}; start afresh (a new dataset, without load_state_dict), embed the "
+            f"stores again with the state's models, or make the dataset with "
+            f"{ACROSS_DEFINITION} to continue anyway"
+        )
+    warnings.warn(f"{what}: resumed as {ACROSS_DEFINITION} asks", stacklevel=4)
+
+
 class Consumed:
     """The plan indices of one epoch that the loop said it trained
     (``state_dict(after=item)``): a high-water mark, and the indices

@@ -27,6 +27,7 @@ from ._common import (
     _positions,
     _rebuilt,
     _store_ids,
+    _store_models,
     _world,
 )
 from ._resume import (
@@ -64,6 +65,9 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
       since) is refused even then: the model trained so far saw values
       computed otherwise. ``resume_across_definition=True`` resumes it
       anyway, with a warning, and :attr:`resumed` names both digests.
+      A state also records the model of each embedding store read
+      (``state["plan"]["models"]``): one of another model (a store
+      re-embedded since) is refused the same way.
     - ``embeddings``: store names; items carry ``embedding_index[name]``
       (int32 ``[B, T]``, -1 for none) for :class:`EmbeddingTable`, and with
       ``dense=True`` also ``embeddings[name]`` rows ``[B, T, dim]``; a dict
@@ -142,9 +146,11 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         for what, tag in tags.items():
             if tag != opened.content_id:
                 raise CacheError(
-                    f"{opened.path}: these {what} are of cache generation {tag} (a Fold's, taken "
-                    f"before a rebuild), the cache is now {opened.content_id}: they would name "
-                    "other threads; fold.on(cache) gives the same threads on this generation"
+                    f"{opened.path}: these {what} are of cache generation {tag} (a Fold's, a "
+                    f"Selection's or a Split's, taken before a rebuild), the cache is now "
+                    f"{opened.content_id}: they would name other threads; fold.on(cache) or "
+                    "selection.on(cache) gives the same threads on this generation (a split: "
+                    "socialctx.read_split(csv, cache) again)"
                 )
         self.path = opened.path
         self.content_id = opened.content_id
@@ -211,6 +217,7 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         # The stores' versions this dataset reads (a compaction or re-embed
         # renumbers rows on the same cache generation).
         self.store_ids: dict[str, str] = {}
+        self.store_models: dict[str, str | None] = {}
         # Fail now, in the main process, rather than in every worker.
         self._loader = self._make_checked_loader(opened, first=True)
         self._count = len(self._plan(self._loader, 0))
@@ -251,6 +258,8 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
                 )
         if first:
             self.store_ids = after
+            # The embedding models the rows are of: a state records them.
+            self.store_models = _store_models(cache, self.embeddings)
         return loader
 
     def _open_loader(self) -> Loader:
