@@ -756,7 +756,7 @@ pub(crate) fn to_arrow(
             std::collections::HashMap::from([("socialctx.definition".to_owned(), definition)]),
         ),
     );
-    let positions = some_positions_of(positions, reader.len())?;
+    let positions = some_positions_of(positions, &**reader)?;
     let plan = py.detach(|| Plan::new(&**reader, level, positions))?;
     Ok(PyArrowData {
         data: Arc::new(Shared {

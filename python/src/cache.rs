@@ -173,7 +173,7 @@ impl PyCache {
         field: &str,
         positions: Option<&Bound<'_, PyAny>>,
     ) -> Result<PyUniqueTexts> {
-        let positions = some_positions_of(positions, self.reader.len())?;
+        let positions = some_positions_of(positions, &*self.reader)?;
         PyUniqueTexts::collect(py, &self.reader, field, positions)
     }
 
@@ -195,7 +195,7 @@ impl PyCache {
     ) -> Result<PyVocabulary> {
         let field: sc::TextField = field.parse().map_err(PyValueError::new_err)?;
         let kinds = kinds_of(kinds)?;
-        let positions = some_positions_of(positions, self.reader.len())?;
+        let positions = some_positions_of(positions, &*self.reader)?;
         let reader = &*self.reader;
         let vocab = py.detach(|| {
             sc::Vocabulary::count(

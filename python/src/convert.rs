@@ -61,9 +61,11 @@ pub(crate) enum Negative {
 /// threads 1 and 0, silently.
 pub(crate) fn positions_of(
     obj: &Bound<'_, PyAny>,
-    len: usize,
+    reader: &Reader,
     negative: Negative,
 ) -> PyResult<Vec<usize>> {
+    same_generation(obj, reader, "positions")?;
+    let len = reader.len();
     let check = |i: i64| -> PyResult<usize> {
         let j = if i < 0 && negative == Negative::FromEnd {
             i + len as i64
@@ -116,11 +118,40 @@ pub(crate) fn positions_of(
 /// Positions when given (and not None), else None.
 pub(crate) fn some_positions_of(
     obj: Option<&Bound<'_, PyAny>>,
-    len: usize,
+    reader: &Reader,
 ) -> PyResult<Option<Vec<usize>>> {
     obj.filter(|p| !p.is_none())
-        .map(|p| positions_of(p, len, Negative::FromEnd))
+        .map(|p| positions_of(p, reader, Negative::FromEnd))
         .transpose()
+}
+
+/// Refuses positions or labels that name another cache generation than
+/// `reader`'s (`socialctx.folds.Positions`: a Fold's, a Selection's, a
+/// Split's parts carry a `content_id`): after a rebuild the same positions
+/// name other threads, so taking them would train on other threads'
+/// values and labels with no error. Untagged values (plain arrays, lists)
+/// are the caller's word, as before.
+pub(crate) fn same_generation(obj: &Bound<'_, PyAny>, reader: &Reader, what: &str) -> PyResult<()> {
+    // Only NumPy arrays carry the tag: a plain object's `content_id`
+    // (a Cache passed by mistake) is not a generation of positions.
+    if obj.cast::<PyUntypedArray>().is_err() {
+        return Ok(());
+    }
+    let Ok(tag) = obj.getattr(intern!(obj.py(), "content_id")) else {
+        return Ok(());
+    };
+    let Ok(tag) = tag.extract::<String>() else {
+        return Ok(()); // None: untagged
+    };
+    let now = reader.content_id();
+    if tag == now {
+        return Ok(());
+    }
+    Err(crate::error::CacheError::new_err(format!(
+        "these {what} are of cache generation {tag} (taken before a rebuild), the cache is \
+         now {now}: they would name other threads; fold.on(cache) or selection.on(cache) \
+         (or read_split again) gives the same threads on this generation"
+    )))
 }
 
 /// Labels from an int8 NumPy array or a sequence of ints (None: none).

@@ -13,7 +13,7 @@ use socialctx as sc;
 
 use crate::batch::{PyBatch, borrow_batch};
 use crate::cache::PyCache;
-use crate::convert::{Negative, labels_for, positions_of};
+use crate::convert::{Negative, labels_for, positions_of, same_generation};
 use crate::epoch::Epoch;
 use crate::error::Result;
 use crate::fill::{LoaderCore, PlanOptions};
@@ -141,7 +141,10 @@ impl PyLoader {
         batch: &Bound<'_, PyBatch>,
         labels: Option<&Bound<'_, PyAny>>,
     ) -> Result<()> {
-        let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
+        let positions = positions_of(positions, &*self.core.reader, Negative::Refused)?;
+        if let Some(l) = labels {
+            same_generation(l, &*self.core.reader, "labels")?;
+        }
         let labels = labels_for(labels, positions.len())?;
         let mut b = borrow_batch(batch)?;
         self.core.fill(py, &positions, labels.as_deref(), &mut b)
@@ -158,7 +161,10 @@ impl PyLoader {
         graph: &Bound<'_, crate::graph::PyGraphBatch>,
         labels: Option<&Bound<'_, PyAny>>,
     ) -> Result<()> {
-        let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
+        let positions = positions_of(positions, &*self.core.reader, Negative::Refused)?;
+        if let Some(l) = labels {
+            same_generation(l, &*self.core.reader, "labels")?;
+        }
         let labels = labels_for(labels, positions.len())?;
         crate::graph::fill(
             py,
@@ -176,7 +182,7 @@ impl PyLoader {
         py: Python<'py>,
         positions: &Bound<'py, PyAny>,
     ) -> Result<Bound<'py, PyArray1<i64>>> {
-        let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
+        let positions = positions_of(positions, &*self.core.reader, Negative::Refused)?;
         let l = self.core.lengths(py, &positions)?;
         Ok(PyArray1::from_vec(
             py,
@@ -216,7 +222,7 @@ impl PyLoader {
     ) -> Result<Bound<'py, PyList>> {
         let PlanOptions { mut how, rank } = PlanOptions::from_keywords(batch_size, options)?;
         how.pad_multiple = self.core.pad_multiple();
-        let positions = positions_of(positions, self.core.reader.len(), Negative::Refused)?;
+        let positions = positions_of(positions, &*self.core.reader, Negative::Refused)?;
         let lengths = if how.bucket_noise.is_some() {
             self.core.lengths(py, &positions)?
         } else {
@@ -263,7 +269,10 @@ impl PyLoader {
             return Err(PyValueError::new_err("batch_size must be at least 1").into());
         }
         let (py, this) = (slf.py(), slf.get());
-        let order = positions_of(positions, this.core.reader.len(), Negative::Refused)?;
+        let order = positions_of(positions, &*this.core.reader, Negative::Refused)?;
+        if let Some(l) = labels {
+            same_generation(l, &*this.core.reader, "labels")?;
+        }
         let labels = labels_for(labels, order.len())?;
         let how = sc::Batching {
             batch_size,

@@ -34,8 +34,8 @@ impl PyFeatureStats {
         window_s: Option<f64>,
     ) -> Result<Self> {
         let reader = &*cache.get().reader;
-        let positions = some_positions_of(positions, reader.len())?
-            .unwrap_or_else(|| (0..reader.len()).collect());
+        let positions =
+            some_positions_of(positions, reader)?.unwrap_or_else(|| (0..reader.len()).collect());
         let selection = sc::Selection {
             kinds: kinds_of(kinds)?,
             window: window_of(window_s)?,

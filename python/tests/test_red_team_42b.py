@@ -202,3 +202,31 @@ def test_a_state_records_the_embedding_models_and_refuses_others(tmp_path) -> No
     # A state saved before the models were recorded: resumed as before.
     old = {**state, "plan": {k: v for k, v in state["plan"].items() if k != "models"}}
     CacheDataset(cache, range(len(cache)), 4, seed=0, embeddings=["r"]).load_state_dict(old)
+
+
+def test_the_bindings_readers_refuse_another_generations_positions(nightly: Nightly) -> None:
+    """The bug: the Rust classes took a Fold's tagged positions with the
+    cache of the next generation (the torch datasets refused them):
+    ``Loader.epoch/plan/fill/lengths``, ``FeatureStats.compute`` and
+    ``Cache.to_arrow`` read other threads, silently."""
+    old = nightly.open()
+    fold = next(f for f in socialctx.folds(old) if len(f.train) >= 4)
+    nightly.rebuild(delete=[int(old.source_ids[0])])
+    new = nightly.open()
+    loader = socialctx.Loader(new)
+    train, labels = fold.train, fold.train_labels
+    calls = {
+        "epoch": lambda p: next(iter(loader.epoch(p, 4, seed=0))),
+        "plan": lambda p: loader.plan(p, 4, seed=0),
+        "lengths": lambda p: loader.lengths(p),
+        "fill": lambda p: loader.fill(p[:4], loader.new_batch(4)),
+        "stats": lambda p: socialctx.FeatureStats.compute(new, p),
+        "to_arrow": lambda p: new.to_arrow(level="threads", positions=p),
+    }
+    for call in calls.values():
+        with pytest.raises(socialctx.CacheError, match=r"fold\.on\(cache\)"):
+            call(train)
+        call(fold.on(new).train)  # the same threads on this generation: taken
+        call(np.asarray(train))  # untagged: the caller's word, as before
+    with pytest.raises(socialctx.CacheError, match="labels"):
+        loader.fill(np.asarray(train[:4]), loader.new_batch(4), labels[:4])
