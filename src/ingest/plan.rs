@@ -16,12 +16,20 @@
 //! files (their names, sizes and mtimes decide: not the device, inode
 //! numbers or change times, which differ between machines mounting the
 //! corpus and on a node-local `cp -a`/`rsync -a` copy; where the inodes are
-//! the plan's, a moved change time is an in-place edit and refused too), and
-//! the thread list, discovery report and rumour index themselves. A partition build walks the corpus again (a walk, a `stat`
-//! per file and the rumour sources read: what an incremental build that
-//! finds nothing changed costs) and refuses, naming the changed paths, if
-//! anything differs; so partitions built after a change are never merged
-//! into a cache that is neither the old corpus's nor the new one's.
+//! the plan's, a moved change time is an in-place edit and refused too),
+//! taken in its one walk before the thread's rumour source is read; and the
+//! thread list, discovery report and rumour index themselves.
+//!
+//! A partition checks the listing everywhere and the files only where it
+//! reads (issue 47: re-checking the whole corpus made every partition cost
+//! most of a build): it walks the corpus (no tweet read or `stat`) and
+//! refuses a thread added, gone or moved, or another discovery report; and
+//! after reading its own threads, before publishing, it pins them again and
+//! refuses any that changed since the plan (an edit during its read
+//! included), naming the paths. Every thread belongs to one partition and a
+//! merge takes every partition, so a merged cache is exactly the planned
+//! corpus's single build (a thread edited after its own partition ran is
+//! stale, never mixed in), or there is none.
 
 use std::fs;
 use std::path::Path;
@@ -233,6 +241,11 @@ impl Plan {
     /// The definition digest of the library that made the plan.
     pub(crate) fn definition(&self) -> &str {
         &self.definition
+    }
+
+    /// What discovery skipped (reported by the merged cache).
+    pub(crate) fn skipped(&self) -> &[BadInput] {
+        &self.bad
     }
 
     /// Number of threads planned.

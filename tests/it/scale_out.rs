@@ -250,3 +250,27 @@ fn partitions_of_two_plans_do_not_merge() {
     }
     assert_eq!(refused, 6);
 }
+
+/// The plan's summary says what the walk skipped (it said only the thread
+/// count, so a plan that left threads out read as a smaller corpus).
+#[test]
+fn the_plan_summary_names_what_was_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus(tmp.path());
+    let file = tmp.path().join("plan.json");
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let clean = socialctx::summary::plan_summary(&plan, &file);
+    assert!(!clean.contains("skipped"), "{clean}");
+    // A source id in two places: the second is skipped and reported.
+    let t = in_plan_order(&corpus).remove(0);
+    let twin = corpus
+        .join("other-event/rumours")
+        .join(t.file_name().unwrap());
+    copy_tree(&t, &twin);
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let s = socialctx::summary::plan_summary(&plan, &file);
+    assert!(
+        s.contains("skipped    1 (") && s.contains("duplicate source id"),
+        "{s}"
+    );
+}
