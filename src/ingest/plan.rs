@@ -540,7 +540,8 @@ fn sorted_index(index: Option<&RumourIndex>) -> Vec<(u64, i64)> {
 /// [`BuildOptions::default`] has). The result is an ordinary cache of those
 /// threads whose manifest records the partition. A partition that does not
 /// exist is [`BuildError::PartitionOutOfRange`]; a corpus that no longer
-/// matches the plan (a thread added, gone, moved or edited since) is
+/// matches the plan (a thread added, gone or moved since, or one of this
+/// partition's threads edited since, checked after reading it) is
 /// [`BuildError::PlanStale`], naming what changed.
 pub fn build_partition(
     corpus: impl AsRef<Path>,
