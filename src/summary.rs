@@ -168,12 +168,25 @@ pub fn merge_summary(summary: &BuildSummary, cache: &Path) -> String {
 
 /// The line a plan prints: where it went, its threads and its id.
 pub fn plan_summary(plan: &crate::Plan, plan_file: &Path) -> String {
-    format!(
+    let mut s = format!(
         "plan       {} ({} threads, id {})\n",
         plan_file.display(),
         plan.len(),
         plan.id()
-    )
+    );
+    // What the walk skipped, which the merged cache's report will list: a
+    // plan that silently dropped threads looked like a smaller corpus.
+    let skipped = plan.skipped();
+    if !skipped.is_empty() {
+        s += &format!(
+            "skipped    {} (folders or threads; the plan's \"bad\", the merged cache's report.jsonl)\n",
+            skipped.len()
+        );
+        for (reason, n) in by_reason(skipped) {
+            s += &format!("  {n:>8}  {reason}\n");
+        }
+    }
+    s
 }
 
 /// What the `stats` tools compute: statistics of the replies (and, with

@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use super::discover::{Discovery, ThreadDir, discover, discover_with};
+use super::discover::{Discovery, ThreadDir, discover_with};
 use super::features::labels::Annotation;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
@@ -115,32 +115,44 @@ fn rumour_entry(
 /// on the walk's threads as the thread is found, instead of in a second pass
 /// over the list (its own pool, its own start-up, 17 ms of a warm
 /// PHEME-sized build at 60% of the cores). `index` false: no index.
-pub(crate) fn discover_indexed(
+/// Also computes `pre` of each thread on the walk's threads, before its
+/// rumour entry is read (a plan pins a thread there: a change after the
+/// pin is then seen by its partition, while a pin taken after the read
+/// could hold a change the index missed); the values come back in
+/// [`Discovery::threads`] order.
+pub(crate) fn discover_indexed_with<P: Send>(
     root: &Path,
     threads: usize,
     max_file_bytes: u64,
     index: bool,
-) -> Result<(Discovery, Option<RumourIndex>), BuildError> {
+    pre: &(dyn Fn(&ThreadDir) -> P + Sync),
+) -> Result<(Discovery, Option<RumourIndex>, Vec<P>), BuildError> {
     if !index {
-        return discover(root, threads).map(|found| (found, None));
+        let (found, pres) = discover_with(root, threads, &|td: &ThreadDir, _| pre(td))?;
+        return Ok((found, None, pres));
     }
     // Scratch buffers per walk thread (a walk thread takes only its own).
     let scratch: Vec<Mutex<(TweetReader, Names)>> = (0..threads.max(1))
         .map(|_| Mutex::new((TweetReader::new(), Names::default())))
         .collect();
     let hook = |td: &ThreadDir, worker: usize| {
+        let p = pre(td);
         let mut guard = scratch[worker.min(scratch.len() - 1)]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let (reader, names) = &mut *guard;
-        rumour_entry(td, reader, names, max_file_bytes)
+        (p, rumour_entry(td, reader, names, max_file_bytes))
     };
-    let (found, entries) = discover_with(root, threads, &hook)?;
+    let (found, values) = discover_with(root, threads, &hook)?;
     let mut index = RumourIndex::default();
-    for (author, at) in entries.into_iter().flatten() {
-        index.add(author, at);
+    let mut pres = Vec::with_capacity(values.len());
+    for (p, entry) in values {
+        pres.push(p);
+        if let Some((author, at)) = entry {
+            index.add(author, at);
+        }
     }
-    Ok((found, Some(index)))
+    Ok((found, Some(index), pres))
 }
 
 /// [`rumour_index`], taking what `known` says instead of reading.

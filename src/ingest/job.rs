@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
+use super::pin::pins;
 use super::plan::Plan;
 use super::thread::{Outcome, Worker};
 use super::writer::{CacheWriter, WriterOptions};
@@ -143,30 +144,36 @@ impl<'a> BuildJob<'a> {
                 let opts = plan.options(self.options);
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;
-                // The corpus must still be the one planned: walk it again
-                // and compare (a thread added, gone, moved or edited since
-                // would give a cache of neither the old corpus nor the new).
-                let (found, found_bad, found_index) = discover_checked(
-                    &self.corpus,
-                    started.workers,
-                    &started.opts,
-                    started.opts.extended,
-                )?;
-                let inputs = plan
-                    .verify(&found, &found_bad, found_index.as_ref(), started.workers)
-                    .map_err(|changed| BuildError::PlanStale {
-                        corpus: self.corpus.clone(),
-                        changed,
-                    })?;
+                // The corpus's listing must still be the one planned (a
+                // thread added, gone or moved since would give a cache of
+                // neither corpus): the walk alone, no tweet read or stat.
+                let (found, found_bad, _) =
+                    discover_checked(&self.corpus, started.workers, &started.opts, false)?;
+                let stale = |changed| BuildError::PlanStale {
+                    corpus: self.corpus.clone(),
+                    changed,
+                };
+                plan.verify_listing(&found, &found_bad).map_err(stale)?;
+                drop(found);
+                let range = plan.partition_range(index, count);
                 let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
-                info.inputs = inputs;
+                info.inputs = plan.inputs();
                 started.writer.set_partition(info);
+                let workers = started.workers;
+                // Its own threads' files, pinned after they were read and
+                // before anything is published: an edit since the plan,
+                // during this read included, is refused (a pin before the
+                // read would let an edit during it through).
+                let mut check = |_: &str, _: &Path, _: &[Vec<u64>], _: &[Vec<BadInput>]| {
+                    plan.verify_pins(range.clone(), &pins(&list, workers))
+                        .map_err(stale)
+                };
                 started.execute(Supply {
                     list: &list,
                     index: rumours.as_ref(),
                     report: Vec::new(),
                     reuse: None,
-                    before_publish: None,
+                    before_publish: Some(&mut check),
                 })
             }
         }

@@ -29,6 +29,7 @@ pub(crate) mod job;
 pub mod layout;
 pub mod parents;
 pub mod parse;
+pub(crate) mod pin;
 pub(crate) mod plan;
 mod pool;
 mod prefetch;
@@ -43,7 +44,6 @@ use std::time::Duration;
 
 use self::discover::ThreadDir;
 
-use self::extended::discover_indexed;
 use self::features::reliability::RumourIndex;
 pub(crate) use self::job::BuildJob;
 use self::parse::DEFAULT_MAX_FILE_BYTES;
@@ -315,7 +315,22 @@ pub(crate) fn discover_checked(
     opts: &BuildOptions,
     index: bool,
 ) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>)> {
-    let (found, index) = discover_indexed(corpus, threads, opts.max_file_bytes, index)?;
+    discover_checked_with(corpus, threads, opts, index, &|_| ())
+        .map(|(list, report, index, _)| (list, report, index))
+}
+
+/// [`discover_checked`], also computing `pre` of each thread before its
+/// rumour entry is read (see [`extended::discover_indexed_with`]).
+#[allow(clippy::type_complexity)]
+pub(crate) fn discover_checked_with<P: Send>(
+    corpus: &Path,
+    threads: usize,
+    opts: &BuildOptions,
+    index: bool,
+    pre: &(dyn Fn(&ThreadDir) -> P + Sync),
+) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>, Vec<P>)> {
+    let (found, index, pres) =
+        extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre)?;
     let mut report = found.bad;
     report.sort();
     if opts.strict
@@ -329,7 +344,7 @@ pub(crate) fn discover_checked(
     if found.threads.is_empty() && report.is_empty() {
         return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
     }
-    Ok((found.threads, report, index))
+    Ok((found.threads, report, index, pres))
 }
 
 /// Address space set aside per worker thread under a finite `RLIMIT_AS`:

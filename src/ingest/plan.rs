@@ -16,12 +16,20 @@
 //! files (their names, sizes and mtimes decide: not the device, inode
 //! numbers or change times, which differ between machines mounting the
 //! corpus and on a node-local `cp -a`/`rsync -a` copy; where the inodes are
-//! the plan's, a moved change time is an in-place edit and refused too), and
-//! the thread list, discovery report and rumour index themselves. A partition build walks the corpus again (a walk, a `stat`
-//! per file and the rumour sources read: what an incremental build that
-//! finds nothing changed costs) and refuses, naming the changed paths, if
-//! anything differs; so partitions built after a change are never merged
-//! into a cache that is neither the old corpus's nor the new one's.
+//! the plan's, a moved change time is an in-place edit and refused too),
+//! taken in its one walk before the thread's rumour source is read; and the
+//! thread list, discovery report and rumour index themselves.
+//!
+//! A partition checks the listing everywhere and the files only where it
+//! reads (issue 47: re-checking the whole corpus made every partition cost
+//! most of a build): it walks the corpus (no tweet read or `stat`) and
+//! refuses a thread added, gone or moved, or another discovery report; and
+//! after reading its own threads, before publishing, it pins them again and
+//! refuses any that changed since the plan (an edit during its read
+//! included), naming the paths. Every thread belongs to one partition and a
+//! merge takes every partition, so a merged cache is exactly the planned
+//! corpus's single build (a thread edited after its own partition ran is
+//! stale, never mixed in), or there is none.
 
 use std::fs;
 use std::path::Path;
@@ -31,10 +39,10 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
-use super::fingerprint::{How, fingerprints};
 use super::layout::pheme::Pheme;
 use super::layout::{Layout, layout_named};
-use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked};
+use super::pin::{Pin, pin};
+use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked_with};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
@@ -118,23 +126,25 @@ impl Plan {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
         let threads = super::threads_that_fit(opts.threads.max(1));
-        let (list, bad, index) = discover_checked(corpus, threads, opts, opts.extended)?;
+        // One walk: each thread pinned as it is found, before its rumour
+        // source is read (see `discover_indexed_with`).
+        let (list, bad, index, pins) =
+            discover_checked_with(corpus, threads, opts, opts.extended, &pin)?;
         let rumour_index = sorted_index(index.as_ref());
-        let fps = fingerprints(&list, threads, How::Portable);
         let threads = list
             .iter()
-            .zip(&fps)
-            .map(|(td, fp)| PlanThread {
+            .zip(&pins)
+            .map(|(td, p)| PlanThread {
                 rel: td.rel.clone(),
                 source_id: td.source_id,
                 label: td.label.clone(),
                 event: td.event.clone(),
                 entries: td.entries,
                 layout: StoredLayout::of(td),
-                files: count_files(td),
-                fingerprint: format!("{:016x}", fp.hash),
-                inodes: format!("{:016x}", fp.inodes),
-                changes: format!("{:016x}", fp.changes),
+                files: p.files,
+                fingerprint: format!("{:016x}", p.hash),
+                inodes: format!("{:016x}", p.inodes),
+                changes: format!("{:016x}", p.changes),
             })
             .collect();
         Ok(Plan {
@@ -231,6 +241,11 @@ impl Plan {
     /// The definition digest of the library that made the plan.
     pub(crate) fn definition(&self) -> &str {
         &self.definition
+    }
+
+    /// What discovery skipped (reported by the merged cache).
+    pub(crate) fn skipped(&self) -> &[BadInput] {
+        &self.bad
     }
 
     /// Number of threads planned.
@@ -330,32 +345,25 @@ impl Plan {
         out
     }
 
-    /// Compares the corpus as a partition build finds it (its walk: the
-    /// thread list, the discovery report, the rumour index) and every
-    /// thread's fingerprint with what the plan pinned. Returns a digest of
-    /// those inputs when they match (every partition of the plan records it
-    /// and a merge compares them), else the changes, each naming a path.
-    pub(super) fn verify(
+    /// Compares the corpus's listing as a partition build's walk finds it
+    /// (no file read, no tweet `stat`ted) with the plan's: every thread's
+    /// identity (place, source id, label, event, folders, layout) and what
+    /// discovery reported. Cheap, and on every partition: a thread added,
+    /// gone or moved since the plan is refused wherever it would land.
+    /// Returns the changes, each naming a path.
+    pub(super) fn verify_listing(
         &self,
         list: &[ThreadDir],
         bad: &[BadInput],
-        index: Option<&RumourIndex>,
-        workers: usize,
-    ) -> std::result::Result<String, Vec<String>> {
+    ) -> std::result::Result<(), Vec<String>> {
         let mut changed = Vec::new();
-        let planned: std::collections::BTreeMap<&str, &PlanThread> =
-            self.threads.iter().map(|t| (t.rel.as_str(), t)).collect();
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
             list.iter().map(|t| (t.rel.as_str(), t)).collect();
-        let fps = fingerprints(list, workers, How::Portable);
-        let fp_of: std::collections::HashMap<&str, &super::fingerprint::Fp> = list
-            .iter()
-            .zip(&fps)
-            .map(|(td, fp)| (td.rel.as_str(), fp))
-            .collect();
-        for (rel, t) in &planned {
-            match found.get(rel) {
-                None => changed.push(format!("{rel} (gone)")),
+        let mut planned = std::collections::BTreeSet::new();
+        for t in &self.threads {
+            planned.insert(t.rel.as_str());
+            match found.get(t.rel.as_str()) {
+                None => changed.push(format!("{} (gone)", t.rel)),
                 Some(td)
                     if td.source_id != t.source_id
                         || td.label != t.label
@@ -363,23 +371,12 @@ impl Plan {
                         || td.entries != t.entries
                         || Ok(td.layout) != layout_index(t.layout.as_ref()) =>
                 {
-                    changed.push(format!("{rel} (its folders changed)"));
-                }
-                Some(_) if format!("{:016x}", fp_of[rel].hash) != t.fingerprint => {
-                    changed.push(format!("{rel} (files changed)"));
-                }
-                // The same files (inodes), changed since the plan with their
-                // size and mtime kept: an in-place edit with the mtime put back.
-                Some(_)
-                    if format!("{:016x}", fp_of[rel].inodes) == t.inodes
-                        && format!("{:016x}", fp_of[rel].changes) != t.changes =>
-                {
-                    changed.push(format!("{rel} (files changed in place, mtime kept)"));
+                    changed.push(format!("{} (its folders changed)", t.rel));
                 }
                 Some(_) => {}
             }
         }
-        for rel in found.keys().filter(|r| !planned.contains_key(*r)) {
+        for rel in found.keys().filter(|r| !planned.contains(*r)) {
             changed.push(format!("{rel} (new)"));
         }
         if bad != self.bad.as_slice() {
@@ -389,17 +386,52 @@ impl Plan {
                 changed.push(format!("{} (reported: {})", b.path, b.reason));
             }
         }
-        if self.extended && sorted_index(index) != self.rumour_index && changed.is_empty() {
-            changed.push("the rumour sources (user_reliability's input)".into());
+        if changed.is_empty() {
+            Ok(())
+        } else {
+            Err(changed)
         }
-        if !changed.is_empty() {
-            return Err(changed);
+    }
+
+    /// Compares the pins of partition `range`'s threads, taken after the
+    /// partition read them, with the plan's. Each thread belongs to one
+    /// partition, so the partitions of a plan check every file between
+    /// them, and a merge needs all of them: a thread changed after the plan
+    /// (the rumour sources behind the plan's index included) is refused by
+    /// its own partition, or was read as planned. Returns the changes, each
+    /// naming a path.
+    pub(super) fn verify_pins(
+        &self,
+        range: std::ops::Range<usize>,
+        pins: &[Pin],
+    ) -> std::result::Result<(), Vec<String>> {
+        let mut changed = Vec::new();
+        for (t, p) in self.threads[range].iter().zip(pins) {
+            if format!("{:016x}", p.hash) != t.fingerprint {
+                changed.push(format!("{} (files changed)", t.rel));
+            } else if format!("{:016x}", p.inodes) == t.inodes
+                && format!("{:016x}", p.changes) != t.changes
+            {
+                // The same files (inodes), changed since the plan with their
+                // size and mtime kept: an in-place edit with the mtime put back.
+                changed.push(format!("{} (files changed in place, mtime kept)", t.rel));
+            }
         }
+        if changed.is_empty() {
+            Ok(())
+        } else {
+            Err(changed)
+        }
+    }
+
+    /// The digest of the plan's inputs (threads with their pins, discovery
+    /// report, rumour index) every partition records; a merge compares them.
+    pub(super) fn inputs(&self) -> String {
         let inputs = (&self.threads, &self.bad, &self.rumour_index);
-        Ok(format!(
+        format!(
             "{:016x}",
             xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
-        ))
+        )
     }
 
     /// `base` with the options this plan fixes (everything that shapes the
@@ -502,23 +534,14 @@ fn sorted_index(index: Option<&RumourIndex>) -> Vec<(u64, i64)> {
     v
 }
 
-/// Files in a thread's tweet folders (an estimate of its work).
-fn count_files(td: &ThreadDir) -> u64 {
-    let dirs = td
-        .source_dir()
-        .into_iter()
-        .chain(td.reaction_dirs().map(|(d, _)| d));
-    dirs.map(|d| fs::read_dir(td.path.join(d)).map_or(0, |r| r.count() as u64))
-        .sum()
-}
-
 /// Builds partition `index` of `count` of `plan` into the cache directory
 /// `out`, reading the threads under `corpus` (the corpus root as mounted
 /// here), on `workers` worker threads (`None`: as many as
 /// [`BuildOptions::default`] has). The result is an ordinary cache of those
 /// threads whose manifest records the partition. A partition that does not
 /// exist is [`BuildError::PartitionOutOfRange`]; a corpus that no longer
-/// matches the plan (a thread added, gone, moved or edited since) is
+/// matches the plan (a thread added, gone or moved since, or one of this
+/// partition's threads edited since, checked after reading it) is
 /// [`BuildError::PlanStale`], naming what changed.
 pub fn build_partition(
     corpus: impl AsRef<Path>,

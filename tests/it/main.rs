@@ -29,6 +29,7 @@ mod partition;
 mod permissions;
 mod plan_pins;
 mod publish_faults;
+mod scale_out;
 mod store_nightly;
 mod store_verified;
 mod token_ids;

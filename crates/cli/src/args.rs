@@ -96,7 +96,8 @@ pub(crate) enum Command {
         "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; ",
         "contiguous source-id ranges balanced by file count; reads no other partition's files). ",
         "Content options come from the plan. The corpus must be as planned: a thread ",
-        "added, gone, moved or edited since is refused, naming it. Slurm: --partition ",
+        "added, gone or moved since is refused by every partition, one edited since by its own ",
+        "(checked after reading it), naming it. Slurm: --partition ",
         "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition ",
         "$JOB_COMPLETION_INDEX/N. ",
         exit_status!()
