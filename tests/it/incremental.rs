@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::corpus::{copy_tree, thread_dirs as threads};
+use crate::common::corpus::{copy_tree, first_file, thread_dirs as threads};
 use crate::common::*;
 use socialctx::ThreadSource;
 use socialctx::{BuildOptions, NoProgress, build, build_incremental};
@@ -45,15 +45,6 @@ fn assert_same_files(a: &Path, b: &Path, what: &str) {
             report(&fb)
         );
     }
-}
-
-fn first_file(dir: &Path) -> PathBuf {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    v.sort();
-    v.remove(0)
 }
 
 struct Setup {

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::corpus::{copy_tree, thread_dirs};
+use crate::common::corpus::{copy_tree, first_file, thread_dirs};
 use crate::common::*;
 use proptest::prelude::*;
 use socialctx::{BuildError, BuildOptions, NoProgress, build, build_incremental};
@@ -94,15 +94,6 @@ fn source(thread: &Path) -> PathBuf {
     } else {
         thread.join("source-tweet")
     }
-}
-
-fn first_file(dir: &Path) -> PathBuf {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    v.sort();
-    v.remove(0)
 }
 
 /// A reply edited, a reply added, a thread deleted and a thread added,

@@ -16,6 +16,7 @@ import torch
 
 from .. import Cache, CacheError, open
 from ..embed import store_dir
+from ..folds import _label_codes
 
 
 def _rebuilt(path: str, made_on: str, now: str, what: str) -> CacheError:
@@ -157,22 +158,12 @@ def _labels(labels: Any, count: int) -> npt.NDArray[np.int8] | None:
     if labels is None:
         return None
     a = np.asarray(labels)
-    if a.size == 0:
-        a = a.astype(np.int8)
     if a.ndim != 1:
         raise ValueError(f"labels must be one-dimensional, not of shape {a.shape}")
-    if a.dtype.kind not in "iub":
-        raise TypeError(f"labels must be integers, not {a.dtype}")
-    if len(a) != count:
-        raise ValueError(f"{len(a)} labels for {count} positions")
-    if a.dtype.kind != "b":
-        bad = np.flatnonzero((a < -128) | (a > 127))
-        if len(bad):
-            raise ValueError(
-                f"label {a[bad[0]]} (at index {bad[0]}) does not fit int8 (-128 to 127), the "
-                "labels' type in batches"
-            )
-    return a.astype(np.int8)
+    codes = _label_codes(a)  # the cast select() makes, refused where it would change them
+    if len(codes) != count:
+        raise ValueError(f"{len(codes)} labels for {count} positions")
+    return codes
 
 
 def _count(value: Any, what: str, least: int) -> int:

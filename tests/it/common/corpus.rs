@@ -37,3 +37,13 @@ pub fn copy_tree(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// The first file of `dir` by name (a reply to edit, a source to delete).
+pub fn first_file(dir: &Path) -> PathBuf {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v.remove(0)
+}
