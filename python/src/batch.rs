@@ -16,34 +16,34 @@ use crate::error::Result;
 
 /// What a Batch was made for: fills by another Loader must match it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
+pub(crate) struct BatchShape {
     pub(crate) max_cxt: usize,
     /// The Loader's outputs, one per buffer, in the crate's fill order.
-    pub(crate) outputs: Vec<OutputLayout>,
+    pub(crate) outputs: Vec<OutputShape>,
 }
 
 /// One output buffer: its name, key (a store's name), values per row slot
 /// (None: one) and NumPy dtype, as the crate's `OutputBuf` says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct OutputLayout {
+pub(crate) struct OutputShape {
     pub(crate) name: &'static str,
     pub(crate) key: Option<String>,
     pub(crate) per_slot: Option<usize>,
     pub(crate) dtype: &'static str,
 }
 
-impl Layout {
-    /// The layout of batches of `max_cxt` rows for `spec`'s outputs.
+impl BatchShape {
+    /// The shape of batches of `max_cxt` rows for `spec`'s outputs.
     pub(crate) fn new(max_cxt: usize, spec: &sc::BatchSpec) -> Self {
         let outputs = (spec.buffers(0).into_iter())
-            .map(|o| OutputLayout {
+            .map(|o| OutputShape {
                 name: o.name,
                 key: o.key.clone(),
                 per_slot: o.per_slot,
                 dtype: o.dtype(),
             })
             .collect();
-        Layout { max_cxt, outputs }
+        BatchShape { max_cxt, outputs }
     }
 
     /// The names of its outputs, each once, in order.
@@ -101,11 +101,11 @@ pub(crate) struct PyBatch {
     pub(crate) labels: Py<PyArray1<i8>>,
     /// Per slot, the reaction of its thread filling it (sc::BatchMut::NO_REACTION: none).
     pub(crate) reactions: Vec<u32>,
-    /// Per output of the layout: the buffer the crate fills (int32,
+    /// Per output of the shape: the buffer the crate fills (int32,
     /// float32, or uint16 for float16) and the user's view of it (float16
     /// for uint16).
     pub(crate) outputs: Vec<(Py<PyAny>, Py<PyAny>)>,
-    pub(crate) layout: Layout,
+    pub(crate) shape: BatchShape,
     /// Threads filled by the last fill (the rest is zero padding).
     #[pyo3(get)]
     pub(crate) size: usize,
@@ -125,7 +125,7 @@ impl PyBatch {
     /// Rows per thread the buffers hold (the Loader's `max_cxt`).
     #[getter]
     fn max_cxt(&self) -> usize {
-        self.layout.max_cxt
+        self.shape.max_cxt
     }
     /// float32 [batch_size, width, 28]: the selected reactions' features in time order.
     #[getter]
@@ -158,14 +158,14 @@ impl PyBatch {
     /// The names of the Loader's outputs, in order (`embedding_index`,
     /// `embeddings`, `token_ids`, those of `outputs=`).
     fn output_names(&self) -> Vec<&'static str> {
-        self.layout.names()
+        self.shape.names()
     }
     /// Every output by name: an array `[batch_size, width, ...]`, or for
     /// one per store a dict of them by store name.
     #[getter]
     fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for name in self.layout.names() {
+        for name in self.shape.names() {
             d.set_item(name, self.output(py, name)?)?;
         }
         Ok(d)
@@ -174,7 +174,7 @@ impl PyBatch {
     /// the array, or a dict of arrays by store name. A known output the
     /// Loader lacks is None (an empty dict for the per-store ones).
     fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(&n) = self.layout.names().iter().find(|&&n| n == name) {
+        if let Some(&n) = self.shape.names().iter().find(|&&n| n == name) {
             return self.output(py, n);
         }
         if KEYED.contains(&name) {
@@ -193,7 +193,7 @@ impl PyBatch {
     fn __repr__(&self) -> String {
         format!(
             "socialctx.Batch(size={}, batch_size={}, width={}, max_cxt={})",
-            self.size, self.batch_size, self.width, self.layout.max_cxt
+            self.size, self.batch_size, self.width, self.shape.max_cxt
         )
     }
 }
@@ -202,7 +202,7 @@ impl PyBatch {
     /// Output `name`: its array, or a dict by key when it has keys.
     fn output<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
         let d = PyDict::new(py);
-        for (o, (_, user)) in self.layout.outputs.iter().zip(&self.outputs) {
+        for (o, (_, user)) in self.shape.outputs.iter().zip(&self.outputs) {
             if o.name != name {
                 continue;
             }
@@ -217,13 +217,17 @@ impl PyBatch {
         Ok(d.into_any())
     }
 
-    /// Buffers for `batch_size` threads of `layout`: zeros, allocated by
+    /// Buffers for `batch_size` threads of `shape`: zeros, allocated by
     /// NumPy (MemoryError, not an abort, when they cannot be had).
-    pub(crate) fn allocate(py: Python<'_>, layout: &Layout, batch_size: usize) -> PyResult<Self> {
+    pub(crate) fn allocate(
+        py: Python<'_>,
+        shape: &BatchShape,
+        batch_size: usize,
+    ) -> PyResult<Self> {
         if batch_size == 0 {
             return Err(PyValueError::new_err("batch_size must be at least 1"));
         }
-        let t = layout.max_cxt;
+        let t = shape.max_cxt;
         let slots = size_of("mask", &[batch_size, t])?;
         let feats = size_of("features", &[batch_size, t, sc::Feature::COUNT])?;
         let mut reactions = Vec::new();
@@ -233,8 +237,8 @@ impl PyBatch {
             ))
         })?;
         reactions.resize(slots, sc::BatchMut::NO_REACTION);
-        let mut outputs = Vec::with_capacity(layout.outputs.len());
-        for o in &layout.outputs {
+        let mut outputs = Vec::with_capacity(shape.outputs.len());
+        for o in &shape.outputs {
             let mut dims = vec![batch_size, t];
             dims.extend(o.per_slot);
             let n = size_of(o.name, &dims)?;
@@ -255,7 +259,7 @@ impl PyBatch {
             labels: zeros(py, batch_size, "int8")?.cast_into()?.unbind(),
             reactions,
             outputs,
-            layout: layout.clone(),
+            shape: shape.clone(),
             size: 0,
             width: t,
             batch_size,
@@ -289,7 +293,7 @@ impl PyBatch {
         let mut ids = self.source_ids.bind(py).try_readwrite().map_err(busy)?;
         let mut labels = self.labels.bind(py).try_readwrite().map_err(busy)?;
         let mut guards = Vec::with_capacity(self.outputs.len());
-        for ((raw, _), o) in self.outputs.iter().zip(&self.layout.outputs) {
+        for ((raw, _), o) in self.outputs.iter().zip(&self.shape.outputs) {
             let raw = raw.bind(py);
             guards.push(match o.dtype {
                 "int32" => Guard::I32(raw.cast::<PyArray1<i32>>()?.try_readwrite().map_err(busy)?),
@@ -314,7 +318,7 @@ impl PyBatch {
             ids.as_slice_mut()?,
             labels.as_slice_mut()?,
         );
-        let (max_cxt, previous) = (self.layout.max_cxt, self.width);
+        let (max_cxt, previous) = (self.shape.max_cxt, self.width);
         let reactions = &mut self.reactions;
         self.width = py.detach(|| {
             let out = sc::BatchMut::new(max_cxt, f, m, l, s, y)?;

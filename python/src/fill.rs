@@ -13,7 +13,7 @@ use pyo3::types::PyDict;
 
 use socialctx as sc;
 
-use crate::batch::{Layout, PyBatch};
+use crate::batch::{BatchShape, PyBatch};
 use crate::convert::{Keywords, Reader, kinds_of, window_of};
 use crate::error::{EmbeddingError, PyScError, Result};
 use crate::stats::PyFeatureStats;
@@ -29,7 +29,7 @@ pub(crate) struct LoaderCore {
     /// The outputs besides the features (stores, token ids).
     spec: sc::BatchSpec,
     /// The shape of the Batches it makes (checked at every fill).
-    pub(crate) layout: Layout,
+    pub(crate) shape: BatchShape,
 }
 
 impl LoaderCore {
@@ -130,7 +130,7 @@ impl LoaderCore {
                 ))
             })?;
         }
-        let layout = Layout::new(max_cxt, &spec);
+        let shape = BatchShape::new(max_cxt, &spec);
         Ok(LoaderCore {
             reader,
             selection,
@@ -138,7 +138,7 @@ impl LoaderCore {
             empty,
             pad,
             spec,
-            layout,
+            shape,
         })
     }
 
@@ -173,10 +173,10 @@ impl LoaderCore {
         labels: Option<&[i8]>,
         batch: &mut PyBatch,
     ) -> Result<()> {
-        let layout = &self.layout;
-        if batch.layout != *layout {
-            let (b, l) = (&batch.layout, layout);
-            let shown = |l: &Layout| {
+        let shape = &self.shape;
+        if batch.shape != *shape {
+            let (b, l) = (&batch.shape, shape);
+            let shown = |l: &BatchShape| {
                 let outputs: Vec<String> = (l.outputs.iter())
                     .map(|o| match &o.key {
                         Some(k) => format!("{}[{k:?}] {}", o.name, o.dtype),

@@ -101,7 +101,7 @@ impl PyLoader {
     /// Names of the embedding stores each batch indexes.
     #[getter]
     fn embeddings(&self) -> Vec<String> {
-        (self.core.layout.outputs.iter())
+        (self.core.shape.outputs.iter())
             .filter(|o| o.name == "embedding_index")
             .filter_map(|o| o.key.clone())
             .collect()
@@ -125,7 +125,7 @@ impl PyLoader {
     /// A Batch for `batch_size` threads: NumPy buffers allocated once for
     /// `max_cxt` rows per thread, that `fill` and `epoch` write into.
     fn new_batch(&self, py: Python<'_>, batch_size: usize) -> PyResult<PyBatch> {
-        PyBatch::allocate(py, &self.core.layout, batch_size)
+        PyBatch::allocate(py, &self.core.shape, batch_size)
     }
 
     /// Fills `batch` in place with the threads at `positions` (the GIL is
