@@ -5,7 +5,7 @@
 //! at: a thread folder (or a file in one) is discovered again (gone: the
 //! thread is dropped; new: it is added), a folder above threads that is
 //! gone drops them. Anything else a walk could see differently (a new
-//! folder above threads, a path in no thread that exists, discovery's own
+//! folder above threads, a path in no thread, there or not, discovery's own
 //! report lines, a duplicate source id) means the corpus is walked as
 //! without a list, and the summary says why: never a cache a full build
 //! would not make from the same files.
@@ -163,8 +163,16 @@ pub(super) fn supply(
             Some(t) if std::fs::symlink_metadata(corpus.join(t)).is_ok() => {
                 again.insert(t.to_owned());
             }
-            // Made and removed between two builds, or never a thread.
-            Some(_) | None if !exists => {}
+            // Made and removed between two builds, or a path relative to
+            // another folder than the corpus root (a crawler's own): only
+            // a walk can tell, and ignoring it kept an edited thread as it
+            // was, silently.
+            _ if !exists => {
+                return Err(format!(
+                    "the change list names {rel}, which does not exist under the corpus \
+                     root and is in no thread (paths are relative to CORPUS_DIR)"
+                ));
+            }
             _ => return Err(format!("the change list names {rel}, in no thread")),
         }
     }

@@ -109,10 +109,16 @@ fn a_truthful_list_gives_the_full_builds_bytes() {
     assert_eq!(sum.files_read, 0);
     assert!(sum.incremental.unwrap().contains("nothing changed"));
 
-    let reply = first_file(&all[3].join("reactions"));
-    let text = fs::read_to_string(&reply).unwrap();
+    let mut replies: Vec<PathBuf> = fs::read_dir(all[3].join("reactions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    replies.sort();
+    let reply = &replies[0];
+    let text = fs::read_to_string(reply).unwrap();
     fs::write(
-        &reply,
+        reply,
         text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1),
     )
     .unwrap();
@@ -202,6 +208,38 @@ fn what_a_list_cannot_settle_is_walked() {
         "{note}"
     );
     s.assert_full("a new event folder");
+}
+
+/// A path that is in no thread and does not exist under the corpus root
+/// is walked, never ignored: a crawler printing paths relative to its own
+/// folder (`corpus/event/…/reply.json`) named no thread of the corpus, and
+/// the edited thread was kept as it was ("nothing changed"), silently.
+#[test]
+fn a_path_that_names_nothing_is_walked_not_ignored() {
+    let s = Setup::new();
+    let all = thread_dirs(&s.corpus);
+    let mut replies: Vec<PathBuf> = fs::read_dir(all[3].join("reactions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    replies.sort();
+    let reply = &replies[0];
+    let text = fs::read_to_string(reply).unwrap();
+    fs::write(
+        reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1),
+    )
+    .unwrap();
+    // Relative to the folder above the corpus, as a crawler's cwd gives it.
+    let from_cwd = format!("corpus/{}", s.rel(reply));
+    let sum = s.with_list(&[from_cwd]).unwrap();
+    let note = sum.incremental.unwrap();
+    assert!(
+        note.contains("not used") && note.contains("does not exist"),
+        "{note}"
+    );
+    s.assert_full("a path relative to another folder");
 }
 
 /// One step of the state machine.
