@@ -551,7 +551,7 @@ fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary
         && !index_changed
         && o.unchanged(list, &report)
     {
-        return Ok(o.kept(started));
+        return Ok(o.kept(started, &note));
     }
     let reuser = old.as_ref().ok().map(|old| Reuser {
         old,
@@ -689,8 +689,9 @@ impl Old {
     }
 
     /// Keeps the old cache as it is (nothing changed): releases the lock and
-    /// staging directory of `started`, and summarises the old cache.
-    fn kept(&self, started: Started<'_>) -> BuildSummary {
+    /// staging directory of `started`, and summarises the old cache; `note`
+    /// says what became of a change list (one not used must be said).
+    fn kept(&self, started: Started<'_>, note: &str) -> BuildSummary {
         let reused = self.reused as u64;
         started.progress.discovered(reused);
         let (elapsed, phases) = started.discovered_so_far();
@@ -708,7 +709,7 @@ impl Old {
             labels: tally.labels,
             events: tally.events,
             incremental: Some(format!(
-                "incremental: nothing changed; the cache is kept as it is ({reused} threads)"
+                "incremental: nothing changed; the cache is kept as it is ({reused} threads){note}"
             )),
             reused,
             files_read: 0,

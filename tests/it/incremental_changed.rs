@@ -240,6 +240,15 @@ fn a_path_that_names_nothing_is_walked_not_ignored() {
         "{note}"
     );
     s.assert_full("a path relative to another folder");
+    // Nothing changed since: still walked, and the summary says why.
+    let sum = s
+        .with_list(&["corpus/x/1/reactions/2.json".to_string()])
+        .unwrap();
+    let note = sum.incremental.unwrap();
+    assert!(
+        note.contains("nothing changed") && note.contains("not used"),
+        "{note}"
+    );
 }
 
 /// One step of the state machine.
