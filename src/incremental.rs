@@ -33,7 +33,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -483,27 +483,33 @@ pub fn build_incremental(
     // The job started as every build starts (lock, staging, workers), then
     // supplied with its own walk and reuse: no trait object in `job.rs`.
     let (corpus, cache) = (corpus.as_ref(), cache.as_ref());
+    // A change list is read (and refused if bad) whether or not it can be
+    // used, and before the lock is taken: a crawler slow to write it (a
+    // FIFO, a pipe) holds up this build only, never the next one.
+    let rels = match &opts.changed {
+        Some(file) => Some((file.clone(), changed::read_list(corpus, file, progress)?)),
+        None => None,
+    };
     let mut started = Started::new(corpus, cache, opts.clone())?;
     started.progress = progress;
-    run(corpus, cache, started)
+    run(corpus, cache, started, rels)
 }
 
 /// The incremental supplier of a started build: walks the corpus,
 /// fingerprints its threads, and runs the pass with the unchanged ones taken
 /// from the old cache at `cache` (or keeps that cache when nothing changed).
-fn run(corpus: &Path, cache: &Path, started: Started<'_>) -> Result<BuildSummary> {
+fn run(
+    corpus: &Path,
+    cache: &Path,
+    started: Started<'_>,
+    rels: Option<(PathBuf, Vec<String>)>,
+) -> Result<BuildSummary> {
     let opts = started.opts.clone();
     let workers = started.workers;
     let how = if opts.verify {
         How::Content
     } else {
         How::Local
-    };
-    // A change list is read (and refused if bad) whether or not it can be
-    // used.
-    let rels = match &opts.changed {
-        Some(file) => Some((file, changed::read_list(corpus, file)?)),
-        None => None,
     };
     let opened = open_old(corpus, cache, &opts);
     // With a change list and a usable old cache: the threads it does not

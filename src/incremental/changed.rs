@@ -17,6 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::Fingerprints;
 use crate::error::BuildError;
+use crate::ingest::Progress;
 use crate::ingest::discover::{ThreadDir, discover, is_thread_name, thread_dir};
 use crate::ingest::fingerprint::{Fp, How, fingerprints};
 use crate::ingest::layout::pheme::Pheme;
@@ -25,19 +26,23 @@ use crate::read::Cache;
 
 /// The paths a change list names, relative to the corpus root and
 /// `/`-separated, or the error naming the list and the line.
-pub(super) fn read_list(corpus: &Path, file: &Path) -> Result<Vec<String>, BuildError> {
+pub(super) fn read_list(
+    corpus: &Path,
+    file: &Path,
+    progress: &dyn Progress,
+) -> Result<Vec<String>, BuildError> {
     let bad = |reason: String| BuildError::BadChangeList {
         file: file.to_path_buf(),
         reason,
     };
-    let bytes = if file == Path::new("-") {
-        let mut b = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b)
-            .map_err(|e| bad(format!("cannot read standard input: {e}")))?;
-        b
-    } else {
-        std::fs::read(file).map_err(|e| bad(format!("cannot read it: {e}")))?
-    };
+    let stdin = file == Path::new("-");
+    let bytes = read_waiting(file, progress)?.map_err(|e| {
+        bad(if stdin {
+            format!("cannot read standard input: {e}")
+        } else {
+            format!("cannot read it: {e}")
+        })
+    })?;
     let root = super::canonical(corpus);
     let mut rels = Vec::new();
     for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -80,6 +85,48 @@ pub(super) fn read_list(corpus: &Path, file: &Path) -> Result<Vec<String>, Build
         rels.push(rel);
     }
     Ok(rels)
+}
+
+/// The bytes of the list (`-`: standard input), read on a thread of its
+/// own while this one watches `progress` for a cancel: a FIFO whose writer
+/// never came, or a pipe a hung crawler never closes, must not make the
+/// build deaf to Ctrl-C and SIGTERM (the reader is left blocked; the
+/// process is ending or has moved on).
+fn read_waiting(
+    file: &Path,
+    progress: &dyn Progress,
+) -> Result<std::io::Result<Vec<u8>>, BuildError> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let read = |file: &Path| {
+        if file == Path::new("-") {
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut b).map(|_| b)
+        } else {
+            std::fs::read(file)
+        }
+    };
+    let (tx, rx) = channel();
+    let owned = file.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("socialctx-change-list".into())
+        .spawn(move || {
+            let _ = tx.send(read(&owned));
+        });
+    if spawned.is_err() {
+        return Ok(read(file));
+    }
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(bytes) => return Ok(bytes),
+            Err(RecvTimeoutError::Timeout) if progress.cancelled() => {
+                return Err(BuildError::Cancelled);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Ok(Err(std::io::Error::other("its reader stopped")));
+            }
+        }
+    }
 }
 
 /// The thread list and fingerprints of the corpus as the change list

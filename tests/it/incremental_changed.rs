@@ -414,3 +414,43 @@ fn a_fifo_or_symlink_at_the_fingerprints_path() {
     assert_eq!(fs::read_to_string(&precious).unwrap(), "mine");
     assert!(fs::symlink_metadata(&fp).unwrap().is_file());
 }
+
+/// A list that never comes (a FIFO whose writer is gone, a crawler that
+/// hangs on `--changed -`) holds no lock, and a cancel (Ctrl-C, SIGTERM)
+/// ends the wait. Red team of the change list: only SIGKILL ended such a
+/// build, and every later build found the cache locked.
+#[test]
+fn a_list_that_never_comes_holds_no_lock_and_can_be_cancelled() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct CancelWhenSet(AtomicBool);
+    impl socialctx::Progress for CancelWhenSet {
+        fn cancelled(&self) -> bool {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+    let s = Setup::new();
+    let fifo = s.tmp.path().join("list.fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let flag = CancelWhenSet(AtomicBool::new(false));
+    let waiting = opts().changed(Some(fifo.clone()));
+    std::thread::scope(|scope| {
+        let stuck = scope.spawn(|| build_incremental(&s.corpus, &s.cache, &waiting, &flag));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(!stuck.is_finished(), "the list has no writer yet");
+        // The nightly after it is not locked out.
+        build_incremental(&s.corpus, &s.cache, &opts(), &NoProgress).unwrap();
+        flag.0.store(true, Ordering::Relaxed);
+        let got = stuck.join().unwrap();
+        assert!(matches!(got, Err(BuildError::Cancelled)), "{got:?}");
+    });
+    // The reader left waiting gets its writer, and an end of file.
+    drop(fs::OpenOptions::new().write(true).open(&fifo).unwrap());
+    s.assert_full("after a cancelled wait");
+}
