@@ -110,6 +110,7 @@ def build(
     extended: bool = True,
     progress: bool = True,
     incremental: bool = False,
+    changed: _Path | None = None,
 ) -> BuildSummary:
     """Builds the cache for ``corpus`` at ``cache_dir``, replacing any cache there atomically.
 
@@ -120,6 +121,15 @@ def build(
     With ``incremental``, only threads whose files changed since the cache
     there was built are re-read (byte-identical to a full build); the result's
     ``incremental`` says what was reused or why a full build was done.
+
+    ``changed`` (with ``incremental``): a file listing what changed since the
+    previous incremental build started, one path a line, relative to
+    ``corpus`` or absolute inside it (``"-"``: standard input), as the
+    command's ``--changed`` (GUIDE.md). The list is trusted: threads it does
+    not name are reused without looking at their files; what it cannot
+    settle alone is walked, and ``incremental`` says why. A list that cannot
+    be read or names a path outside ``corpus`` raises ``BuildError`` naming
+    it, before anything is written.
 
     The same bytes as ``cargo run --release --example precache`` with the same
     options. The GIL is released; Ctrl-C raises ``KeyboardInterrupt`` within a

@@ -130,6 +130,8 @@ struct BuildArgs {
     progress: bool,
     /// Re-read only what changed since the cache there was built.
     incremental: bool,
+    /// The crawler's list of what changed (`--changed`; with `incremental`).
+    changed: Option<PathBuf>,
 }
 
 impl BuildArgs {
@@ -139,8 +141,15 @@ impl BuildArgs {
             options: build_options(py, &mut kw, "build()")?,
             progress: kw.get("progress", true)?,
             incremental: kw.get("incremental", false)?,
+            changed: kw.get("changed", None)?,
         };
         kw.finish()?;
+        if args.changed.is_some() && !args.incremental {
+            return Err(PyValueError::new_err(
+                "build(changed=...) needs incremental=True: a change list says what changed \
+                 since the previous incremental build",
+            ));
+        }
         Ok(args)
     }
 }
@@ -150,7 +159,7 @@ impl BuildArgs {
 #[pyfunction]
 #[pyo3(
     signature = (corpus, cache_dir, **options),
-    text_signature = "(corpus, cache_dir, *, workers=None, strict=False, extended=True, progress=True, incremental=False)"
+    text_signature = "(corpus, cache_dir, *, workers=None, strict=False, extended=True, progress=True, incremental=False, changed=None)"
 )]
 pub(crate) fn build(
     py: Python<'_>,
@@ -162,7 +171,7 @@ pub(crate) fn build(
     let state = Arc::new(BuildProgress::default());
     let worker_state = Arc::clone(&state);
     let (c, d) = (corpus.clone(), cache_dir.clone());
-    let (opts, incremental) = (args.options, args.incremental);
+    let (opts, incremental) = (args.options.changed(args.changed), args.incremental);
     let job = move || {
         if incremental {
             sc::build_incremental(&c, &d, &opts, &*worker_state)
