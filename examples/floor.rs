@@ -72,7 +72,13 @@ fn stat_floor(root: &Path, files: &[PathBuf], list: Option<&Path>, threads: usiz
             changed.push(p);
         }
     }
-    changed
+    read_all(&changed)
+}
+
+/// Opens and reads every file of `paths` (one reused buffer per worker);
+/// the bytes read.
+fn read_all(paths: &[PathBuf]) -> u64 {
+    paths
         .par_iter()
         .map_init(Vec::new, |buf, p| {
             buf.clear();
@@ -144,15 +150,7 @@ fn main() -> ExitCode {
         if args.stat {
             return stat_floor(&args.corpus, &files, args.read.as_deref(), threads);
         }
-        files
-            .par_iter()
-            .map_init(Vec::new, |buf, p| {
-                buf.clear();
-                File::open(p)
-                    .and_then(|mut f| f.read_to_end(buf))
-                    .map_or(0, |n| n as u64)
-            })
-            .sum()
+        read_all(&files)
     });
     let total = start.elapsed();
     println!(

@@ -96,6 +96,22 @@ fn source(thread: &Path) -> PathBuf {
     }
 }
 
+/// Edits the first JSON reply of `thread` (by name; hidden files are not
+/// replies) and returns its path.
+fn edit_first_reply(thread: &Path) -> PathBuf {
+    let mut replies: Vec<PathBuf> = fs::read_dir(thread.join("reactions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    replies.sort();
+    let reply = replies.remove(0);
+    let text = fs::read_to_string(&reply).unwrap();
+    let edited = text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1);
+    fs::write(&reply, edited).unwrap();
+    reply
+}
+
 /// A reply edited, a reply added, a thread deleted and a thread added,
 /// each named by the list (as files, a folder, absolute and relative):
 /// the full build's bytes, with only those threads looked at.
@@ -109,19 +125,7 @@ fn a_truthful_list_gives_the_full_builds_bytes() {
     assert_eq!(sum.files_read, 0);
     assert!(sum.incremental.unwrap().contains("nothing changed"));
 
-    let mut replies: Vec<PathBuf> = fs::read_dir(all[3].join("reactions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    replies.sort();
-    let reply = &replies[0];
-    let text = fs::read_to_string(reply).unwrap();
-    fs::write(
-        reply,
-        text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1),
-    )
-    .unwrap();
+    let reply = &edit_first_reply(&all[3]);
     let added = all[5].join("reactions").join("999999999999999999.json");
     fs::copy(first_file(&all[5].join("reactions")), &added).unwrap();
     fs::remove_dir_all(&all[7]).unwrap();
@@ -218,19 +222,7 @@ fn what_a_list_cannot_settle_is_walked() {
 fn a_path_that_names_nothing_is_walked_not_ignored() {
     let s = Setup::new();
     let all = thread_dirs(&s.corpus);
-    let mut replies: Vec<PathBuf> = fs::read_dir(all[3].join("reactions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    replies.sort();
-    let reply = &replies[0];
-    let text = fs::read_to_string(reply).unwrap();
-    fs::write(
-        reply,
-        text.replacen("\"retweet_count\": ", "\"retweet_count\": 7", 1),
-    )
-    .unwrap();
+    let reply = &edit_first_reply(&all[3]);
     // Relative to the folder above the corpus, as a crawler's cwd gives it.
     let from_cwd = format!("corpus/{}", s.rel(reply));
     let sum = s.with_list(&[from_cwd]).unwrap();
