@@ -704,9 +704,22 @@ impl Old {
         drop(started);
         remove_superseded_fingerprints(&self.cache.derived_dir(), &self.cache.content_id());
         let mut tally = Tally::default();
+        let mut threads = 0u64;
         for t in self.cache.iter() {
             tally.add(t.label_code(), t.event());
+            threads += 1;
         }
+        // Thread folders whose source was skipped are reused (as skipped)
+        // but are no thread of the cache: the summary's "threads" line
+        // counts the cache's, so this one says both.
+        let count = if threads == reused {
+            format!("{threads} threads")
+        } else {
+            format!(
+                "{threads} threads; {} more thread folders skipped, see the report",
+                reused.saturating_sub(threads)
+            )
+        };
         BuildSummary {
             manifest: self.cache.manifest().clone(),
             report: self.cache.report().to_vec(),
@@ -715,7 +728,7 @@ impl Old {
             labels: tally.labels,
             events: tally.events,
             incremental: Some(format!(
-                "incremental: nothing changed; the cache is kept as it is ({reused} threads){note}"
+                "incremental: nothing changed; the cache is kept as it is ({count}){note}"
             )),
             reused,
             files_read: 0,

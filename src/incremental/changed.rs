@@ -36,6 +36,15 @@ pub(super) fn read_list(
         reason,
     };
     let stdin = file == Path::new("-");
+    if stdin && stdin_is_null() {
+        // Rust reopens a closed standard input as /dev/null: a job started
+        // without one would read "nothing changed" and keep every thread.
+        return Err(bad(
+            "standard input is /dev/null or was closed; for a list of no changes, give an \
+             empty file"
+                .into(),
+        ));
+    }
     let bytes = read_waiting(file, progress)?.map_err(|e| {
         bad(if stdin {
             format!("cannot read standard input: {e}")
@@ -43,7 +52,7 @@ pub(super) fn read_list(
             format!("cannot read it: {e}")
         })
     })?;
-    let root = super::canonical(corpus);
+    let root = PathBuf::from(super::canonical(corpus));
     let mut rels = Vec::new();
     for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -51,40 +60,82 @@ pub(super) fn read_list(
             continue;
         }
         let path = Path::new(OsStr::from_bytes(line));
-        let inside = if path.is_absolute() {
-            path.strip_prefix(corpus)
-                .or_else(|_| path.strip_prefix(&root))
-                .ok()
-        } else {
-            Some(path)
+        let at = |reason: String| bad(format!("line {}: {} {reason}", n + 1, path.display()));
+        let outside = || at(format!("is outside the corpus root {}", corpus.display()));
+        let inside = match within(corpus, &root, path) {
+            Some(inside) => inside,
+            None => return Err(outside()),
         };
-        let outside = || {
-            bad(format!(
-                "line {}: {} is outside the corpus root {}",
-                n + 1,
-                path.display(),
-                corpus.display()
-            ))
-        };
-        let mut rel = String::new();
-        for c in inside.ok_or_else(outside)?.components() {
+        // `..` is taken lexically, as the walk would reach the path, unless
+        // it steps back out of a symbolic link (where the file system goes
+        // elsewhere: the walk does not follow links, so neither does this).
+        let mut names: Vec<&str> = Vec::new();
+        for c in inside.components() {
             match c {
-                Component::Normal(name) => {
-                    let name = name.to_str().ok_or_else(|| {
-                        bad(format!("line {}: {} is not UTF-8", n + 1, path.display()))
-                    })?;
-                    if !rel.is_empty() {
-                        rel.push('/');
-                    }
-                    rel.push_str(name);
-                }
+                Component::Normal(name) => names.push(
+                    name.to_str()
+                        .ok_or_else(|| at("is not UTF-8".to_string()))?,
+                ),
                 Component::CurDir => {}
+                Component::ParentDir => {
+                    let here = corpus.join(names.join("/"));
+                    if names.is_empty() {
+                        return Err(outside());
+                    }
+                    if here.is_symlink() {
+                        return Err(at(format!(
+                            "steps back (..) out of the symbolic link {}; name the path \
+                             without it",
+                            here.display()
+                        )));
+                    }
+                    names.pop();
+                }
                 _ => return Err(outside()),
             }
         }
-        rels.push(rel);
+        rels.push(names.join("/"));
     }
     Ok(rels)
+}
+
+/// `path` relative to the corpus root (`corpus` as given, or `root`, its
+/// canonical form): a relative path as it is; an absolute one under either
+/// spelling, or under another spelling of the root (a link to it, or the
+/// folder a link given as the corpus points to): the ancestor that resolves
+/// to the root. Only that ancestor is resolved, never a link below the
+/// root, which the walk would not follow. `None`: outside.
+fn within<'a>(corpus: &Path, root: &Path, path: &'a Path) -> Option<&'a Path> {
+    if !path.is_absolute() {
+        return Some(path);
+    }
+    if let Ok(rel) = path
+        .strip_prefix(corpus)
+        .or_else(|_| path.strip_prefix(root))
+    {
+        return Some(rel);
+    }
+    // The shortest such ancestor: a link inside the corpus back to its
+    // root is a path below the root, as the walk sees it.
+    let ancestors: Vec<&Path> = path.ancestors().collect();
+    ancestors
+        .into_iter()
+        .rev()
+        .find(|a| a.canonicalize().is_ok_and(|real| real == root))
+        .and_then(|a| path.strip_prefix(a).ok())
+}
+
+/// Whether standard input is the null device (or was closed at start,
+/// which the standard library turns into the null device).
+fn stdin_is_null() -> bool {
+    use rustix::fs::{FileType, fstat, stat};
+    match (fstat(std::io::stdin()), stat("/dev/null")) {
+        (Ok(fd), Ok(null)) => {
+            FileType::from_raw_mode(fd.st_mode) == FileType::CharacterDevice
+                && fd.st_rdev == null.st_rdev
+        }
+        _ => false,
+    }
 }
 
 /// The bytes of the list (`-`: standard input), read on a thread of its

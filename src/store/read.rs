@@ -93,6 +93,9 @@ pub(crate) fn store_names(derived: &Path) -> Vec<String> {
 /// long, makes an open wait it all).
 const PARKED_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
 const PARKED_WAITS: u32 = 500;
+/// Opens of a store tried, besides the waits for a parked derived/, before
+/// the last error is the answer (see `open_checked`).
+const OPEN_TRIES: u32 = 8;
 
 /// The `derived/` of the cache at `dir` that a build's temporary directory
 /// holds, if any (see `ingest::publish`).
@@ -360,8 +363,18 @@ impl EmbeddingStore {
         // is fine). The directory held open cannot be reused and a
         // swapped-out store never comes back, so the path naming it at the
         // end means no swap happened in between; else open again.
-        let (mut attempt, mut waited) = (0, 0);
+        //
+        // A build publishing the cache moves derived/ (the stores) into its
+        // staging directory just before its swap and back with it: an open
+        // overlapping that fails on whatever file it reached while derived/
+        // was away, or finds it back before it looks for it parked. So an
+        // error is the answer only when nothing is parked and the next open
+        // gives the same one (a store that is missing or damaged is opened
+        // twice, a moved one is found).
+        let (mut replaced, mut waited, mut tries) = (0, 0, 0);
+        let mut last_error: Option<String> = None;
         loop {
+            tries += 1;
             let held = File::open(&dir).ok();
             let opened = Self::open_once(derived, &dir, for_content, name, verify);
             let same = held.as_ref().is_some_and(|h| {
@@ -371,36 +384,43 @@ impl EmbeddingStore {
                     _ => false,
                 }
             });
-            if same || (held.is_none() && opened.is_err()) {
-                // A build publishing the cache moves derived/ (the stores)
-                // into its staging directory just before its swap: wait
-                // for the swap rather than say there is no store; a build
-                // killed there left it parked, which is named.
-                if let Err(EmbeddingError::Missing { .. }) = &opened
-                    && let Some(parked) = derived.parent().and_then(parked_derived)
-                {
-                    if waited < PARKED_WAITS {
-                        waited += 1;
-                        std::thread::sleep(PARKED_WAIT);
-                        continue;
+            let error = match opened {
+                Ok(store) if same => return Ok(store),
+                // The directory was swapped while being opened: an embed
+                // published (or derived/ was away when it was taken).
+                Ok(_) => {
+                    if held.is_some() {
+                        replaced += 1;
                     }
-                    return Err(damaged(
-                        &parked,
-                        "a build of the cache moved its derived/ (the embedding stores) here \
-                         while publishing and was interrupted, or is still publishing: run the \
-                         build again (it puts derived/ back), then open the store again",
-                    ));
+                    if replaced == 3 || tries >= OPEN_TRIES {
+                        return Err(damaged(
+                            &dir,
+                            "the store was replaced three times while being opened (an embed \
+                             is publishing it); open it again",
+                        ));
+                    }
+                    continue;
                 }
-                return opened;
-            }
-            attempt += 1;
-            if attempt == 3 {
+                Err(e) => e,
+            };
+            if let Some(parked) = derived.parent().and_then(parked_derived) {
+                if waited < PARKED_WAITS {
+                    waited += 1;
+                    std::thread::sleep(PARKED_WAIT);
+                    continue;
+                }
                 return Err(damaged(
-                    &dir,
-                    "the store was replaced three times while being opened (an embed is \
-                     publishing it); open it again",
+                    &parked,
+                    "a build of the cache moved its derived/ (the embedding stores) here while \
+                     publishing and was interrupted, or is still publishing: run the build \
+                     again (it puts derived/ back), then open the store again",
                 ));
             }
+            let said = error.to_string();
+            if last_error.as_deref() == Some(said.as_str()) || tries >= OPEN_TRIES {
+                return Err(error);
+            }
+            last_error = Some(said);
         }
     }
 

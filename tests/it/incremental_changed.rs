@@ -50,10 +50,20 @@ impl Setup {
     /// Writes `lines` as the change list and runs the incremental build
     /// with it.
     fn with_list(&self, lines: &[String]) -> Result<socialctx::BuildSummary, BuildError> {
+        self.with_list_of(&self.corpus, lines)
+    }
+
+    /// [`with_list`](Self::with_list), the corpus named as `corpus` (a
+    /// link to it, say).
+    fn with_list_of(
+        &self,
+        corpus: &Path,
+        lines: &[String],
+    ) -> Result<socialctx::BuildSummary, BuildError> {
         let list = self.tmp.path().join("changed.txt");
         fs::write(&list, lines.join("\n")).unwrap();
         build_incremental(
-            &self.corpus,
+            corpus,
             &self.cache,
             &opts().changed(Some(list)),
             &NoProgress,
@@ -192,6 +202,82 @@ fn bad_lists_are_refused() {
         err.contains("bad change list") && err.contains("bad.txt"),
         "{err}"
     );
+}
+
+/// How a path is spelt does not decide what it names (red team D3, D4): a
+/// `..` that stays inside the corpus is the path it leads to; the corpus
+/// reached through a link to it, given either way round, is the corpus; a
+/// `..` stepping back out of a link inside the corpus is refused (the file
+/// system would go elsewhere than the walk). Each was refused as "outside".
+#[test]
+fn a_path_is_what_it_names_however_it_is_spelt() {
+    let s = Setup::new();
+    let all = thread_dirs(&s.corpus);
+    let link = s.tmp.path().join("link");
+    std::os::unix::fs::symlink(&s.corpus, &link).unwrap();
+    let up = "../".repeat(s.rel(&all[1]).split('/').count());
+    type Spell<'a> = Box<dyn Fn(&Path) -> String + 'a>;
+    let cases: [(&Path, Spell); 3] = [
+        (
+            &s.corpus,
+            Box::new(|p| format!("{}/{up}{}", s.rel(&all[1]), s.rel(p))),
+        ),
+        (
+            &s.corpus,
+            Box::new(|p| link.join(s.rel(p)).display().to_string()),
+        ),
+        (&link, Box::new(|p| p.display().to_string())),
+    ];
+    for (i, (corpus, spell)) in cases.iter().enumerate() {
+        let reply = edit_first_reply(&all[3 + i]);
+        let sum = s.with_list_of(corpus, &[spell(&reply)]).unwrap();
+        let note = sum.incremental.unwrap();
+        assert!(
+            note.contains("change list") && !note.contains("not used"),
+            "case {i}: {note}"
+        );
+        assert_eq!(sum.reused, all.len() as u64 - 1, "case {i}: {note}");
+        s.assert_full(&format!("case {i}"));
+    }
+    // Out of a link inside the corpus and back: refused, naming the link.
+    let inner = all[1].join("away");
+    std::os::unix::fs::symlink(s.tmp.path(), &inner).unwrap();
+    let line = format!("{}/away/../reactions/1.json", s.rel(&all[1]));
+    let e = s.with_list(&[line]).unwrap_err().to_string();
+    assert!(e.contains("symbolic link") && e.contains("away"), "{e}");
+}
+
+/// `--changed -` with no standard input (closed, which Rust reopens as
+/// /dev/null, or /dev/null itself) is refused, not read as "nothing
+/// changed" (red team D5: a cron job without stdin kept every edit out).
+#[test]
+fn a_missing_standard_input_is_not_an_empty_list() {
+    let s = Setup::new();
+    let all = thread_dirs(&s.corpus);
+    edit_first_reply(&all[2]);
+    let before = files(&s.cache);
+    for closed in [false, true] {
+        let mut cmd = example("precache");
+        cmd.args([&s.corpus, &s.cache])
+            .args(["--incremental", "--quiet", "--changed", "-"]);
+        if closed {
+            // The shell's `<&-`.
+            let mut sh = std::process::Command::new("sh");
+            sh.arg("-c")
+                .arg("exec \"$@\" <&-")
+                .arg("sh")
+                .arg(cmd.get_program())
+                .args(cmd.get_args());
+            cmd = sh;
+        } else {
+            cmd.stdin(std::process::Stdio::null());
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "closed {closed}: {err}");
+        assert!(err.contains("standard input is /dev/null"), "{err}");
+        assert_eq!(files(&s.cache), before, "nothing was published");
+    }
 }
 
 /// What only a walk can settle (a new folder above threads, a path in no

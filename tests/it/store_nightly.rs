@@ -217,6 +217,51 @@ fn an_open_while_a_build_holds_derived_waits_for_it_or_names_it() {
     );
 }
 
+/// Opens racing builds that park derived/ and put it back, a build after
+/// a build: every open waits or retries and gets the store. An
+/// open that failed while derived/ was parked, then looked for it parked
+/// after it was back, said "no embedding store" (CI, once).
+#[test]
+fn opens_racing_parks_and_swaps_always_find_the_store() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, out) = embedded_sample(tmp.path());
+    let cache = Cache::open(&out).unwrap();
+    let staging = tmp.path().join(".cache.tmp-999998");
+    std::fs::create_dir(&staging).unwrap();
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let toggler = {
+        let (home, parked, done) = (out.join("derived"), staging.join("derived"), done.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                std::fs::rename(&home, &parked).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(n % 7 * 50));
+                std::fs::rename(&parked, &home).unwrap();
+                // The next build's publish, a build later.
+                std::thread::sleep(std::time::Duration::from_micros(2000 + n % 5 * 400));
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut failed = Vec::new();
+    for _ in 0..2000 {
+        if let Err(e) = EmbeddingStore::open(&cache, "r") {
+            failed.push(e.to_string());
+        }
+    }
+    done.store(true, Ordering::Relaxed);
+    let swaps = toggler.join().unwrap();
+    assert!(swaps > 50, "{swaps} swaps");
+    assert!(
+        failed.is_empty(),
+        "{} of 2000 opens failed: {:?}",
+        failed.len(),
+        &failed[..1]
+    );
+}
+
 /// Begins store `name` of `cache` under `model`, writes `batches` batches of
 /// toy rows and stops (an interrupted embed); returns (batches resumed, why
 /// an interrupted embed was started over).
