@@ -280,3 +280,34 @@ def test_a_batch_shows_its_outputs_by_name(built):
         _ = batch.no_such_output
     with pytest.raises(ValueError, match='no output "no_such_output"'):
         socialctx.Loader(cache, outputs=["no_such_output"])
+
+
+def test_a_graph_batch_shows_its_outputs_by_name_per_node(built):
+    """A GraphBatch carries its Loader's outputs as a Batch does, per node
+    (it had none: a graph's Loader with token ids filled only the graph):
+    a node's token ids are those of its reaction's row slot, a root's all
+    padding. ``outputs=`` naming one output twice is refused (it was taken
+    and filled twice)."""
+    cache = socialctx.open(built["sample"])
+    vocab = cache.vocabulary(max_size=50)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=7, token_ids=vocab, max_tokens=5)
+    batch, graph = loader.new_batch(4), socialctx.GraphBatch()
+    loader.fill([0, 1, 2, 3], batch)
+    loader.fill_graph([0, 1, 2, 3], graph)
+    assert graph.output_names() == ["token_ids"] and list(graph.outputs) == ["token_ids"]
+    assert graph.token_ids.shape == (graph.num_nodes, 5)
+    np.testing.assert_array_equal(graph.outputs["token_ids"], graph.token_ids)
+    for b in range(4):
+        lo, hi = graph.ptr[b], graph.ptr[b + 1]
+        assert (graph.token_ids[lo] == 0).all()
+        np.testing.assert_array_equal(
+            graph.token_ids[lo + 1 : hi], batch.token_ids[b, : hi - lo - 1]
+        )
+    assert graph.embedding_index == {} and graph.embeddings == {}
+    with pytest.raises(AttributeError, match="no_such_output"):
+        _ = graph.no_such_output
+    # Filled by a Loader without outputs, it has none.
+    socialctx.Loader(cache).fill_graph([0], graph)
+    assert graph.output_names() == [] and graph.token_ids is None
+    with pytest.raises(ValueError, match="named twice"):
+        socialctx.Loader(cache, outputs=["no_such_output", "no_such_output"])
