@@ -64,7 +64,7 @@ macro_rules! named {
     };
 }
 
-named![delays::Delays];
+named![];
 
 /// One output of a batch: the buffers it fills and its fill, one thread at
 /// a time while the loader holds the thread.
