@@ -686,7 +686,8 @@ class Loader:
         self, positions: _Positions, graph: GraphBatch, labels: _Labels | None = None
     ) -> None:
         """Fills ``graph`` with the threads at ``positions`` as propagation trees,
-        and every output of this Loader per node (``graph.outputs``)."""
+        and every output of this Loader per node (``graph.outputs``). MemoryError
+        (the graph left empty) when an output's values per node cannot be had."""
     def lengths(self, positions: _Positions) -> npt.NDArray[np.int64]:
         """Rows each thread contributes (at most ``max_cxt``; an empty thread's row counts)."""
     def plan(

@@ -427,6 +427,17 @@ def test_graph_dataset_outputs_hostile(sample, tmp_path):
         make(embeddings=["r", "r"])
     with pytest.raises(socialctx.EmbeddingError, match="other-model"):
         make(embeddings={"r": "other-model"})
+    # Per-slot sizes no memory holds: a flat Batch refuses them when made; a
+    # graph's outputs grow in the fill, where they aborted the process
+    # (10**12 tokens: "memory allocation failed") or panicked (2**62).
+    vocab = sample.vocabulary(max_size=5)
+    with pytest.raises(MemoryError, match="too large"):
+        next(iter(make(token_ids=vocab, max_tokens=2**62)))
+    huge = socialctx.Loader(sample, token_ids=vocab, max_tokens=2**62)
+    graph = socialctx.GraphBatch()
+    with pytest.raises(MemoryError, match="token_ids"):
+        huge.fill_graph([0, 1], graph)
+    assert graph.num_nodes == 0 and graph.output_names() == ["token_ids"]
     # A GraphBatch answers as a Batch does for outputs its Loader lacks.
     graph = socialctx.GraphBatch()
     socialctx.Loader(sample).fill_graph([0, 1], graph)

@@ -128,6 +128,7 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
         labels: Option<&[i8]>,
         out: &mut GraphBatch,
     ) -> Result<()> {
+        // Refused before anything is written: `out` keeps its last fill.
         if let Some(labels) = labels
             && labels.len() != positions.len()
         {
@@ -137,8 +138,23 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
                 found: labels.len(),
             });
         }
+        self.spec().check_content(self.cache())?;
+        let filled = self.graphs_into(positions, labels, out);
+        if filled.is_err() {
+            // Failed midway: no half-filled batch (outputs of fewer nodes
+            // than the graphs).
+            out.clear();
+        }
+        filled
+    }
+
+    fn graphs_into(
+        &self,
+        positions: &[usize],
+        labels: Option<&[i8]>,
+        out: &mut GraphBatch,
+    ) -> Result<()> {
         let spec = self.spec();
-        spec.check_content(self.cache())?;
         out.clear();
         if !spec.fits(&out.outputs) {
             out.outputs = spec.buffers(0);
@@ -193,7 +209,7 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
                 // thread while it is at hand.
                 let at = base as usize..out.batch.len();
                 for o in &mut out.outputs {
-                    o.resize(at.end);
+                    o.resize(at.end)?;
                 }
                 let picked = &out.reactions[at.clone()];
                 let outs = &mut Outputs::Owned(&mut out.outputs);

@@ -399,3 +399,43 @@ fn a_graph_fill_refuses_a_spec_of_another_content() {
     let index = graphs.output("embedding_index", Some("r")).unwrap();
     assert_eq!(index.as_i32().len(), graphs.num_nodes());
 }
+
+/// A graph batch's outputs grow with its nodes, in the fill: a size that
+/// overflows or cannot be allocated aborted the process (Vec::resize) or
+/// panicked ("capacity overflow"). It is an error, and the batch is left
+/// empty rather than half filled.
+#[test]
+fn a_graph_output_too_large_to_allocate_is_an_error_not_an_abort() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &dir, 2);
+    let cache = Cache::open(&dir).unwrap();
+    let vocab = Arc::new(
+        Vocabulary::count(&cache, TextField::Reply, Kinds::Both, None, 1, Some(50)).unwrap(),
+    );
+    let mut graphs = socialctx::GraphBatch::default();
+    let sel = Selection {
+        kinds: Kinds::Both,
+        ..Selection::default()
+    };
+    Loader::new(&cache, sel)
+        .fill_graph(&[0, 1], None, &mut graphs)
+        .unwrap();
+    for max_tokens in [usize::MAX / 4, usize::MAX / 2 + 1] {
+        let spec = BatchSpec::new().token_ids(vocab.clone(), max_tokens);
+        let loader = Loader::new(&cache, sel).outputs(&spec);
+        let err = loader.fill_graph(&[0, 1], None, &mut graphs).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                socialctx::LoadError::TooLarge {
+                    buffer: "token_ids",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!((graphs.num_graphs(), graphs.num_nodes()), (0, 0));
+        assert!(graphs.features.is_empty() && graphs.ptr.is_empty());
+    }
+}

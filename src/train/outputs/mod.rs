@@ -335,14 +335,27 @@ impl OutputBuf {
     }
 
     /// Grows (with zeros) or cuts the values to `slots` slots' (a graph
-    /// batch's nodes so far); the capacity stays.
-    pub(super) fn resize(&mut self, slots: usize) {
-        let n = slots * self.per_slot.unwrap_or(1);
-        match &mut self.values {
-            Values::I32(v) => v.resize(n, 0),
-            Values::F32(v) => v.resize(n, 0.0),
-            Values::F16(v) => v.resize(n, 0),
+    /// batch's nodes so far); the capacity stays. A size that overflows or
+    /// cannot be allocated is [`LoadError::TooLarge`], not an abort.
+    pub(super) fn resize(&mut self, slots: usize) -> Result<()> {
+        let per_slot = self.per_slot.unwrap_or(1);
+        let too_large = || LoadError::TooLarge {
+            buffer: self.name,
+            slots,
+            per_slot,
+        };
+        let n = slots.checked_mul(per_slot).ok_or_else(too_large)?;
+        fn grow<T: Clone>(v: &mut Vec<T>, n: usize, zero: T) -> Option<()> {
+            v.try_reserve_exact(n.saturating_sub(v.len())).ok()?;
+            v.resize(n, zero);
+            Some(())
         }
+        match &mut self.values {
+            Values::I32(v) => grow(v, n, 0),
+            Values::F32(v) => grow(v, n, 0.0),
+            Values::F16(v) => grow(v, n, 0),
+        }
+        .ok_or_else(too_large)
     }
 }
 
