@@ -311,3 +311,37 @@ def test_a_graph_batch_shows_its_outputs_by_name_per_node(built):
     assert graph.output_names() == [] and graph.token_ids is None
     with pytest.raises(ValueError, match="named twice"):
         socialctx.Loader(cache, outputs=["no_such_output", "no_such_output"])
+
+
+def test_graph_outputs_follow_their_loader_and_keep_float16(built, tmp_path):
+    """Hostile pass of graph outputs: a GraphBatch filled by Loaders of other
+    outputs in turn takes each one's; no position gives [0, ...] arrays; a
+    float16 store's dense rows come per node as float16, the flat batch's
+    values, zeros at roots."""
+    import shutil
+
+    shutil.copytree(built["sample"], tmp_path / "c")
+    cache = socialctx.open(tmp_path / "c")
+    socialctx.embed(
+        cache,
+        lambda b: np.stack([np.array([len(t), 1, 2, 3], np.float32) for t in b]),
+        field="reply", name="h", dtype="float16",
+    )  # fmt: skip
+    vocab = cache.vocabulary(max_size=20)
+    graph = socialctx.GraphBatch()
+    for max_tokens in (5, 3):
+        socialctx.Loader(cache, token_ids=vocab, max_tokens=max_tokens).fill_graph([0, 1], graph)
+        assert graph.token_ids.shape == (graph.num_nodes, max_tokens)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=20, embeddings=["h"])
+    loader.fill_graph([], graph)
+    assert graph.output_names() == ["embedding_index", "embeddings"] and graph.token_ids is None
+    assert graph.embeddings["h"].shape == (0, 4) and graph.embedding_index["h"].shape == (0,)
+    batch = loader.new_batch(6)
+    loader.fill(range(6), batch)
+    loader.fill_graph(range(6), graph)
+    rows = graph.embeddings["h"]
+    assert rows.dtype == np.float16 and rows.shape == (graph.num_nodes, 4)
+    for b in range(6):
+        lo, hi = graph.ptr[b], graph.ptr[b + 1]
+        assert not rows[lo].any() and graph.embedding_index["h"][lo] == -1
+        np.testing.assert_array_equal(rows[lo + 1 : hi], batch.embeddings["h"][b, : hi - lo - 1])
