@@ -416,6 +416,19 @@ pub enum LoadError {
         found: usize,
     },
 
+    /// A buffer the batch needs cannot be had: its size overflows, or the
+    /// memory cannot be allocated (a graph batch's outputs, which grow with
+    /// its nodes).
+    #[error("batch buffer {buffer} of {slots} slots x {per_slot} values is too large to allocate")]
+    TooLarge {
+        /// Which buffer.
+        buffer: &'static str,
+        /// Slots (a graph batch's nodes so far).
+        slots: usize,
+        /// Values per slot.
+        per_slot: usize,
+    },
+
     /// A thread position beyond the end of the cache.
     #[error("no thread at position {position}")]
     NoSuchThread {

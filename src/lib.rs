@@ -13,7 +13,7 @@
 //! | open it, every file checked | [`Cache::open`] → [`ThreadView`], [`ReactionView`] |
 //! | open it in microseconds, files checked on first use | [`LazyCache::open`] → [`NumView`] |
 //! | padded, masked, normalised batches | [`Loader`] + [`Selection`] into a [`Batch`] |
-//! | normalisation statistics | [`FeatureStats`], [`Normalizer`] |
+//! | normalisation statistics | [`FeatureStats`] ([`FeatureStats::normalize`]) |
 //! | RPDNN's split files | [`Split`] |
 //! | the oracle's JSON Lines | [`dump`] |
 //! | what the features are | [`Feature`], [`Feature::NAMES`]; the contract is `FEATURES.md` |
@@ -66,7 +66,7 @@ pub use train::loader::{Batch, BatchMut, EmptyThreads, Loader, Pad, shuffle};
 pub use train::outputs::{BatchSpec, OutputBuf, OutputMut};
 pub use train::selection::{Kinds, Selection};
 pub use train::splits::{ResolvedSplit, Split};
-pub use train::stats::{FeatureStats, Normalizer, StatsSource};
+pub use train::stats::{FeatureStats, StatsSource};
 pub use train::token_ids::{BagOfWords, TokenIdsMut};
 pub use train::vocab::Vocabulary;
 

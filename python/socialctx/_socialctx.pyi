@@ -573,7 +573,10 @@ class Epoch:
 
 class GraphBatch:
     """A batch of threads as graphs in torch_geometric's layout, refilled by
-    ``Loader.fill_graph``; every property is a fresh array."""
+    ``Loader.fill_graph``; every property is a fresh array. The Loader's
+    outputs come per node, each by its name as a :class:`Batch` has them
+    per row slot: a node holds what the row slot of its reaction holds, a
+    root what a padding slot holds."""
 
     def __init__(self) -> None: ...
     @property
@@ -603,6 +606,27 @@ class GraphBatch:
     def labels(self) -> npt.NDArray[np.int8]: ...
     @property
     def positions(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def embedding_index(self) -> dict[str, npt.NDArray[np.int32]]:
+        """Per store of the Loader: [N], each node's row in the store, -1 for
+        none (roots, retweets, ``[]`` tokens, no description)."""
+    @property
+    def embeddings(self) -> dict[str, npt.NDArray[Any]]:
+        """With ``dense=True``, per store: [N, dim] rows (float32 or float16),
+        zeros where the index is -1 (roots)."""
+    @property
+    def token_ids(self) -> npt.NDArray[np.int32] | None:
+        """With a Loader's ``token_ids=vocab, max_tokens=L``: [N, L], each node's
+        token ids (roots all padding, 0); else None."""
+    @property
+    def outputs(self) -> dict[str, npt.NDArray[Any] | dict[str, npt.NDArray[Any]]]:
+        """Every output of the last fill's Loader by name (``output_names()``):
+        an array [N, ...], or per store a dict of them by store name."""
+    def output_names(self) -> list[str]:
+        """The names of the last fill's Loader's outputs, in order."""
+    def __getattr__(self, name: str) -> Any:
+        """An output by name (``graph.delays``...); None for a known output
+        the Loader lacks."""
     def __len__(self) -> int: ...
 
 class Loader:
@@ -661,7 +685,9 @@ class Loader:
     def fill_graph(
         self, positions: _Positions, graph: GraphBatch, labels: _Labels | None = None
     ) -> None:
-        """Fills ``graph`` with the threads at ``positions`` as propagation trees."""
+        """Fills ``graph`` with the threads at ``positions`` as propagation trees,
+        and every output of this Loader per node (``graph.outputs``). MemoryError
+        (the graph left empty) when an output's values per node cannot be had."""
     def lengths(self, positions: _Positions) -> npt.NDArray[np.int64]:
         """Rows each thread contributes (at most ``max_cxt``; an empty thread's row counts)."""
     def plan(

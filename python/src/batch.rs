@@ -48,20 +48,79 @@ impl BatchShape {
 
     /// The names of its outputs, each once, in order.
     pub(crate) fn names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = Vec::new();
-        for o in &self.outputs {
-            if !names.contains(&o.name) {
-                names.push(o.name);
-            }
-        }
-        names
+        names(self.outputs.iter().map(|o| o.name))
     }
+}
+
+/// Output names, each once, in order.
+pub(crate) fn names(all: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for name in all {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// Names a Batch answers without the output: an empty dict for the keyed
 /// ones (per store), None for the rest.
 const KEYED: [&str; 2] = ["embedding_index", "embeddings"];
 const UNKEYED: [&str; 1] = ["token_ids"];
+
+/// Output `name` of a batch whose outputs are `outputs` (name and key
+/// each), `array(i)` giving the `i`th's array: the array, or a dict of
+/// them by key when it has keys (one per store).
+pub(crate) fn by_name<'py, 'o>(
+    py: Python<'py>,
+    outputs: impl Iterator<Item = (&'static str, Option<&'o str>)>,
+    name: &str,
+    mut array: impl FnMut(usize) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let d = PyDict::new(py);
+    for (i, (n, key)) in outputs.enumerate() {
+        if n != name {
+            continue;
+        }
+        match key {
+            Some(k) => d.set_item(k, array(i)?)?,
+            None => return array(i),
+        }
+    }
+    Ok(d.into_any())
+}
+
+/// Every output by name (`names`), as `output(name)` gives each.
+pub(crate) fn all_outputs<'py>(
+    py: Python<'py>,
+    names: &[&'static str],
+    mut output: impl FnMut(&str) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for &name in names {
+        d.set_item(name, output(name)?)?;
+    }
+    Ok(d)
+}
+
+/// What attribute `name` of a batch (`class`: "Batch", "GraphBatch") is
+/// when its Loader lacks that output: an empty dict for a per-store one,
+/// None for another output known by name, else an AttributeError.
+pub(crate) fn absent_output<'py>(
+    py: Python<'py>,
+    class: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    if KEYED.contains(&name) {
+        return Ok(PyDict::new(py).into_any());
+    }
+    if UNKEYED.contains(&name) || sc::BatchSpec::output_names().contains(&name) {
+        return Ok(py.None().into_bound(py));
+    }
+    Err(PyAttributeError::new_err(format!(
+        "'socialctx.{class}' object has no attribute {name:?}"
+    )))
+}
 
 /// A NumPy array of `n` zeros of `dtype`, allocated by NumPy (so that a
 /// size that cannot be had is a MemoryError, never an abort).
@@ -164,28 +223,16 @@ impl PyBatch {
     /// one per store a dict of them by store name.
     #[getter]
     fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for name in self.shape.names() {
-            d.set_item(name, self.output(py, name)?)?;
-        }
-        Ok(d)
+        all_outputs(py, &self.shape.names(), |name| self.output(py, name))
     }
     /// An output by name (`batch.token_ids`, `batch.embedding_index`...):
     /// the array, or a dict of arrays by store name. A known output the
     /// Loader lacks is None (an empty dict for the per-store ones).
     fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(&n) = self.shape.names().iter().find(|&&n| n == name) {
-            return self.output(py, n);
+        if self.shape.names().contains(&name) {
+            return self.output(py, name);
         }
-        if KEYED.contains(&name) {
-            return Ok(PyDict::new(py).into_any());
-        }
-        if UNKEYED.contains(&name) || sc::BatchSpec::output_names().contains(&name) {
-            return Ok(py.None().into_bound(py));
-        }
-        Err(PyAttributeError::new_err(format!(
-            "'socialctx.Batch' object has no attribute {name:?}"
-        )))
+        absent_output(py, "Batch", name)
     }
     fn __len__(&self) -> usize {
         self.size
@@ -201,20 +248,12 @@ impl PyBatch {
 impl PyBatch {
     /// Output `name`: its array, or a dict by key when it has keys.
     fn output<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        let d = PyDict::new(py);
-        for (o, (_, user)) in self.shape.outputs.iter().zip(&self.outputs) {
-            if o.name != name {
-                continue;
-            }
+        let outputs = self.shape.outputs.iter();
+        by_name(py, outputs.map(|o| (o.name, o.key.as_deref())), name, |i| {
             let mut shape = vec![self.batch_size, self.width];
-            shape.extend(o.per_slot);
-            let a = prefix(user.bind(py), &shape)?;
-            match &o.key {
-                Some(k) => d.set_item(k, a)?,
-                None => return Ok(a),
-            }
-        }
-        Ok(d.into_any())
+            shape.extend(self.shape.outputs[i].per_slot);
+            prefix(self.outputs[i].1.bind(py), &shape)
+        })
     }
 
     /// Buffers for `batch_size` threads of `shape`: zeros, allocated by

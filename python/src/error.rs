@@ -7,7 +7,9 @@
 //! each error becomes is decided once, in `From<PyScError> for PyErr`.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyIndexError, PyKeyError, PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{
+    PyException, PyIndexError, PyKeyError, PyKeyboardInterrupt, PyMemoryError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use socialctx as sc;
@@ -136,6 +138,7 @@ fn load_error(e: sc::LoadError) -> PyErr {
         sc::LoadError::Cache(e) => CacheError::new_err(e.to_string()),
         e @ sc::LoadError::NoSuchThread { .. } => PyIndexError::new_err(e.to_string()),
         e @ sc::LoadError::NoSuchSource { .. } => PyKeyError::new_err(e.to_string()),
+        e @ sc::LoadError::TooLarge { .. } => PyMemoryError::new_err(e.to_string()),
         e @ (sc::LoadError::BatchTooSmall { .. }
         | sc::LoadError::BufferSize { .. }
         | sc::LoadError::BadBatching { .. }) => PyValueError::new_err(e.to_string()),

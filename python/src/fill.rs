@@ -122,7 +122,15 @@ impl LoaderCore {
         if let Some((vocab, l)) = token_ids {
             spec = spec.token_ids(vocab, l);
         }
-        for name in named.unwrap_or_default() {
+        let named = named.unwrap_or_default();
+        for (i, name) in named.iter().enumerate() {
+            if named[..i].contains(name) {
+                return Err(value_error(format!(
+                    "output {name:?} named twice in outputs="
+                )));
+            }
+        }
+        for name in named {
             spec = spec.output(&name).ok_or_else(|| {
                 value_error(format!(
                     "no output {name:?}: outputs= names one of {:?}",

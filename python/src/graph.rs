@@ -7,9 +7,11 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 
 use socialctx as sc;
 
+use crate::batch::{absent_output, all_outputs, by_name, names};
 use crate::convert::Reader;
 use crate::error::Result;
 
@@ -19,7 +21,12 @@ use crate::error::Result;
 /// bottom-up in the last E/2), batch [N] and ptr [B + 1] as
 /// torch_geometric's Batch has them, parent [N] (-1 for roots), reactions
 /// [N] (each node's reaction index in its thread, 2**32-1 for roots), and
-/// per graph source_ids, labels and positions.
+/// per graph source_ids, labels and positions. Then the Loader's outputs,
+/// per node, each by its name as a Batch has them (`output_names()`,
+/// `outputs`, or as an attribute): `[N]` or `[N, ...]`, a node's value
+/// the one a Batch's row slot of its reaction gets, a root's that of a
+/// padding slot (`embedding_index[name]` -1, zero `embeddings[name]`,
+/// padding `token_ids`).
 #[pyclass(module = "socialctx", name = "GraphBatch")]
 #[derive(Default)]
 pub(crate) struct PyGraphBatch {
@@ -112,6 +119,28 @@ impl PyGraphBatch {
         v.into_pyarray(py)
     }
 
+    /// The names of the Loader's outputs of the last fill, in order.
+    fn output_names(&self) -> Vec<&'static str> {
+        names(self.inner.outputs.iter().map(|o| o.name))
+    }
+
+    /// Every output of the last fill by name: an array `[N, ...]`, or for
+    /// one per store a dict of them by store name.
+    #[getter]
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        all_outputs(py, &self.output_names(), |name| self.output(py, name))
+    }
+
+    /// An output by name (`graph.token_ids`, `graph.embedding_index`...),
+    /// as `outputs` has it. A known output the Loader lacks is None (an
+    /// empty dict for the per-store ones).
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        if self.output_names().contains(&name) {
+            return self.output(py, name);
+        }
+        absent_output(py, "GraphBatch", name)
+    }
+
     fn __len__(&self) -> usize {
         self.inner.num_graphs()
     }
@@ -122,6 +151,29 @@ impl PyGraphBatch {
             self.inner.num_graphs(),
             self.inner.num_nodes(),
             self.inner.num_edges()
+        )
+    }
+}
+
+impl PyGraphBatch {
+    /// Output `name`: a fresh array `[N, ...]` of it, or a dict by key.
+    fn output<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let outputs = &self.inner.outputs;
+        by_name(
+            py,
+            outputs.iter().map(|o| (o.name, o.key.as_deref())),
+            name,
+            |i| {
+                let o = &outputs[i];
+                let mut shape = vec![self.inner.num_nodes()];
+                shape.extend(o.per_slot);
+                let flat = match o.dtype() {
+                    "int32" => copy1(py, o.as_i32()).into_any(),
+                    "float32" => copy1(py, o.as_f32()).into_any(),
+                    _ => copy1(py, o.as_f16()).call_method1("view", ("float16",))?,
+                };
+                flat.call_method1("reshape", (PyTuple::new(py, shape)?,))
+            },
         )
     }
 }

@@ -152,7 +152,8 @@ impl PyLoader {
 
     /// Fills `graph` (a GraphBatch, reused across fills) with the threads at
     /// `positions` as propagation trees, under this Loader's selection and
-    /// statistics (the GIL is released meanwhile). Labels as in `fill`.
+    /// statistics, and its outputs per node (`graph.outputs`; the GIL is
+    /// released meanwhile). Labels as in `fill`.
     #[pyo3(signature = (positions, graph, labels=None))]
     fn fill_graph(
         &self,

@@ -280,3 +280,68 @@ def test_a_batch_shows_its_outputs_by_name(built):
         _ = batch.no_such_output
     with pytest.raises(ValueError, match='no output "no_such_output"'):
         socialctx.Loader(cache, outputs=["no_such_output"])
+
+
+def test_a_graph_batch_shows_its_outputs_by_name_per_node(built):
+    """A GraphBatch carries its Loader's outputs as a Batch does, per node
+    (it had none: a graph's Loader with token ids filled only the graph):
+    a node's token ids are those of its reaction's row slot, a root's all
+    padding. ``outputs=`` naming one output twice is refused (it was taken
+    and filled twice)."""
+    cache = socialctx.open(built["sample"])
+    vocab = cache.vocabulary(max_size=50)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=7, token_ids=vocab, max_tokens=5)
+    batch, graph = loader.new_batch(4), socialctx.GraphBatch()
+    loader.fill([0, 1, 2, 3], batch)
+    loader.fill_graph([0, 1, 2, 3], graph)
+    assert graph.output_names() == ["token_ids"] and list(graph.outputs) == ["token_ids"]
+    assert graph.token_ids.shape == (graph.num_nodes, 5)
+    np.testing.assert_array_equal(graph.outputs["token_ids"], graph.token_ids)
+    for b in range(4):
+        lo, hi = graph.ptr[b], graph.ptr[b + 1]
+        assert (graph.token_ids[lo] == 0).all()
+        np.testing.assert_array_equal(
+            graph.token_ids[lo + 1 : hi], batch.token_ids[b, : hi - lo - 1]
+        )
+    assert graph.embedding_index == {} and graph.embeddings == {}
+    with pytest.raises(AttributeError, match="no_such_output"):
+        _ = graph.no_such_output
+    # Filled by a Loader without outputs, it has none.
+    socialctx.Loader(cache).fill_graph([0], graph)
+    assert graph.output_names() == [] and graph.token_ids is None
+    with pytest.raises(ValueError, match="named twice"):
+        socialctx.Loader(cache, outputs=["no_such_output", "no_such_output"])
+
+
+def test_graph_outputs_follow_their_loader_and_keep_float16(built, tmp_path):
+    """Hostile pass of graph outputs: a GraphBatch filled by Loaders of other
+    outputs in turn takes each one's; no position gives [0, ...] arrays; a
+    float16 store's dense rows come per node as float16, the flat batch's
+    values, zeros at roots."""
+    import shutil
+
+    shutil.copytree(built["sample"], tmp_path / "c")
+    cache = socialctx.open(tmp_path / "c")
+    socialctx.embed(
+        cache,
+        lambda b: np.stack([np.array([len(t), 1, 2, 3], np.float32) for t in b]),
+        field="reply", name="h", dtype="float16",
+    )  # fmt: skip
+    vocab = cache.vocabulary(max_size=20)
+    graph = socialctx.GraphBatch()
+    for max_tokens in (5, 3):
+        socialctx.Loader(cache, token_ids=vocab, max_tokens=max_tokens).fill_graph([0, 1], graph)
+        assert graph.token_ids.shape == (graph.num_nodes, max_tokens)
+    loader = socialctx.Loader(cache, kinds="both", max_cxt=20, embeddings=["h"])
+    loader.fill_graph([], graph)
+    assert graph.output_names() == ["embedding_index", "embeddings"] and graph.token_ids is None
+    assert graph.embeddings["h"].shape == (0, 4) and graph.embedding_index["h"].shape == (0,)
+    batch = loader.new_batch(6)
+    loader.fill(range(6), batch)
+    loader.fill_graph(range(6), graph)
+    rows = graph.embeddings["h"]
+    assert rows.dtype == np.float16 and rows.shape == (graph.num_nodes, 4)
+    for b in range(6):
+        lo, hi = graph.ptr[b], graph.ptr[b + 1]
+        assert not rows[lo].any() and graph.embedding_index["h"][lo] == -1
+        np.testing.assert_array_equal(rows[lo + 1 : hi], batch.embeddings["h"][b, : hi - lo - 1])

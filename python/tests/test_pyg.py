@@ -53,9 +53,19 @@ def test_items_are_pyg_batches_that_a_bigcn_layer_consumes(built):
         assert torch.equal(got.batch[td[0]], got.batch[td[1]])
 
 
-def test_a_graph_dataset_refuses_row_slot_outputs(built):
-    """A graph batch has no row slots: the Loader's outputs (``outputs=``,
-    as ``token_ids=``) would be made and never filled, so they are refused."""
+def test_pyg_batches_carry_the_loaders_outputs_per_node(built):
+    """GraphDataset(outputs...) was refused (a graph batch had no slots for
+    the Loader's outputs); now a PyG Batch carries each by its name, per
+    node, as the plain item does, and moves with the batch."""
     cache = socialctx.open(built["sample"])
-    with pytest.raises(ValueError, match="does not take outputs"):
-        GraphDataset(cache, range(len(cache)), 4, outputs=["token_ids"])
+    vocab = cache.vocabulary(max_size=30)
+    kw = dict(kinds="both", max_cxt=20, token_ids=vocab, max_tokens=4, outputs=[])
+    plain = list(GraphDataset(cache, range(len(cache)), 8, pyg=False, **kw))
+    batches = list(GraphDataset(cache, range(len(cache)), 8, pyg=True, **kw))
+    for got, want in zip(batches, plain):
+        assert isinstance(got, Batch)
+        assert torch.equal(got.token_ids, want["token_ids"])
+        assert got.token_ids.shape == (got.num_nodes, 4)
+        assert got.embedding_index == {} and got.store_ids == {}
+        moved = got.to("cpu")
+        assert torch.equal(moved.token_ids, want["token_ids"])

@@ -305,3 +305,164 @@ def test_a_table_and_a_dataset_of_two_generations_of_a_store_are_refused(sample)
     again = CacheDataset(sample, range(len(sample)), 4, embeddings=["r"], dense=True)
     for s in steps(again, 1):
         assert torch.equal(table(s), s["embeddings"]["r"])
+
+
+GRAPH_KW = dict(pyg=False, kinds="both", max_cxt=20)
+
+
+def _flat_and_graph_outputs(sample, **outputs) -> tuple[list[dict], list[dict]]:
+    """The same epoch as CacheDataset's and GraphDataset's items."""
+    from socialctx.torch import GraphDataset
+
+    kw = dict(kinds="both", max_cxt=20, **outputs)
+    flat = list(CacheDataset(sample, range(len(sample)), 8, **kw))
+    graphs = list(GraphDataset(sample, range(len(sample)), 8, pyg=False, **kw))
+    return flat, graphs
+
+
+def assert_nodes_hold_their_slots(flat: dict, graph: dict, names: list[str]) -> int:
+    """Node k of graph b holds what row slot k - 1 of thread b holds; a root
+    what a padding slot holds. Returns the nodes checked."""
+    ptr = graph["ptr"].tolist()
+    checked = 0
+    for name in names:
+        got, want = graph[name], flat[name]
+        pairs = got.items() if isinstance(got, dict) else [(None, got)]
+        for key, g in pairs:
+            w = want if key is None else want[key]
+            assert g.shape[0] == graph["x"].shape[0], (name, key)
+            assert g.shape[1:] == w.shape[2:], (name, key)
+            for b in range(len(ptr) - 1):
+                root = g[ptr[b]]
+                pad = -1 if name == "embedding_index" else 0
+                assert bool((root == pad).all()), (name, key, b)
+                n = ptr[b + 1] - ptr[b] - 1
+                assert torch.equal(g[ptr[b] + 1 : ptr[b + 1]], w[b, :n]), (name, key, b)
+                checked += n
+    return checked
+
+
+def test_graph_dataset_carries_the_loaders_outputs_per_node(sample):
+    """GraphDataset(embeddings=, dense=, token_ids=, outputs=) works (it was
+    refused: a graph batch had no slots for them): each node holds what the
+    flat batch's row slot of its reaction holds, each root a padding slot's;
+    an EmbeddingTable takes a graph item as a flat one, store checks
+    included; pinned, the same values."""
+    from socialctx.torch import GraphDataset
+
+    vocab = sample.vocabulary(max_size=30)
+    kw = dict(embeddings=["r"], dense=True, token_ids=vocab, max_tokens=5, outputs=[])
+    flat, graphs = _flat_and_graph_outputs(sample, **kw)
+    assert len(flat) == len(graphs)
+    names = ["embedding_index", "embeddings", "token_ids"]
+    checked = sum(assert_nodes_hold_their_slots(f, g, names) for f, g in zip(flat, graphs))
+    assert checked > 100
+    table = EmbeddingTable(sample, "r")
+    for g in graphs:
+        assert g["store_ids"] == flat[0]["store_ids"]
+        assert torch.equal(table(g), g["embeddings"]["r"])
+    # Index only (dense=False): no rows, the index per node.
+    flat, graphs = _flat_and_graph_outputs(sample, embeddings=["r"])
+    assert all("embeddings" not in g for g in graphs)
+    assert sum(
+        assert_nodes_hold_their_slots(f, g, ["embedding_index"]) for f, g in zip(flat, graphs)
+    )
+    # Pinned in-process: the same values, two buffer sets in turn.
+    plain = list(GraphDataset(sample, range(38), 5, **GRAPH_KW, **kw))
+    with pytest.warns(UserWarning, match="no CUDA") if not torch.cuda.is_available() else _null():
+        pinned = list(GraphDataset(sample, range(38), 5, pin_memory=True, **GRAPH_KW, **kw))
+    for a, b in zip(plain[-2:], pinned[-2:]):
+        assert torch.equal(a["token_ids"], b["token_ids"])
+        assert torch.equal(a["embeddings"]["r"], b["embeddings"]["r"])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_graph_dataset_workers_yield_the_same_outputs(sample, method):
+    """Workers (forked or spawned: the Loader, its vocabulary and stores
+    made again in each) yield what the process does."""
+    from socialctx.torch import GraphDataset
+
+    vocab = sample.vocabulary(max_size=30)
+    kw = dict(embeddings=["r"], dense=True, token_ids=vocab, max_tokens=4, seed=2, **GRAPH_KW)
+    ds = GraphDataset(sample, range(len(sample)), 6, **kw)
+    here = list(ds)
+    there = steps(ds, 2, multiprocessing_context=method)
+    assert sorted(i["plan_index"] for i in there) == [i["plan_index"] for i in here]
+    by_index = {i["plan_index"]: i for i in there}
+    for a in here:
+        b = by_index[a["plan_index"]]
+        for key in ("x", "token_ids", "positions"):
+            assert torch.equal(a[key], b[key]), key
+        assert torch.equal(a["embedding_index"]["r"], b["embedding_index"]["r"])
+        assert torch.equal(a["embeddings"]["r"], b["embeddings"]["r"])
+
+
+def test_graph_dataset_outputs_hostile(sample, tmp_path):
+    """The new surface, misused: every misuse refused in the main process,
+    at construction, naming what is wrong; a store or cache changed
+    underneath refused in the workers that would read it."""
+    from socialctx.torch import GraphDataset
+
+    n = len(sample)
+
+    def make(**kw):
+        return GraphDataset(sample, range(n), 4, **GRAPH_KW, **kw)
+
+    with pytest.raises(ValueError, match="no output 'nope'|no output \"nope\""):
+        make(outputs=["nope"])
+    # The same name twice was taken and filled twice (a flat Loader too).
+    with pytest.raises(ValueError, match="named twice"):
+        make(outputs=["nope", "nope"])
+    with pytest.raises(ValueError, match="named twice"):
+        socialctx.Loader(sample, outputs=["a", "a"])
+    with pytest.raises(TypeError):
+        make(outputs="token_ids")
+    with pytest.raises(ValueError, match="no output"):
+        make(outputs=["token_ids"])  # a Vocabulary's output, not one made by name
+    with pytest.raises(ValueError, match="max_tokens"):
+        make(token_ids=sample.vocabulary(max_size=5))
+    with pytest.raises(socialctx.EmbeddingError, match="nostore"):
+        make(embeddings=["nostore"])
+    with pytest.raises(ValueError, match="named twice"):
+        make(embeddings=["r", "r"])
+    with pytest.raises(socialctx.EmbeddingError, match="other-model"):
+        make(embeddings={"r": "other-model"})
+    # Per-slot sizes no memory holds: a flat Batch refuses them when made; a
+    # graph's outputs grow in the fill, where they aborted the process
+    # (10**12 tokens: "memory allocation failed") or panicked (2**62).
+    vocab = sample.vocabulary(max_size=5)
+    with pytest.raises(MemoryError, match="too large"):
+        next(iter(make(token_ids=vocab, max_tokens=2**62)))
+    huge = socialctx.Loader(sample, token_ids=vocab, max_tokens=2**62)
+    graph = socialctx.GraphBatch()
+    with pytest.raises(MemoryError, match="token_ids"):
+        huge.fill_graph([0, 1], graph)
+    assert graph.num_nodes == 0 and graph.output_names() == ["token_ids"]
+    # A GraphBatch answers as a Batch does for outputs its Loader lacks.
+    graph = socialctx.GraphBatch()
+    socialctx.Loader(sample).fill_graph([0, 1], graph)
+    assert graph.output_names() == [] and graph.outputs == {}
+    assert graph.token_ids is None and graph.embedding_index == {} and graph.embeddings == {}
+    with pytest.raises(AttributeError, match="no attribute .nope."):
+        graph.nope  # noqa: B018
+    # The store re-embedded after the dataset was made: a spawned worker's
+    # Loader would read the new rows under the old numbering; refused.
+    ds = make(embeddings=["r"])
+    socialctx.embed(sample, lambda b: np.stack([toy(t) * 3 for t in b]), name="r")
+    with pytest.raises(Exception, match="the embedding store was rewritten"):
+        steps(ds, 1, multiprocessing_context="spawn")
+    # The cache rebuilt underneath: spawned workers refuse it, with the
+    # CacheError in the main process. A Vocabulary (token_ids=,
+    # bag_of_words=) refused while the worker unpickled the dataset: the
+    # worker died and the DataLoader said only "exited unexpectedly".
+    vocab = sample.vocabulary(max_size=5)
+    with_ids = make(embeddings=["r"], token_ids=vocab, max_tokens=3)
+    with_bow = make(bag_of_words=vocab)
+    flat = CacheDataset(sample, range(n), 4, token_ids=vocab, max_tokens=3)
+    socialctx.build(
+        socialctx.sample_corpus(), sample.path, workers=2, progress=False, extended=False
+    )
+    assert socialctx.open(sample.path).content_id != with_ids.content_id
+    for ds in (with_ids, with_bow, flat):
+        with pytest.raises(socialctx.CacheError, match="rebuilt"):
+            steps(ds, 1, multiprocessing_context="spawn")

@@ -28,6 +28,7 @@
 //! ```
 
 use super::loader::{BatchMut, Loader};
+use super::outputs::{OutputBuf, Outputs};
 use crate::error::LoadError;
 use crate::format::PARENT_SOURCE;
 use crate::read::ThreadSource;
@@ -64,6 +65,13 @@ pub struct GraphBatch {
     pub source_ids: Vec<u64>,
     /// `[num_graphs]`: each thread's label (the cache's code, or the one given).
     pub labels: Vec<i8>,
+    /// The outputs of the loader's [`BatchSpec`](crate::BatchSpec)
+    /// ([`Loader::outputs`]), in its order, `[num_nodes]` or `[num_nodes, n]`
+    /// each: a node's value is the one a flat [`Batch`](crate::Batch)'s row
+    /// slot of its reaction gets, a root's that of a padding slot (an
+    /// embedding index of -1, zero rows, padding token ids). Find one by
+    /// name with [`output`](Self::output).
+    pub outputs: Vec<OutputBuf>,
     /// Per reaction of the thread being filled: its node (reused).
     scratch: Vec<u32>,
 }
@@ -84,6 +92,12 @@ impl GraphBatch {
         self.edge_index.len() / 2
     }
 
+    /// Output `name` (of key `key`: an embedding store's name), if the
+    /// batch has it.
+    pub fn output(&self, name: &str, key: Option<&str>) -> Option<&OutputBuf> {
+        super::outputs::find(&self.outputs, name, key)
+    }
+
     fn clear(&mut self) {
         self.features.clear();
         self.edge_index.clear();
@@ -94,6 +108,9 @@ impl GraphBatch {
         self.positions.clear();
         self.source_ids.clear();
         self.labels.clear();
+        for o in &mut self.outputs {
+            o.clear();
+        }
     }
 }
 
@@ -101,13 +118,17 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
     /// Fills `out` with the threads at `positions` as graphs (see
     /// [`GraphBatch`]); `labels`, when given, holds one label per position.
     /// Every thread has its root, even with no reaction selected, so the
-    /// loader's [`EmptyThreads`](crate::EmptyThreads) does not apply.
+    /// loader's [`EmptyThreads`](crate::EmptyThreads) does not apply. The
+    /// loader's outputs ([`outputs`](Self::outputs)) are filled per node
+    /// into `out.outputs` (made there at the first fill, or when the
+    /// spec changed).
     pub fn fill_graph(
         &self,
         positions: &[usize],
         labels: Option<&[i8]>,
         out: &mut GraphBatch,
     ) -> Result<()> {
+        // Refused before anything is written: `out` keeps its last fill.
         if let Some(labels) = labels
             && labels.len() != positions.len()
         {
@@ -117,7 +138,27 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
                 found: labels.len(),
             });
         }
+        self.spec().check_content(self.cache())?;
+        let filled = self.graphs_into(positions, labels, out);
+        if filled.is_err() {
+            // Failed midway: no half-filled batch (outputs of fewer nodes
+            // than the graphs).
+            out.clear();
+        }
+        filled
+    }
+
+    fn graphs_into(
+        &self,
+        positions: &[usize],
+        labels: Option<&[i8]>,
+        out: &mut GraphBatch,
+    ) -> Result<()> {
+        let spec = self.spec();
         out.clear();
+        if !spec.fits(&out.outputs) {
+            out.outputs = spec.buffers(0);
+        }
         let sel = *self.selection();
         // Per reaction of the current thread: its node if selected, else
         // its nearest selected ancestor's (the root's, 0), local to the graph.
@@ -162,6 +203,17 @@ impl<C: ThreadSource + ?Sized> Loader<'_, C> {
                         *x = norm.apply(f, *x);
                     }
                 }
+            }
+            if spec.has_outputs() {
+                // The graph's nodes are its slots: every output of the
+                // thread while it is at hand.
+                let at = base as usize..out.batch.len();
+                for o in &mut out.outputs {
+                    o.resize(at.end)?;
+                }
+                let picked = &out.reactions[at.clone()];
+                let outs = &mut Outputs::Owned(&mut out.outputs);
+                spec.fill_thread(self.cache(), (b, Some(pos)), picked, at, false, outs)?;
             }
         }
         out.ptr.push(out.batch.len() as i64);

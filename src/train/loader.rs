@@ -119,7 +119,7 @@ impl Batch {
     /// Output `name` (of key `key`: an embedding store's name), if the
     /// batch has it.
     pub fn output(&self, name: &str, key: Option<&str>) -> Option<&OutputBuf> {
-        (self.outputs.iter()).find(|o| o.name == name && o.key.as_deref() == key)
+        super::outputs::find(&self.outputs, name, key)
     }
 
     /// The buffers as a [`BatchMut`], for [`Loader::fill_into`].
@@ -498,18 +498,10 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
             out.labels[b] = labels.map_or(t.label_code(), |l| l[b]);
             if spec.has_outputs() {
                 // Every output of the thread while it is at hand.
-                let picked =
-                    (out.reactions.as_deref()).map_or(&[][..], |r| &r[b * width..(b + 1) * width]);
-                let thread = (Some(pos), Some(t));
-                spec.fill_thread(
-                    self.cache,
-                    b,
-                    thread,
-                    picked,
-                    width,
-                    reuse,
-                    &mut out.outputs,
-                )?;
+                let at = b * width..(b + 1) * width;
+                let picked = (out.reactions.as_deref()).map_or(&[][..], |r| &r[at.clone()]);
+                let outs = &mut out.outputs;
+                spec.fill_thread(self.cache, (b, Some(pos)), picked, at, reuse, outs)?;
             }
         }
         let (used, cap) = (positions.len(), out.batch_size());
@@ -523,20 +515,23 @@ impl<'c, C: ThreadSource + ?Sized> Loader<'c, C> {
         out.labels[used..].fill(0);
         if spec.has_outputs() {
             for b in used..cap {
-                let picked =
-                    (out.reactions.as_deref()).map_or(&[][..], |r| &r[b * width..(b + 1) * width]);
-                spec.fill_thread(
-                    self.cache,
-                    b,
-                    (None, None),
-                    picked,
-                    width,
-                    reuse,
-                    &mut out.outputs,
-                )?;
+                let at = b * width..(b + 1) * width;
+                let picked = (out.reactions.as_deref()).map_or(&[][..], |r| &r[at.clone()]);
+                let outs = &mut out.outputs;
+                spec.fill_thread(self.cache, (b, None), picked, at, reuse, outs)?;
             }
         }
         Ok(())
+    }
+
+    /// The cache it reads.
+    pub(super) fn cache(&self) -> &'c C {
+        self.cache
+    }
+
+    /// The outputs filled besides the features.
+    pub(super) fn spec(&self) -> &'c BatchSpec {
+        self.spec
     }
 
     /// The normalisation in use, if any.

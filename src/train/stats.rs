@@ -233,28 +233,45 @@ fn or_unknown(digest: &str) -> &str {
     }
 }
 
-/// Per-feature `(x - mean) / (std + 1e-6)`, as the reference's `global_norm`.
+impl FeatureStats {
+    /// The reference's epsilon added to the standard deviation.
+    pub const EPSILON: f64 = 1e-6;
+
+    /// One value `x` of feature `f` standardised, `(x - mean) / (std +
+    /// EPSILON)` as the reference's `global_norm` (computed in f64, given
+    /// as f32): bit for bit what a [`Loader::normalize`](crate::Loader::normalize)d
+    /// batch holds.
+    pub fn normalize(&self, f: usize, x: f32) -> f32 {
+        normalized(x, self.mean[f], 1.0 / (self.std[f] + Self::EPSILON))
+    }
+}
+
+/// `(x - mean) * inv`, in f64, as f32: the one formula of both.
+#[inline]
+fn normalized(x: f32, mean: f64, inv: f64) -> f32 {
+    ((f64::from(x) - mean) * inv) as f32
+}
+
+/// [`FeatureStats::normalize`] with the inverses computed once, for the
+/// loader's every value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Normalizer {
+pub(crate) struct Normalizer {
     mean: [f64; NUM_FEATURES],
     inv: [f64; NUM_FEATURES],
 }
 
 impl Normalizer {
-    /// The reference's epsilon added to the standard deviation.
-    pub const EPSILON: f64 = 1e-6;
-
     /// From global statistics.
-    pub fn new(stats: &FeatureStats) -> Self {
+    pub(crate) fn new(stats: &FeatureStats) -> Self {
         Normalizer {
             mean: stats.mean,
-            inv: stats.std.map(|s| 1.0 / (s + Self::EPSILON)),
+            inv: stats.std.map(|s| 1.0 / (s + FeatureStats::EPSILON)),
         }
     }
 
-    /// Normalises one value of feature `f` (computed in f64, stored as f32).
+    /// Normalises one value of feature `f`.
     #[inline]
-    pub fn apply(&self, f: usize, x: f32) -> f32 {
-        ((f64::from(x) - self.mean[f]) * self.inv[f]) as f32
+    pub(crate) fn apply(&self, f: usize, x: f32) -> f32 {
+        normalized(x, self.mean[f], self.inv[f])
     }
 }

@@ -268,3 +268,174 @@ fn a_spec_of_another_cache_content_is_refused_not_gathered() {
     let loader = Loader::new(&same, Selection::default()).outputs(&spec);
     loader.fill(&[0, 1], &mut loader.new_batch(2)).unwrap();
 }
+
+/// A graph batch's outputs are the flat batch's, per node: node `k` of a
+/// graph holds what row slot `k - 1` of its thread holds (the same
+/// selection picks the same reactions in the same order), its root what a
+/// padding slot holds. Every output of the spec reaches graphs this way,
+/// through the same fill; a GraphBatch reused by a Loader of another spec
+/// takes that spec's outputs.
+#[test]
+fn graph_nodes_get_the_outputs_of_their_reactions_row_slots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &dir, 2);
+    let cache = Cache::open(&dir).unwrap();
+    embed(&cache, "r", TextField::Reply);
+    embed(&cache, "d", TextField::Description);
+    let vocab = Arc::new(
+        Vocabulary::count(&cache, TextField::Reply, Kinds::Both, None, 1, Some(50)).unwrap(),
+    );
+    let open = |n| EmbeddingStore::open(&cache, n).unwrap();
+    let n = cache.len();
+    let mut graphs = socialctx::GraphBatch::default();
+    let mut nodes = 0;
+    for dense in [true, false] {
+        let spec = BatchSpec::new()
+            .embeddings(&cache, vec![open("r"), open("d")], dense)
+            .unwrap()
+            .token_ids(vocab.clone(), 6);
+        let sel = Selection {
+            kinds: Kinds::Both,
+            max_cxt: 24,
+            ..Selection::default()
+        };
+        let loader = Loader::new(&cache, sel).outputs(&spec);
+        let mut batch = loader.new_batch(5);
+        let fills: Vec<Vec<usize>> = vec![
+            (0..n.min(5)).collect(),
+            vec![n - 1],
+            vec![],
+            (0..n).step_by(2).take(5).collect(),
+        ];
+        for positions in &fills {
+            loader.fill(positions, &mut batch).unwrap();
+            loader.fill_graph(positions, None, &mut graphs).unwrap();
+            let what = format!("dense {dense} {positions:?}");
+            assert_eq!(graphs.outputs.len(), batch.outputs.len(), "{what}");
+            for (g, f) in graphs.outputs.iter().zip(&batch.outputs) {
+                let what = format!("{what}: {} {:?}", g.name, g.key);
+                let shape = |o: &OutputBuf| (o.name, o.key.clone(), o.per_slot, o.dtype());
+                assert_eq!(shape(g), shape(f), "{what}");
+                let k = g.per_slot.unwrap_or(1);
+                assert_eq!(g.as_i32().len() + g.as_f32().len(), graphs.num_nodes() * k);
+                for (b, w) in graphs.ptr.windows(2).enumerate() {
+                    for node in w[0] as usize..w[1] as usize {
+                        let local = node - w[0] as usize;
+                        let slot = (local > 0).then(|| b * batch.width + local - 1);
+                        let root = |pad: &[i32]| assert!(pad.iter().all(|&x| x == -1), "{what}");
+                        match g.dtype() {
+                            "int32" => {
+                                let got = &g.as_i32()[node * k..][..k];
+                                match slot {
+                                    Some(s) => assert_eq!(got, &f.as_i32()[s * k..][..k], "{what}"),
+                                    None if g.name == "embedding_index" => root(got),
+                                    None => assert!(got.iter().all(|&x| x == 0), "{what}"),
+                                }
+                            }
+                            _ => {
+                                let got = &g.as_f32()[node * k..][..k];
+                                match slot {
+                                    Some(s) => assert_eq!(got, &f.as_f32()[s * k..][..k], "{what}"),
+                                    None => assert!(got.iter().all(|&x| x == 0.0), "{what}"),
+                                }
+                            }
+                        }
+                        if let Some(s) = slot {
+                            assert_eq!(graphs.reactions[node], batch.reactions[s], "{what}");
+                        }
+                    }
+                }
+                nodes += graphs.num_nodes();
+            }
+        }
+    }
+    assert!(nodes > 100, "{nodes}");
+    // A Loader without outputs: the graph batch has none after its fill.
+    Loader::new(&cache, Selection::default())
+        .fill_graph(&[0], None, &mut graphs)
+        .unwrap();
+    assert!(graphs.outputs.is_empty());
+    assert!(graphs.output("embedding_index", Some("r")).is_none());
+}
+
+/// A spec whose stores are of another cache content is refused by a graph
+/// fill too, before anything is written.
+#[test]
+fn a_graph_fill_refuses_a_spec_of_another_content() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    build_cache(&repo("tests/fixtures/golden/corpus"), &a_dir, 2);
+    build_cache(&repo("data-samples/corpus"), &b_dir, 2);
+    let (a, b) = (Cache::open(&a_dir).unwrap(), Cache::open(&b_dir).unwrap());
+    embed(&a, "r", TextField::Reply);
+    let spec = BatchSpec::new()
+        .embeddings(&a, vec![EmbeddingStore::open(&a, "r").unwrap()], true)
+        .unwrap();
+    let mut graphs = socialctx::GraphBatch::default();
+    Loader::new(&b, Selection::default())
+        .fill_graph(&[0, 1], None, &mut graphs)
+        .unwrap();
+    let before = graphs.clone();
+    let err = Loader::new(&b, Selection::default())
+        .outputs(&spec)
+        .fill_graph(&[2], None, &mut graphs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&a.content_id()) && err.contains(&b.content_id()),
+        "{err}"
+    );
+    assert_eq!(
+        graphs.features, before.features,
+        "written before the refusal"
+    );
+    assert_eq!(graphs.positions, before.positions);
+    // On its own cache it fills, one index per node.
+    Loader::new(&a, Selection::default())
+        .outputs(&spec)
+        .fill_graph(&[0, 1], None, &mut graphs)
+        .unwrap();
+    let index = graphs.output("embedding_index", Some("r")).unwrap();
+    assert_eq!(index.as_i32().len(), graphs.num_nodes());
+}
+
+/// A graph batch's outputs grow with its nodes, in the fill: a size that
+/// overflows or cannot be allocated aborted the process (Vec::resize) or
+/// panicked ("capacity overflow"). It is an error, and the batch is left
+/// empty rather than half filled.
+#[test]
+fn a_graph_output_too_large_to_allocate_is_an_error_not_an_abort() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cache");
+    build_cache(&repo("tests/fixtures/golden/corpus"), &dir, 2);
+    let cache = Cache::open(&dir).unwrap();
+    let vocab = Arc::new(
+        Vocabulary::count(&cache, TextField::Reply, Kinds::Both, None, 1, Some(50)).unwrap(),
+    );
+    let mut graphs = socialctx::GraphBatch::default();
+    let sel = Selection {
+        kinds: Kinds::Both,
+        ..Selection::default()
+    };
+    Loader::new(&cache, sel)
+        .fill_graph(&[0, 1], None, &mut graphs)
+        .unwrap();
+    for max_tokens in [usize::MAX / 4, usize::MAX / 2 + 1] {
+        let spec = BatchSpec::new().token_ids(vocab.clone(), max_tokens);
+        let loader = Loader::new(&cache, sel).outputs(&spec);
+        let err = loader.fill_graph(&[0, 1], None, &mut graphs).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                socialctx::LoadError::TooLarge {
+                    buffer: "token_ids",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!((graphs.num_graphs(), graphs.num_nodes()), (0, 0));
+        assert!(graphs.features.is_empty() && graphs.ptr.is_empty());
+    }
+}

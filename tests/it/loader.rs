@@ -247,6 +247,44 @@ fn stats_save_and_load_round_trip() {
     assert!(err.contains("stats.json"), "{err}");
 }
 
+/// `FeatureStats::normalize` (what the public API says a value becomes)
+/// is, bit for bit, what a normalising Loader writes.
+#[test]
+fn stats_normalize_is_the_loaders_normalisation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("c");
+    build_cache(&repo("tests/fixtures/real/pheme-rnr/corpus"), &out, 2);
+    let cache = Cache::open(&out).unwrap();
+    let all: Vec<usize> = (0..cache.len()).collect();
+    let s = FeatureStats::compute(&cache, &all, &Selection::default()).unwrap();
+    let (raw, norm) = (
+        Loader::new(&cache, Selection::default()),
+        Loader::new(&cache, Selection::default()).normalize(&s),
+    );
+    let (mut a, mut b) = (raw.new_batch(all.len()), norm.new_batch(all.len()));
+    raw.fill(&all, &mut a).unwrap();
+    norm.fill(&all, &mut b).unwrap();
+    let mut checked = 0;
+    for (slot, &m) in a.mask.iter().enumerate() {
+        if m == 0
+            || a.lengths[slot / a.width] == 1
+                && a.features[slot * 28..][..28].iter().all(|&x| x == 0.0)
+        {
+            continue;
+        }
+        for f in 0..28 {
+            let (x, y) = (a.features[slot * 28 + f], b.features[slot * 28 + f]);
+            assert_eq!(
+                s.normalize(f, x).to_bits(),
+                y.to_bits(),
+                "slot {slot} feature {f}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 28 * 50, "{checked}");
+}
+
 /// Statistics record what they were computed over and refuse values of
 /// another definition (red team of issue 42, D3).
 #[test]

@@ -14,9 +14,56 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from .. import Cache, CacheError, open
+from .. import Cache, CacheError, Vocabulary, open
 from ..embed import store_dir
 from ..folds import _label_codes
+
+
+class _Deferred:
+    """A value that failed to be remade from its pickle (a Vocabulary whose
+    cache was rebuilt, in a spawned worker): the error is raised at the
+    value's first use, inside an iteration, where the DataLoader hands it
+    to the main process, instead of while the worker starts, where it only
+    says that the worker "exited unexpectedly"."""
+
+    def __init__(self, remake: Any, args: tuple[Any, ...]) -> None:
+        self.remake, self.args = remake, args
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _remake_or_defer, (self.remake, self.args)
+
+    def value(self) -> Any:
+        return self.remake(*self.args)
+
+
+def _remake_or_defer(remake: Any, args: tuple[Any, ...]) -> Any:
+    """Unpickles a deferrable value: remade now, or a _Deferred if that fails."""
+    try:
+        return remake(*args)
+    except Exception:
+        return _Deferred(remake, args)
+
+
+class _Deferrable:
+    """Pickles ``value`` (by its ``__reduce__``) so that a failure to remake
+    it is deferred to its first use (see :class:`_Deferred`)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        remake, args = self.value.__reduce__()[:2]
+        return _remake_or_defer, (remake, args)
+
+
+def _deferrable(value: Any) -> Any:
+    """``value`` for a pickle: a Vocabulary as a :class:`_Deferrable`."""
+    return _Deferrable(value) if isinstance(value, Vocabulary) else value
+
+
+def _used(value: Any) -> Any:
+    """``value`` for use: a :class:`_Deferred` remade (raising its error)."""
+    return value.value() if isinstance(value, _Deferred) else value
 
 
 def _rebuilt(path: str, made_on: str, now: str, what: str) -> CacheError:

@@ -22,12 +22,14 @@ from . import _state
 from ._common import (
     _bound_cache,
     _count,
+    _deferrable,
     _digest,
     _labels,
     _positions,
     _rebuilt,
     _store_ids,
     _store_models,
+    _used,
     _world,
 )
 from ._resume import (
@@ -233,12 +235,14 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         return shared
 
     def _make_loader(self, cache: Cache) -> Loader:
+        # A vocabulary that could not be remade in this worker raises here.
+        kwargs = {k: _used(v) for k, v in self.loader_kwargs.items()}
         return Loader(
             cache,
             stats=self.stats,
             embeddings=self.models or self.embeddings,
             dense=self.dense,
-            **self.loader_kwargs,
+            **kwargs,
         )
 
     def _make_checked_loader(self, cache: Cache, *, first: bool = False) -> Loader:
@@ -274,6 +278,12 @@ class CacheDataset(Resumable, IterableDataset):  # type: ignore[misc]
         self._pending()  # a resume point already used up is not copied
         state = self.__dict__.copy()
         state["_loader"] = None  # each process opens its own, checked to be the same content
+        # A Vocabulary (token_ids=, bag_of_words=) that cannot be remade in a
+        # worker (its cache rebuilt) fails at its first use, in the
+        # iteration, not while the worker unpickles the dataset.
+        state["loader_kwargs"] = {k: _deferrable(v) for k, v in self.loader_kwargs.items()}
+        if "bag_of_words" in state:
+            state["bag_of_words"] = _deferrable(state["bag_of_words"])
         state.pop("_plan_memo", None)
         if multiprocessing.context.get_spawning_popen() is None:
             # pickle.dumps / copy.deepcopy: an independent dataset (the shared

@@ -14,6 +14,7 @@ import numpy.typing as npt
 import torch
 
 from .. import Cache, GraphBatch, Loader, Vocabulary
+from ._common import _used
 from .dataset import CacheDataset, _can_pin, _into
 
 
@@ -30,8 +31,9 @@ class GraphDataset(CacheDataset):
     """One epoch of graph batches (threads as propagation trees, see
     :class:`socialctx.GraphBatch`) over ``positions`` of a cache, for a
     DataLoader with ``batch_size=None``; batching, shuffling, bucketing, DDP
-    sharding, generations, epochs and resumption as :class:`CacheDataset`
-    (``embeddings``, ``dense``, ``token_ids`` and ``outputs`` are not offered).
+    sharding, generations, epochs, resumption and the Loader's outputs
+    (``embeddings``, ``dense``, ``token_ids``, ``outputs``) as
+    :class:`CacheDataset`.
 
     Each item is a dict of fresh tensors: ``x`` float32 ``[N, 28]`` (each
     graph's root first, a zero row; then its selected reactions in time
@@ -39,8 +41,13 @@ class GraphDataset(CacheDataset):
     top-down, parent to child; the last ``E/2`` the same edges bottom-up),
     ``batch`` int64 ``[N]``, ``ptr`` int64 ``[B + 1]``, ``parent`` int64
     ``[N]`` (-1 for roots), ``y`` int64 ``[B]`` (the labels), ``source_ids``
-    and ``positions`` int64 ``[B]``, and its place: ``epoch``,
-    ``plan_index`` and ``content_id``. When ``torch_geometric`` is
+    and ``positions`` int64 ``[B]``; the Loader's outputs per node, each by
+    its name as :class:`CacheDataset`'s items have them per row slot:
+    ``embedding_index[name]`` int32 ``[N]`` (-1 for none: roots too) for
+    :class:`EmbeddingTable`, with ``dense=True`` ``embeddings[name]`` ``[N,
+    dim]`` (zeros at roots), ``token_ids`` int32 ``[N, max_tokens]`` (roots
+    all padding), every output of ``outputs=`` ``[N, ...]``; and its place:
+    ``epoch``, ``plan_index``, ``content_id`` and ``store_ids``. When ``torch_geometric`` is
     importable (and ``pyg`` is not False) the item is a
     ``torch_geometric.data.Batch`` with these attributes instead;
     ``pyg=True`` requires it.
@@ -73,10 +80,6 @@ class GraphDataset(CacheDataset):
     ) -> None:
         self.bag_of_words = bag_of_words
         self.bow_unknown = bow_unknown
-        # A graph batch has no row slots: the Loader's outputs are not filled.
-        for opt in ("embeddings", "dense", "token_ids", "max_tokens", "outputs"):
-            if kwargs.get(opt):
-                raise ValueError(f"GraphDataset does not take {opt}")
         self._batch_type = None if pyg is False else _pyg_batch()
         if pyg and self._batch_type is None:
             from .._extras import missing
@@ -125,7 +128,12 @@ class GraphDataset(CacheDataset):
             item = self._graph_item(
                 graph, None if twins is None else _into(twins[turn % 2], pinned)
             )
-            extra = {"epoch": epoch, "plan_index": k, "content_id": self.content_id}
+            extra = {
+                "epoch": epoch,
+                "plan_index": k,
+                "content_id": self.content_id,
+                "store_ids": dict(self.store_ids),
+            }
             if self._batch_type is None:
                 item.update(extra)
                 yield item
@@ -151,9 +159,20 @@ class GraphDataset(CacheDataset):
             "y": own("y", graph.labels.astype(np.int64)),
             "source_ids": own("source_ids", graph.source_ids.view(np.int64)),
             "positions": own("positions", graph.positions),
+            # Present (empty) without stores, as CacheDataset's items.
+            "embedding_index": {},
         }
+        # Every output of the Loader by its name, per node: an array, or
+        # per store a dict of arrays by store name.
+        for name, value in graph.outputs.items():
+            if isinstance(value, dict):
+                item[name] = {k: own(f"{name}:{k}", v) for k, v in value.items()}
+            else:
+                item[name] = own(name, value)
+        if self.dense:
+            item.setdefault("embeddings", {})
         if self.bag_of_words is not None:
-            vocab = self.bag_of_words
+            vocab = _used(self.bag_of_words)
             indptr, indices, counts = vocab.bag_of_words(
                 graph, self._open_loader(), unknown=self.bow_unknown
             )

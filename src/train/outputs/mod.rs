@@ -10,8 +10,15 @@
 //!
 //! An output is one type implementing `Output` in a file of this
 //! directory; one made by name alone is registered by one line, its entry
-//! in `named![...]` below (which declares its module). The [`Batch`](crate::Batch), the Python binding's `Batch` and
-//! `socialctx.torch` carry every output by its name.
+//! in `named![...]` below (which declares its module). An output fills
+//! the *slots* of one thread at a time: a [`Batch`](crate::Batch)'s row
+//! slots of the thread (its selected reactions, then padding), or a
+//! [`GraphBatch`](crate::GraphBatch)'s nodes of its graph (root first, a
+//! padding slot; then its selected reactions), so that every output
+//! reaches both. The [`Batch`](crate::Batch), the
+//! [`GraphBatch`](crate::GraphBatch), the Python binding's `Batch` and
+//! `GraphBatch` and `socialctx.torch`'s datasets carry every output by its
+//! name.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -36,7 +43,7 @@ use std::sync::Arc;
 use super::loader::BatchMut;
 use super::vocab::Vocabulary;
 use crate::error::LoadError;
-use crate::read::{NumView, ThreadSource, ThreadView};
+use crate::read::{ThreadSource, ThreadView};
 use crate::store::EmbeddingStore;
 
 mod embeddings;
@@ -65,7 +72,7 @@ pub(crate) trait Output: Send + Sync + std::fmt::Debug {
     /// Its buffers, in order: what [`fill`](Self::fill) gets as `out`.
     fn buffers(&self) -> Vec<Desc>;
 
-    /// Fills the row slots of one thread (`slots`) into its buffers (`out`).
+    /// Fills the slots of one thread (`slots`) into its buffers (`out`).
     fn fill(&self, slots: &Slots<'_, '_>, out: &mut ThreadOut<'_, '_>) -> Result<()>;
 
     /// Whether the fill needs each slot's reaction recorded (the
@@ -95,50 +102,51 @@ pub(crate) struct Desc {
     pub(crate) per_slot: Option<usize>,
 }
 
-/// The row slots of one thread of a batch, as an output's fill sees them.
+/// The slots of one thread of a batch, as an output's fill sees them: a
+/// flat [`Batch`](crate::Batch)'s row slots of the thread (`width` of
+/// them, the selected reactions in time order, then padding), or a
+/// [`GraphBatch`](crate::GraphBatch)'s nodes of the thread's graph (its
+/// root, then its selected reactions, in node order).
 pub(crate) struct Slots<'s, 'c> {
     /// The thread's place in the batch.
     pub(crate) b: usize,
     /// Its position in the cache; None for a slot past the batch's threads.
     pub(crate) position: Option<usize>,
-    /// Its numbers (with `position`): for an output of the reactions'
-    /// numbers (times, parents...), which none of the built-in ones is.
-    #[allow(dead_code)]
-    pub(crate) thread: Option<NumView<'c>>,
-    /// Per slot (`width` of them), the reaction filling it, or
-    /// [`BatchMut::NO_REACTION`].
+    /// Per slot, the reaction filling it (its index in the thread's time
+    /// order), or [`BatchMut::NO_REACTION`] (padding, an empty thread's
+    /// row, a graph's root).
     pub(crate) reactions: &'s [u32],
     /// Whether the buffers hold the last fill of this width (a slot that
     /// was padding and is again may be left as it is).
     pub(crate) reuse: bool,
-    texts: &'s dyn Fn(usize) -> Result<ThreadView<'c>>,
+    view: &'s dyn Fn(usize) -> Result<ThreadView<'c>>,
 }
 
 impl<'c> Slots<'_, 'c> {
-    /// The thread's texts (looked up on demand: call once per fill).
-    pub(crate) fn texts(&self) -> Result<ThreadView<'c>> {
+    /// The thread: its reactions' numbers (times, parents, kinds...) and
+    /// texts, looked up on demand (call once per fill).
+    pub(crate) fn thread(&self) -> Result<ThreadView<'c>> {
         let position = self.position.ok_or(LoadError::BufferSize {
             buffer: "positions",
             expected: self.b + 1,
             found: self.b,
         })?;
-        (self.texts)(position)
+        (self.view)(position)
     }
 }
 
-/// An output's buffers, the part of one thread (`width` slots).
+/// An output's buffers, the part of one thread: slots `at` of each.
 pub(crate) struct ThreadOut<'o, 'a> {
     outs: &'o mut Outputs<'a>,
     first: usize,
     per_slot: &'o [usize],
-    b: usize,
-    width: usize,
+    at: std::ops::Range<usize>,
 }
 
 impl ThreadOut<'_, '_> {
     fn range(&self, k: usize) -> std::ops::Range<usize> {
-        let n = self.width * self.per_slot[self.first + k];
-        self.b * n..(self.b + 1) * n
+        let n = self.per_slot[self.first + k];
+        self.at.start * n..self.at.end * n
     }
 
     /// This output's buffer `k`, the thread's part.
@@ -227,14 +235,17 @@ impl<'a> OutputMut<'a> {
 /// max_cxt * per_slot]` values, the first `batch_size * width * per_slot`
 /// of them the last fill's. The next fill may rely on what the last one
 /// wrote (a dense store's row slot that stays padding is not zeroed
-/// again): treat it as read-only.
+/// again): treat it as read-only. Owned by a
+/// [`GraphBatch`](crate::GraphBatch): `[num_nodes * per_slot]` values,
+/// one slot per node (a root's as a padding slot's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputBuf {
     /// The output's name (`"embedding_index"`, `"embeddings"`, `"token_ids"`...).
     pub name: &'static str,
     /// Which of several of that name (an embedding store's name); None for one.
     pub key: Option<String>,
-    /// Values per row slot: None for one (`[B, T]`), `Some(n)` for `[B, T, n]`.
+    /// Values per slot: None for one (`[B, T]`; a graph's `[N]`), `Some(n)`
+    /// for `[B, T, n]` (`[N, n]`).
     pub per_slot: Option<usize>,
     values: Values,
 }
@@ -244,6 +255,16 @@ enum Values {
     I32(Vec<i32>),
     F32(Vec<f32>),
     F16(Vec<u16>),
+}
+
+impl Values {
+    fn dtype(&self) -> Dtype {
+        match self {
+            Values::I32(_) => Dtype::I32,
+            Values::F32(_) => Dtype::F32,
+            Values::F16(_) => Dtype::F16,
+        }
+    }
 }
 
 impl OutputBuf {
@@ -312,6 +333,39 @@ impl OutputBuf {
             Values::F16(v) => v.clear(),
         }
     }
+
+    /// Grows (with zeros) or cuts the values to `slots` slots' (a graph
+    /// batch's nodes so far); the capacity stays. A size that overflows or
+    /// cannot be allocated is [`LoadError::TooLarge`], not an abort.
+    pub(super) fn resize(&mut self, slots: usize) -> Result<()> {
+        let per_slot = self.per_slot.unwrap_or(1);
+        let too_large = || LoadError::TooLarge {
+            buffer: self.name,
+            slots,
+            per_slot,
+        };
+        let n = slots.checked_mul(per_slot).ok_or_else(too_large)?;
+        fn grow<T: Clone>(v: &mut Vec<T>, n: usize, zero: T) -> Option<()> {
+            v.try_reserve_exact(n.saturating_sub(v.len())).ok()?;
+            v.resize(n, zero);
+            Some(())
+        }
+        match &mut self.values {
+            Values::I32(v) => grow(v, n, 0),
+            Values::F32(v) => grow(v, n, 0.0),
+            Values::F16(v) => grow(v, n, 0),
+        }
+        .ok_or_else(too_large)
+    }
+}
+
+/// Output `name` (of key `key`) of `outputs`, if there.
+pub(super) fn find<'o>(
+    outputs: &'o [OutputBuf],
+    name: &str,
+    key: Option<&str>,
+) -> Option<&'o OutputBuf> {
+    (outputs.iter()).find(|o| o.name == name && o.key.as_deref() == key)
 }
 
 /// The outputs a [`BatchMut`] writes: caller buffers, or a
@@ -503,14 +557,9 @@ impl BatchSpec {
         self.outputs.iter().any(|o| o.needs_reactions())
     }
 
-    /// Checks that `out` has a buffer of the right type and size for every
-    /// output (and none for an output the spec lacks), before anything is
-    /// written.
-    pub(super) fn check<C: ThreadSource + ?Sized>(
-        &self,
-        cache: &C,
-        out: &mut BatchMut<'_>,
-    ) -> Result<()> {
+    /// Refuses a `cache` of another content than the stores' (their index
+    /// is addressed by the reactions' order in the cache the spec was made on).
+    pub(super) fn check_content<C: ThreadSource + ?Sized>(&self, cache: &C) -> Result<()> {
         let now = cache.core().content_id();
         if !self.stores.is_empty() && now != self.content {
             return Err(LoadError::OtherContent {
@@ -519,6 +568,30 @@ impl BatchSpec {
                 found: format!("{:016x}", self.content),
             });
         }
+        Ok(())
+    }
+
+    /// Whether `outputs` are this spec's buffers (name, key, type and
+    /// values per slot, in order), whatever their sizes.
+    pub(super) fn fits(&self, outputs: &[OutputBuf]) -> bool {
+        outputs.len() == self.descs.len()
+            && (outputs.iter().zip(&self.descs)).all(|(o, d)| {
+                o.name == d.name
+                    && o.key == d.key
+                    && o.per_slot == d.per_slot
+                    && o.values.dtype() == d.dtype
+            })
+    }
+
+    /// Checks that `out` has a buffer of the right type and size for every
+    /// output (and none for an output the spec lacks), before anything is
+    /// written.
+    pub(super) fn check<C: ThreadSource + ?Sized>(
+        &self,
+        cache: &C,
+        out: &mut BatchMut<'_>,
+    ) -> Result<()> {
+        self.check_content(cache)?;
         let slots = out.batch_size() * out.max_cxt();
         let size = |buffer, expected, found| {
             if expected == found {
@@ -552,21 +625,21 @@ impl BatchSpec {
         Ok(())
     }
 
-    /// Fills every output's `width` slots of thread `b` (`reactions`: its
-    /// slots' reactions), at `position` in the cache, with its numbers
-    /// (None: a thread slot past the batch's threads, all padding).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn fill_thread<'c, C: ThreadSource + ?Sized>(
+    /// Fills every output's slots `at` with those of thread `b`
+    /// (`reactions`: each slot's reaction), at `position` in the cache
+    /// (None: a thread slot past the batch's threads, all padding). A
+    /// flat batch's thread has slots `b * width..(b + 1) * width`, a
+    /// graph batch's its nodes.
+    pub(super) fn fill_thread<C: ThreadSource + ?Sized>(
         &self,
-        cache: &'c C,
-        b: usize,
-        (position, thread): (Option<usize>, Option<NumView<'c>>),
+        cache: &C,
+        (b, position): (usize, Option<usize>),
         reactions: &[u32],
-        width: usize,
+        at: std::ops::Range<usize>,
         reuse: bool,
         outs: &mut Outputs<'_>,
     ) -> Result<()> {
-        let texts = |p: usize| {
+        let view = |p: usize| {
             cache
                 .thread(p)?
                 .ok_or(LoadError::NoSuchThread { position: p })
@@ -574,18 +647,16 @@ impl BatchSpec {
         let slots = Slots {
             b,
             position,
-            thread,
             reactions,
             reuse,
-            texts: &texts,
+            view: &view,
         };
         for (output, &first) in self.outputs.iter().zip(&self.firsts) {
             let mut out = ThreadOut {
                 outs,
                 first,
                 per_slot: &self.per_slot,
-                b,
-                width,
+                at: at.clone(),
             };
             output.fill(&slots, &mut out)?;
         }

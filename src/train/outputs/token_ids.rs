@@ -31,7 +31,7 @@ impl Output for TokenIds {
     }
 
     fn fill(&self, slots: &Slots<'_, '_>, out: &mut ThreadOut<'_, '_>) -> Result<()> {
-        let texts = || Ok((slots.position.unwrap_or(0), slots.texts()?));
+        let texts = || Ok((slots.position.unwrap_or(0), slots.thread()?));
         let ids = out.one(0).i32();
         if self.max_tokens == 0 {
             // What `TokenIdsMut::new` says of zero tokens per slot.
