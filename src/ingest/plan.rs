@@ -21,7 +21,8 @@
 //! list and the discovery report.
 //!
 //! A partition checks the listing everywhere and the files only where it
-//! reads. Its walk of the corpus (no tweet read or `stat`) refuses a thread
+//! reads. Its walk of the corpus (no other partition's tweet read or
+//! `stat`) refuses a thread
 //! added, gone or moved, or another discovery report; inside that walk it
 //! pins each of its own threads (listing and the `stat` of every file)
 //! before reading any, refusing one whose files were added or removed
