@@ -111,48 +111,64 @@ fn rumour_entry(
         .ok()
 }
 
+/// Scratch buffers for reading rumour entries on a walk's threads, one per
+/// walk thread (a walk thread takes only its own).
+pub(crate) struct EntryReaders {
+    scratch: Vec<Mutex<(TweetReader, Names)>>,
+    max_file_bytes: u64,
+}
+
+impl EntryReaders {
+    /// Buffers for a walk of `threads` threads.
+    pub(crate) fn new(threads: usize, max_file_bytes: u64) -> Self {
+        EntryReaders {
+            scratch: (0..threads.max(1))
+                .map(|_| Mutex::new((TweetReader::new(), Names::default())))
+                .collect(),
+            max_file_bytes,
+        }
+    }
+
+    /// The rumour-index entry of `td` (`None`: no rumour source, or not a
+    /// usable one), read on walk thread `worker`.
+    pub(crate) fn entry(&self, td: &ThreadDir, worker: usize) -> Option<(u64, i64)> {
+        let mut guard = self.scratch[worker.min(self.scratch.len() - 1)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (reader, names) = &mut *guard;
+        rumour_entry(td, reader, names, self.max_file_bytes)
+    }
+}
+
 /// Discovery and the rumour index in one walk: each thread's entry is read
 /// on the walk's threads as the thread is found, instead of in a second pass
 /// over the list (its own pool, its own start-up, 17 ms of a warm
 /// PHEME-sized build at 60% of the cores). `index` false: no index.
-/// Also computes `pre` of each thread on the walk's threads, before its
-/// rumour entry is read (a plan pins a thread there: a change after the
-/// pin is then seen by its partition, while a pin taken after the read
-/// could hold a change the index missed); the values come back in
-/// [`Discovery::threads`] order.
+/// Also computes `pre` of each thread on the walk's threads (with the walk
+/// thread's index, below `threads`); the values come back in
+/// [`Discovery::threads`] order, each with the thread's own rumour entry
+/// (a plan records them per thread, so that a partition can check its own
+/// threads' share of the index).
+#[allow(clippy::type_complexity)]
 pub(crate) fn discover_indexed_with<P: Send>(
     root: &Path,
     threads: usize,
     max_file_bytes: u64,
     index: bool,
-    pre: &(dyn Fn(&ThreadDir) -> P + Sync),
-) -> Result<(Discovery, Option<RumourIndex>, Vec<P>), BuildError> {
+    pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
+) -> Result<(Discovery, Option<RumourIndex>, Vec<(P, Option<(u64, i64)>)>), BuildError> {
     if !index {
-        let (found, pres) = discover_with(root, threads, &|td: &ThreadDir, _| pre(td))?;
+        let (found, pres) = discover_with(root, threads, &|td: &ThreadDir, w| (pre(td, w), None))?;
         return Ok((found, None, pres));
     }
-    // Scratch buffers per walk thread (a walk thread takes only its own).
-    let scratch: Vec<Mutex<(TweetReader, Names)>> = (0..threads.max(1))
-        .map(|_| Mutex::new((TweetReader::new(), Names::default())))
-        .collect();
-    let hook = |td: &ThreadDir, worker: usize| {
-        let p = pre(td);
-        let mut guard = scratch[worker.min(scratch.len() - 1)]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (reader, names) = &mut *guard;
-        (p, rumour_entry(td, reader, names, max_file_bytes))
-    };
+    let readers = EntryReaders::new(threads, max_file_bytes);
+    let hook = |td: &ThreadDir, worker: usize| (pre(td, worker), readers.entry(td, worker));
     let (found, values) = discover_with(root, threads, &hook)?;
     let mut index = RumourIndex::default();
-    let mut pres = Vec::with_capacity(values.len());
-    for (p, entry) in values {
-        pres.push(p);
-        if let Some((author, at)) = entry {
-            index.add(author, at);
-        }
+    for (author, at) in values.iter().filter_map(|(_, e)| *e) {
+        index.add(author, at);
     }
-    Ok((found, Some(index), pres))
+    Ok((found, Some(index), values))
 }
 
 /// [`rumour_index`], taking what `known` says instead of reading.

@@ -25,8 +25,8 @@ pub(crate) enum How {
     /// the corpus and on a byte-identical copy of it (`cp -a`, `rsync -a`,
     /// a FUSE mount: other inode numbers and change times), where a plan's
     /// partitions may run. As rsync's quick check and make, an edit that
-    /// keeps the size and restores the mtime is not seen.
-    // Plans pin with `pin.rs`, whose test holds it equal to this.
+    /// keeps the size and restores the mtime is not seen. (Plans pinned
+    /// with it until issue 47; they now record listings, `pin.rs`.)
     #[cfg_attr(not(test), allow(dead_code))]
     Portable,
 }
@@ -43,10 +43,11 @@ pub(crate) struct Fp {
     /// An xxh3 of the files' inode numbers, and one of their inode numbers
     /// and change times, in the order `hash` saw them: with the same
     /// portable hash, other inodes mean a copy, the same inodes with other
-    /// change times an in-place edit (a plan tells them apart).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// change times an in-place edit (plans told them apart until issue
+    /// 47; read by nothing now).
+    #[allow(dead_code)]
     pub(crate) inodes: u64,
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[allow(dead_code)]
     pub(crate) changes: u64,
 }
 
@@ -117,9 +118,8 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
     fingerprint_counted(td, how).0
 }
 
-/// A thread's [`Fp`] and the entries of its tweet folders (a plan's pin:
-/// `super::pin`, from the same listing).
-pub(crate) fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
+/// A thread's [`Fp`] and the entries of its tweet folders.
+fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
     use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, statat};
     let mut h = Xxh3Default::new();
     let (mut hi, mut hc) = (Xxh3Default::new(), Xxh3Default::new());

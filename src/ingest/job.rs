@@ -15,14 +15,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::discover::ThreadDir;
+use super::extended::EntryReaders;
 use super::features::reliability::RumourIndex;
-use super::pin::pins;
-use super::plan::Plan;
+use super::pin::{Pin, pin, pins};
+use super::plan::{Own, Plan};
 use super::thread::{Outcome, Worker};
 use super::writer::{CacheWriter, WriterOptions};
 use super::{
     BuildOptions, BuildSummary, NoProgress, Phases, Progress, Tally, canonical_lenient,
-    discover_checked, io_depth, pool, prefetch, threads_that_fit,
+    discover_checked, discover_checked_with, io_depth, pool, prefetch, threads_that_fit,
 };
 use crate::error::BuildError;
 use crate::format::report::BadInput;
@@ -144,28 +145,62 @@ impl<'a> BuildJob<'a> {
                 let opts = plan.options(self.options);
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;
-                // The corpus's listing must still be the one planned (a
-                // thread added, gone or moved since would give a cache of
-                // neither corpus): the walk alone, no tweet read or stat.
-                let (found, found_bad, _) =
-                    discover_checked(&self.corpus, started.workers, &started.opts, false)?;
+                let range = plan.partition_range(index, count);
+                // One walk: the corpus's listing must still be the one
+                // planned (a thread added, gone or moved since would give a
+                // cache of neither corpus), no tweet read or `stat`; and
+                // each of this partition's own threads, as the walk finds
+                // it, is pinned before any is read, its rumour entry read
+                // after the pin (see `Plan::verify_own`).
+                let readers = EntryReaders::new(started.workers, started.opts.max_file_bytes);
+                let extended = started.opts.extended;
+                let own = |td: &ThreadDir, worker: usize| {
+                    let at = plan.position_in(range.clone(), &td.rel)?;
+                    let p = pin(td);
+                    let rumour = if extended {
+                        readers.entry(td, worker)
+                    } else {
+                        None
+                    };
+                    Some((at, p, rumour))
+                };
+                let (found, found_bad, _, values) = discover_checked_with(
+                    &self.corpus,
+                    started.workers,
+                    &started.opts,
+                    false,
+                    &own,
+                )?;
+                drop(readers);
                 let stale = |changed| BuildError::PlanStale {
                     corpus: self.corpus.clone(),
                     changed,
                 };
                 plan.verify_listing(&found, &found_bad).map_err(stale)?;
                 drop(found);
-                let range = plan.partition_range(index, count);
+                // The listing is the plan's: each own thread was found once.
+                let mut before: Vec<Option<Own>> = vec![None; range.len()];
+                for (at, p, rumour) in values.into_iter().filter_map(|(v, _)| v) {
+                    before[at] = Some((p, rumour));
+                }
+                let before: Vec<Own> = before.into_iter().flatten().collect();
+                if before.len() != range.len() {
+                    return Err(stale(vec![format!(
+                        "{} threads of partition {index}/{count} not found where planned",
+                        range.len() - before.len()
+                    )]));
+                }
+                plan.verify_own(range.clone(), &before).map_err(stale)?;
+                let before: Vec<Pin> = before.into_iter().map(|(p, _)| p).collect();
                 let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
                 info.inputs = plan.inputs();
                 started.writer.set_partition(info);
                 let workers = started.workers;
-                // Its own threads' files, pinned after they were read and
-                // before anything is published: an edit since the plan,
-                // during this read included, is refused (a pin before the
-                // read would let an edit during it through).
+                // Its own threads pinned again after they were read and
+                // before anything is published: an edit during this read
+                // is refused.
                 let mut check = |_: &str, _: &Path, _: &[Vec<u64>], _: &[Vec<BadInput>]| {
-                    plan.verify_pins(range.clone(), &pins(&list, workers))
+                    plan.verify_read(range.clone(), &before, &pins(&list, workers))
                         .map_err(stale)
                 };
                 started.execute(Supply {

@@ -315,20 +315,26 @@ pub(crate) fn discover_checked(
     opts: &BuildOptions,
     index: bool,
 ) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>)> {
-    discover_checked_with(corpus, threads, opts, index, &|_| ())
+    discover_checked_with(corpus, threads, opts, index, &|_, _| ())
         .map(|(list, report, index, _)| (list, report, index))
 }
 
-/// [`discover_checked`], also computing `pre` of each thread before its
-/// rumour entry is read (see [`extended::discover_indexed_with`]).
+/// [`discover_checked`], also computing `pre` of each thread on the walk's
+/// threads (with the walk thread's index), each value with the thread's
+/// own rumour entry (see [`extended::discover_indexed_with`]).
 #[allow(clippy::type_complexity)]
 pub(crate) fn discover_checked_with<P: Send>(
     corpus: &Path,
     threads: usize,
     opts: &BuildOptions,
     index: bool,
-    pre: &(dyn Fn(&ThreadDir) -> P + Sync),
-) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>, Vec<P>)> {
+    pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
+) -> Result<(
+    Vec<ThreadDir>,
+    Vec<BadInput>,
+    Option<RumourIndex>,
+    Vec<(P, Option<(u64, i64)>)>,
+)> {
     let (found, index, pres) =
         extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre)?;
     let mut report = found.bad;

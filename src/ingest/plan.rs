@@ -12,24 +12,35 @@
 //! [`PartitionInfo`], written and published with the cache, so it cannot be
 //! left over from an earlier build of the same directory).
 //!
-//! A plan pins the corpus it was made of: per thread a fingerprint of its
-//! files (their names, sizes and mtimes decide: not the device, inode
-//! numbers or change times, which differ between machines mounting the
-//! corpus and on a node-local `cp -a`/`rsync -a` copy; where the inodes are
-//! the plan's, a moved change time is an in-place edit and refused too),
-//! taken in its one walk before the thread's rumour source is read; and the
-//! thread list, discovery report and rumour index themselves.
+//! A plan is a listing walk (issue 47: it `stat`ted every file, which
+//! kept a scale-out slower than one build): per thread the names in its
+//! tweet folders (a [`Listing`](super::pin::Listing) digest: names, folders,
+//! side files, layout; no file `stat`ted) and their count, which balances
+//! partitions; for extended builds each thread's share of the rumour index
+//! (its source's author and time, if it is a rumour source); the thread
+//! list and the discovery report.
 //!
 //! A partition checks the listing everywhere and the files only where it
-//! reads (issue 47: re-checking the whole corpus made every partition cost
-//! most of a build): it walks the corpus (no tweet read or `stat`) and
-//! refuses a thread added, gone or moved, or another discovery report; and
-//! after reading its own threads, before publishing, it pins them again and
-//! refuses any that changed since the plan (an edit during its read
-//! included), naming the paths. Every thread belongs to one partition and a
-//! merge takes every partition, so a merged cache is exactly the planned
-//! corpus's single build (a thread edited after its own partition ran is
-//! stale, never mixed in), or there is none.
+//! reads. Its walk of the corpus (no other partition's tweet read or
+//! `stat`) refuses a thread
+//! added, gone or moved, or another discovery report; inside that walk it
+//! pins each of its own threads (listing and the `stat` of every file)
+//! before reading any, refusing one whose files were added or removed
+//! since the plan, or whose rumour-index entry (read then, from the source
+//! as it is) is not the plan's; after reading them, before publishing, it
+//! pins them again and refuses any that changed during its read (an
+//! in-place edit that put the mtime back included), naming the paths.
+//!
+//! A content edit (the same names) between the plan and a partition is
+//! read as it is when the partition reads it: every thread is read by
+//! exactly one partition, between its two pins, and what crosses threads
+//! (the thread list, the discovery report, the rumour index) is checked by
+//! every partition (the list and report) or thread by thread by the one
+//! that reads it (the index). So a merged cache is exactly a single build
+//! of the corpus as its partitions read it (a thread edited after its own
+//! partition ran is read as it was then), never a mix of two states of a
+//! thread or an index that disagrees with the sources read; or there is
+//! none.
 
 use std::fs;
 use std::path::Path;
@@ -41,7 +52,7 @@ use super::discover::ThreadDir;
 use super::features::reliability::RumourIndex;
 use super::layout::pheme::Pheme;
 use super::layout::{Layout, layout_named};
-use super::pin::{Pin, pin};
+use super::pin::{Pin, listing};
 use super::{BuildJob, BuildOptions, BuildSummary, Progress, discover_checked_with};
 use crate::error::BuildError;
 use crate::format::manifest::PartitionInfo;
@@ -52,8 +63,11 @@ type Result<T, E = BuildError> = std::result::Result<T, E>;
 const PLAN_FORMAT: &str = "socialctx-plan";
 /// 2: the plan carries its checksum; 3: per-thread fingerprints; 4: the
 /// fingerprints portable to a copy of the corpus (size and mtime, no inode
-/// or change time): a version-3 plan would read as every thread changed.
-const PLAN_VERSION: u32 = 4;
+/// or change time): a version-3 plan would read as every thread changed;
+/// 5: a listing per thread (names, no `stat`) and each thread's rumour
+/// entry instead of fingerprints and one index: an older plan is refused,
+/// naming its version.
+const PLAN_VERSION: u32 = 5;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,14 +83,13 @@ struct PlanThread {
     layout: Option<StoredLayout>,
     /// Files in its tweet folders, for balancing partitions.
     files: u64,
-    /// Its files' fingerprint ([`How::Portable`]), 16 hex digits.
-    fingerprint: String,
-    /// Its files' inode numbers, and their inode numbers and change times,
-    /// hashed (16 hex digits each): where the fingerprint and the inodes are
-    /// the same but the change times are not, a file was edited in place and
-    /// its mtime put back (on a copy, other inodes, size and mtime decide).
-    inodes: String,
-    changes: String,
+    /// Its listing's digest ([`Listing`](super::pin::Listing)), 16 hex
+    /// digits: the names of its files, not their metadata.
+    listing: String,
+    /// Its share of the rumour index (extended plans): its source tweet's
+    /// author key and time, if the thread is a rumour source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rumour: Option<(u64, i64)>,
 }
 
 /// What a build of the whole corpus will do, computed once by
@@ -93,8 +106,6 @@ pub struct Plan {
     extended: bool,
     threads: Vec<PlanThread>,
     bad: Vec<BadInput>,
-    /// Author key -> earliest rumour source time, sorted (extended builds).
-    rumour_index: Vec<(u64, i64)>,
     /// The definition digest of the library that made the plan (empty in
     /// plans made before it was recorded): its partitions are built only
     /// by a library of the same definition. Absent when empty, so that an
@@ -108,6 +119,10 @@ pub struct Plan {
     #[serde(default)]
     checksum: String,
 }
+
+/// What a partition finds of one of its own threads before reading it: its
+/// pin and (extended plans) its rumour entry.
+pub(super) type Own = (Pin, Option<(u64, i64)>);
 
 /// An `InvalidData` error about the plan file `path`.
 fn invalid(path: &Path, why: String) -> BuildError {
@@ -126,25 +141,23 @@ impl Plan {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
         let threads = super::threads_that_fit(opts.threads.max(1));
-        // One walk: each thread pinned as it is found, before its rumour
-        // source is read (see `discover_indexed_with`).
-        let (list, bad, index, pins) =
-            discover_checked_with(corpus, threads, opts, opts.extended, &pin)?;
-        let rumour_index = sorted_index(index.as_ref());
+        // One walk: each thread's listing and (extended) rumour entry taken
+        // as it is found.
+        let (list, bad, _, found) =
+            discover_checked_with(corpus, threads, opts, opts.extended, &|td, _| listing(td))?;
         let threads = list
             .iter()
-            .zip(&pins)
-            .map(|(td, p)| PlanThread {
+            .zip(found)
+            .map(|(td, (l, rumour))| PlanThread {
                 rel: td.rel.clone(),
                 source_id: td.source_id,
                 label: td.label.clone(),
                 event: td.event.clone(),
                 entries: td.entries,
                 layout: StoredLayout::of(td),
-                files: p.files,
-                fingerprint: format!("{:016x}", p.hash),
-                inodes: format!("{:016x}", p.inodes),
-                changes: format!("{:016x}", p.changes),
+                files: l.files,
+                listing: format!("{:016x}", l.digest),
+                rumour,
             })
             .collect();
         Ok(Plan {
@@ -156,7 +169,6 @@ impl Plan {
             extended: opts.extended,
             threads,
             bad,
-            rumour_index,
             definition: crate::definition::definition().to_owned(),
             checksum: String::new(),
         })
@@ -180,17 +192,26 @@ impl Plan {
     pub fn load(path: impl AsRef<Path>) -> Result<Plan> {
         let path = path.as_ref();
         let bytes = fs::read(path).map_err(|e| BuildError::io(path, e))?;
-        let plan: Plan = serde_json::from_slice(&bytes)
+        // The format and version first: an older plan has other fields, and
+        // is refused as that version, not as "missing field".
+        #[derive(Deserialize)]
+        struct Header {
+            format: String,
+            version: u32,
+        }
+        let head: Header = serde_json::from_slice(&bytes)
             .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
-        if plan.format != PLAN_FORMAT || plan.version != PLAN_VERSION {
+        if head.format != PLAN_FORMAT || head.version != PLAN_VERSION {
             return Err(invalid(
                 path,
                 format!(
                     "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}; make the plan again",
-                    plan.format, plan.version
+                    head.format, head.version
                 ),
             ));
         }
+        let plan: Plan = serde_json::from_slice(&bytes)
+            .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
         if plan.checksum != plan.id() {
             return Err(invalid(
                 path,
@@ -234,6 +255,12 @@ impl Plan {
                 ));
             }
             layout_index(t.layout.as_ref()).map_err(|why| format!("thread {:?}: {why}", t.rel))?;
+            if t.rumour.is_some() && !self.extended {
+                return Err(format!(
+                    "thread {:?} has a rumour entry in a plan without the extended features",
+                    t.rel
+                ));
+            }
         }
         Ok(())
     }
@@ -393,28 +420,27 @@ impl Plan {
         }
     }
 
-    /// Compares the pins of partition `range`'s threads, taken after the
-    /// partition read them, with the plan's. Each thread belongs to one
-    /// partition, so the partitions of a plan check every file between
-    /// them, and a merge needs all of them: a thread changed after the plan
-    /// (the rumour sources behind the plan's index included) is refused by
-    /// its own partition, or was read as planned. Returns the changes, each
-    /// naming a path.
-    pub(super) fn verify_pins(
+    /// Compares what partition `range` found of its own threads just
+    /// before reading them (each one's pin and, in extended plans, its
+    /// rumour entry read then) with the plan: a file added or removed since
+    /// the plan, or a source whose rumour entry is no longer the plan's
+    /// (the index the partition computes with is the plan's), is refused.
+    /// A content edit with the same names is not: the partition reads it as
+    /// it is. Returns the changes, each naming a path.
+    pub(super) fn verify_own(
         &self,
         range: std::ops::Range<usize>,
-        pins: &[Pin],
+        found: &[Own],
     ) -> std::result::Result<(), Vec<String>> {
         let mut changed = Vec::new();
-        for (t, p) in self.threads[range].iter().zip(pins) {
-            if format!("{:016x}", p.hash) != t.fingerprint {
-                changed.push(format!("{} (files changed)", t.rel));
-            } else if format!("{:016x}", p.inodes) == t.inodes
-                && format!("{:016x}", p.changes) != t.changes
-            {
-                // The same files (inodes), changed since the plan with their
-                // size and mtime kept: an in-place edit with the mtime put back.
-                changed.push(format!("{} (files changed in place, mtime kept)", t.rel));
+        for (t, (p, rumour)) in self.threads[range].iter().zip(found) {
+            if format!("{:016x}", p.listing.digest) != t.listing {
+                changed.push(format!("{} (files added or removed)", t.rel));
+            } else if self.extended && *rumour != t.rumour {
+                changed.push(format!(
+                    "{} (its source tweet changed: its rumour-index entry is not the plan's)",
+                    t.rel
+                ));
             }
         }
         if changed.is_empty() {
@@ -424,10 +450,43 @@ impl Plan {
         }
     }
 
-    /// The digest of the plan's inputs (threads with their pins, discovery
-    /// report, rumour index) every partition records; a merge compares them.
+    /// Compares the pins of partition `range`'s threads taken after it read
+    /// them with those taken before: a thread edited (or a file added,
+    /// removed or replaced) during the read is refused. Returns the
+    /// changes, each naming a path.
+    pub(super) fn verify_read(
+        &self,
+        range: std::ops::Range<usize>,
+        before: &[Pin],
+        after: &[Pin],
+    ) -> std::result::Result<(), Vec<String>> {
+        let changed: Vec<String> = self.threads[range]
+            .iter()
+            .zip(before.iter().zip(after))
+            .filter(|(_, (b, a))| b != a)
+            .map(|(t, _)| format!("{} (files changed while this partition read them)", t.rel))
+            .collect();
+        if changed.is_empty() {
+            Ok(())
+        } else {
+            Err(changed)
+        }
+    }
+
+    /// The index of partition `range`'s thread whose path is `rel`.
+    pub(super) fn position_in(&self, range: std::ops::Range<usize>, rel: &str) -> Option<usize> {
+        let planned = &self.threads[range.clone()];
+        // Sorted by source id; the folder's name is the source id.
+        let id: u64 = Path::new(rel).file_name()?.to_str()?.parse().ok()?;
+        let at = planned.partition_point(|t| t.source_id < id);
+        (planned.get(at)?.rel == rel).then_some(at)
+    }
+
+    /// The digest of the plan's inputs (threads with their listings and
+    /// rumour entries, discovery report) every partition records; a merge
+    /// compares them.
     pub(super) fn inputs(&self) -> String {
-        let inputs = (&self.threads, &self.bad, &self.rumour_index);
+        let inputs = (&self.threads, &self.bad);
         format!(
             "{:016x}",
             xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
@@ -482,7 +541,7 @@ impl Plan {
             .collect();
         let index = self.extended.then(|| {
             let mut idx = RumourIndex::default();
-            for &(author, t) in &self.rumour_index {
+            for &(author, t) in self.threads.iter().filter_map(|t| t.rumour.as_ref()) {
                 idx.add(author, t);
             }
             idx
@@ -526,22 +585,15 @@ fn layout_index(stored: Option<&StoredLayout>) -> std::result::Result<u8, String
     layout_named(name).ok_or_else(|| format!("layout {name:?} is none this build knows"))
 }
 
-/// A rumour index as a plan stores it: its entries, sorted (none for a
-/// build without the extended features).
-fn sorted_index(index: Option<&RumourIndex>) -> Vec<(u64, i64)> {
-    let mut v: Vec<(u64, i64)> = index.map(|i| i.entries().collect()).unwrap_or_default();
-    v.sort_unstable();
-    v
-}
-
 /// Builds partition `index` of `count` of `plan` into the cache directory
 /// `out`, reading the threads under `corpus` (the corpus root as mounted
 /// here), on `workers` worker threads (`None`: as many as
 /// [`BuildOptions::default`] has). The result is an ordinary cache of those
 /// threads whose manifest records the partition. A partition that does not
 /// exist is [`BuildError::PartitionOutOfRange`]; a corpus that no longer
-/// matches the plan (a thread added, gone or moved since, or one of this
-/// partition's threads edited since, checked after reading it) is
+/// matches the plan (a thread added, gone or moved since; in one of this
+/// partition's threads a file added or removed, or a rumour source changed,
+/// since the plan; or one of its threads edited while it read them) is
 /// [`BuildError::PlanStale`], naming what changed.
 pub fn build_partition(
     corpus: impl AsRef<Path>,

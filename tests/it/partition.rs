@@ -364,6 +364,23 @@ fn edited_plans_are_refused_and_the_old_cache_kept() {
     let mut v = json();
     v["threads"][0]["layout"] = 200.into();
     refused(v, true, "unknown layout", "layout 200");
+    // A plan of the previous version (per-thread fingerprints, one rumour
+    // index, no listing): refused as that version, not as a damaged file
+    // ("missing field").
+    let mut v = json();
+    v["version"] = 4.into();
+    v["rumour_index"] = serde_json::json!([]);
+    for t in v["threads"].as_array_mut().unwrap() {
+        let t = t.as_object_mut().unwrap();
+        t.remove("listing");
+        t.insert("fingerprint".into(), "0123456789abcdef".into());
+    }
+    refused(v, false, "version 4", "version 4, expected");
+    // A rumour entry in a plan without the extended features.
+    let mut v = json();
+    v["extended"] = false.into();
+    v["threads"][0]["rumour"] = serde_json::json!([1, 2]);
+    refused(v, true, "rumour entry, not extended", "rumour entry");
     fs::write(&plan_file, &good).unwrap();
     assert!(Plan::load(&plan_file).is_ok());
 }

@@ -1,11 +1,12 @@
-//! A plan pins the corpus it was made of (issue 35, defect 1): partitions
-//! of a corpus that changed since planning are refused, naming what
-//! changed, so a merge is never a cache of neither the old corpus nor the
-//! new one; and a property test: random changes between planning and the
-//! partition builds (and upgrades of the library: issue 42), after which
-//! the merge either is refused or equals a full build of the corpus as it
-//! was planned, by this library: stale (a thread edited after its own
-//! partition checked it), never mixed.
+//! A plan pins the corpus's listing and rumour index (issue 35, defect 1;
+//! issue 47: a listing, not every file's metadata): partitions of a corpus
+//! whose listing changed since planning, or whose rumour sources did, are
+//! refused, naming what changed, so a merge is never a cache of neither
+//! the old corpus nor the new one; and a property test: random changes
+//! between planning and the partition builds (and upgrades of the library:
+//! issue 42), after which the merge either is refused or equals a full
+//! build, by this library, of the corpus as its partitions read it (each
+//! thread as it was when its own partition read it), never a mix.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -59,6 +60,20 @@ fn edit_created_at(file: &Path) {
     let year: u32 = text[end..end + 4].parse().unwrap();
     let edited = format!("{}{}{}", &text[..end], year - 1, &text[end + 4..]);
     fs::write(file, edited).unwrap();
+}
+
+/// The thread folders in a plan's order (by source id).
+fn in_plan_order(corpus: &Path) -> Vec<PathBuf> {
+    let mut all = thread_dirs(corpus);
+    all.sort_by_key(|t| {
+        t.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    });
+    all
 }
 
 fn rel(corpus: &Path, p: &Path) -> String {
@@ -118,12 +133,12 @@ fn partitions_of_a_corpus_changed_since_planning_are_refused() {
             copy_tree(d, &to);
             rel(c, &to)
         }),
-        ("a reply edited", |c, _| {
+        // Its content is read as it is (issue 47): a file added is a
+        // listing change of its thread.
+        ("a reply added", |c, _| {
             let t = thread_dirs(c).into_iter().last().unwrap();
             let f = tweet_files(&t).into_iter().last().unwrap();
-            let mut bytes = fs::read(&f).unwrap();
-            bytes.push(b' ');
-            fs::write(&f, bytes).unwrap();
+            fs::copy(&f, f.with_file_name("1.json")).unwrap();
             rel(c, &t)
         }),
     ];
@@ -158,12 +173,13 @@ fn partitions_of_a_corpus_changed_since_planning_are_refused() {
                 Err(e) => panic!("{what}: partition {i}: {e}"),
             }
         }
-        // A partition checks the listing (every partition refuses a thread
-        // added, gone or moved) and only its own threads' files (the one
-        // holding an edited thread refuses): either way no full set to
-        // merge (before issue 35's fix: rc 0, user_reliability of the old
-        // index).
-        let listing = !what.contains("edited");
+        // A partition checks the listing of threads (every partition
+        // refuses a thread added, gone or moved) and only its own threads'
+        // files and rumour entries (the one holding a thread with a file
+        // added or a rumour source edited refuses): either way no full set
+        // to merge (before issue 35's fix: rc 0, user_reliability of the
+        // old index).
+        let listing = !what.contains("edited") && !what.contains("reply added");
         assert!(
             if listing {
                 parts.is_empty()
@@ -353,12 +369,16 @@ fn apply(c: &Change, corpus: &Path, donor: &Path) {
 }
 
 /// Random changes before the partition builds and between them; the merge
-/// is refused or equals a full build of the corpus as planned (a partition
-/// checks its own threads' files, so a change to a thread whose partition
-/// was already built is not seen: the merge is then the planned corpus,
-/// never a mix of the two). A fixed
-/// budget and seed (`PLAN_PROPTEST_SEED` to try another), printed on
-/// failure with the shrunk case.
+/// is refused or equals a full build of the corpus as its partitions read
+/// it: each thread as it was when its own partition ran (the model copies
+/// the corpus before each partition and takes that partition's threads
+/// from its copy). A content edit after the plan is read as it is; a
+/// change to a thread whose partition was already built is not seen, and
+/// the merge holds that thread as its partition read it, never a mix (an
+/// index of one state and sources of another: a rumour source whose entry
+/// changed is refused by its partition). A fixed budget and seed
+/// (`PLAN_PROPTEST_SEED` to try another), printed on failure with the
+/// shrunk case.
 #[test]
 fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
     let seed: u64 = std::env::var("PLAN_PROPTEST_SEED")
@@ -372,10 +392,6 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
     donor_opts.seed = 7;
     let donor = tmp.path().join("donor");
     gen_corpus::generate(&donor, &donor_opts).unwrap();
-
-    let planned = tmp.path().join("planned");
-    build(&base, &planned, &opts(), &NoProgress).unwrap();
-    let planned = files(&planned);
 
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -415,6 +431,8 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
             }
         }
         let mut stale = false;
+        // The corpus as each partition found it.
+        let mut seen: Vec<PathBuf> = Vec::new();
         for i in 0..n {
             if i == 1 {
                 for c in &between {
@@ -424,6 +442,10 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
                     }
                 }
             }
+            let copy = tmp.path().join(format!("seen-{i}"));
+            let _ = fs::remove_dir_all(&copy);
+            copy_tree(&corpus, &copy);
+            seen.push(copy);
             let out = tmp.path().join(format!("part-{i}"));
             let _ = fs::remove_dir_all(&out);
             match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
@@ -451,7 +473,24 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
             Err(e) => Err(TestCaseError::fail(format!("merge: {e}"))),
             Ok(_) => {
                 prop_assert!(!upgraded, "artifacts of another definition merged");
-                let (m, f) = (files(&out), planned.clone());
+                // Every partition found the planned listing: the same
+                // threads in each copy, in source-id order; partition i's
+                // threads from copy i.
+                let model = tmp.path().join("model");
+                let _ = fs::remove_dir_all(&model);
+                copy_tree(&seen[n - 1], &model);
+                for (i, copy) in seen.iter().enumerate() {
+                    let threads = in_plan_order(copy);
+                    for t in &threads[plan.partition_range(i, n)] {
+                        let to = model.join(t.strip_prefix(copy).unwrap());
+                        fs::remove_dir_all(&to).unwrap();
+                        copy_tree(t, &to);
+                    }
+                }
+                let single = tmp.path().join("single");
+                let _ = fs::remove_dir_all(&single);
+                build(&model, &single, &opts(), &NoProgress).unwrap();
+                let (m, f) = (files(&out), files(&single));
                 let names = |x: &BTreeMap<String, Vec<u8>>| {
                     x.iter()
                         .map(|(n, b)| format!("{n} ({} bytes)", b.len()))
@@ -459,7 +498,7 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
                 };
                 prop_assert!(
                     m == f,
-                    "merged {:?} != a full build of the planned corpus {:?}",
+                    "merged {:?} != a full build of the corpus as read {:?}",
                     names(&m),
                     names(&f)
                 );
@@ -472,7 +511,7 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
         panic!("seed {seed} (PLAN_PROPTEST_SEED={seed} to rerun): {e}");
     }
     let (refused, merged) = (refused.get(), merged.get());
-    eprintln!("seed {seed}: {refused} refused, {merged} merged equal to the planned corpus");
+    eprintln!("seed {seed}: {refused} refused, {merged} merged equal to the corpus as read");
     assert!(
         refused > 0 && merged > 0,
         "both outcomes seen ({refused}, {merged})"

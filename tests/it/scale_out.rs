@@ -1,8 +1,10 @@
 //! Partitions check only their own threads' files (issue 47, item 1): the
-//! hostile cases of that design. A merge may be of the planned corpus when
-//! a thread changed after its partition checked it (stale), never a mix;
-//! an edit while a partition reads is refused; a partition of another plan
-//! does not merge.
+//! hostile cases of that design. A plan is a listing: a content edit after
+//! it is read as it is by the thread's partition, and a merge is a single
+//! build of the corpus as its partitions read it (a thread changed after
+//! its partition ran is held as that partition read it), never a mix; an
+//! edit while a partition reads is refused (an in-place one that put the
+//! mtime back too); a partition of another plan does not merge.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -119,10 +121,71 @@ fn an_edit_during_a_partitions_read_is_refused() {
     assert_eq!(n, 2);
 }
 
+/// Edits a reply of `thread` in place (the same size) when the first
+/// thread of the partition is written, and puts its mtime back.
+struct EditInPlaceWhileReading<'a> {
+    thread: &'a Path,
+    done: Cell<bool>,
+}
+
+impl Progress for EditInPlaceWhileReading<'_> {
+    fn thread_done(&self, _: u64) {
+        if !self.done.replace(true) {
+            let f = &replies(self.thread)[0];
+            let mtime = fs::metadata(f).unwrap().modified().unwrap();
+            let mut text = fs::read(f).unwrap();
+            let at = text.iter().position(u8::is_ascii_digit).unwrap();
+            text[at] = if text[at] == b'9' { b'8' } else { text[at] + 1 };
+            // The change time has the file system's clock tick.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            fs::write(f, &text).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(f)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
+        }
+    }
+}
+
+/// The same-size edit with its mtime put back, made while a partition
+/// reads, is refused by the change time (the two pins are taken on one
+/// machine: inode numbers and change times count), naming the thread.
+#[test]
+fn an_in_place_edit_with_the_mtime_put_back_during_a_read_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus(tmp.path());
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let all = in_plan_order(&corpus);
+    let range = plan.partition_range(0, 2);
+    for thread in [&all[range.start], &all[range.end - 1]] {
+        let out = tmp.path().join("part");
+        let progress = EditInPlaceWhileReading {
+            thread,
+            done: Cell::new(false),
+        };
+        let err = build_partition(&corpus, &plan, (0, 2), &out, 1, &progress).unwrap_err();
+        let BuildError::PlanStale { changed, .. } = &err else {
+            panic!("{err}")
+        };
+        let rel = thread.strip_prefix(&corpus).unwrap().to_string_lossy();
+        assert!(
+            changed
+                .iter()
+                .any(|c| c.contains(&*rel) && c.contains("while this partition read")),
+            "{changed:?}"
+        );
+        assert!(!out.exists(), "published");
+    }
+}
+
 /// A thread of partition 0 edited after partition 0 was built: the other
 /// partitions do not see it (they check their own threads), and the merge
 /// is exactly the planned corpus's single build. The same edit before
-/// partition 0 is refused by it; partition 1 of the same plan still builds.
+/// partition 0 (the same names, other content) is read as it is (issue 47:
+/// the plan is a listing): partition 0 built again, merged with the
+/// others, is the single build of the edited corpus.
 #[test]
 fn an_edit_after_its_partition_gives_the_planned_corpus_never_a_mix() {
     let tmp = tempfile::tempdir().unwrap();
@@ -132,7 +195,12 @@ fn an_edit_after_its_partition_gives_the_planned_corpus_never_a_mix() {
     let first = &all[plan.partition_range(0, 3).start];
     let parts: Vec<PathBuf> = (0..3).map(|i| tmp.path().join(format!("p{i}"))).collect();
     build_partition(&corpus, &plan, (0, 3), &parts[0], 1, &NoProgress).unwrap();
-    append(replies(first).last().unwrap());
+    // A value changed: a word more in the reply's text.
+    let reply = replies(first).pop().unwrap();
+    let text = fs::read_to_string(&reply).unwrap();
+    let at = text.find("\"text\":").unwrap();
+    let at = at + text[at + 7..].find('"').unwrap() + 8;
+    fs::write(&reply, format!("{}edited {}", &text[..at], &text[at..])).unwrap();
     for (i, out) in parts.iter().enumerate().skip(1) {
         build_partition(&corpus, &plan, (i, 3), out, 1, &NoProgress).unwrap();
     }
@@ -140,16 +208,16 @@ fn an_edit_after_its_partition_gives_the_planned_corpus_never_a_mix() {
     merge(&merged, &parts).unwrap();
     assert!(files(&merged) == planned, "merged != the planned corpus");
 
-    let err = build_partition(
-        &corpus,
-        &plan,
-        (0, 3),
-        tmp.path().join("again"),
-        1,
-        &NoProgress,
-    )
-    .unwrap_err();
-    assert!(matches!(err, BuildError::PlanStale { .. }), "{err}");
+    build_partition(&corpus, &plan, (0, 3), &parts[0], 1, &NoProgress).unwrap();
+    let edited = tmp.path().join("edited");
+    build(&corpus, &edited, &opts(), &NoProgress).unwrap();
+    let again = tmp.path().join("again");
+    merge(&again, &parts).unwrap();
+    assert!(
+        files(&again) == files(&edited),
+        "merged != the edited corpus"
+    );
+    assert!(files(&again) != planned, "the edit is in the cache");
 }
 
 /// A thread added, removed, or moved between labels after the plan: every
@@ -225,8 +293,16 @@ fn partitions_of_two_plans_do_not_merge() {
             .collect()
     };
     let a = build_all(&old, "a");
-    let last = in_plan_order(&corpus).pop().unwrap();
+    // A content edit leaves the plan as it was (a listing); a reply added
+    // makes another plan.
+    let last = in_plan_order(&corpus)
+        .into_iter()
+        .rev()
+        .find(|t| t.join("reactions").is_dir())
+        .unwrap();
     append(&replies(&last)[0]);
+    assert_eq!(Plan::create(&corpus, &opts()).unwrap().id(), old.id());
+    fs::copy(&replies(&last)[1], last.join("reactions/1.json")).unwrap();
     let new = Plan::create(&corpus, &opts()).unwrap();
     assert_ne!(old.id(), new.id());
     let b = build_all(&new, "b");
@@ -273,4 +349,49 @@ fn the_plan_summary_names_what_was_skipped() {
         s.contains("skipped    1 (") && s.contains("duplicate source id"),
         "{s}"
     );
+}
+
+/// A plan edited by hand and sealed again (its checksum redone): a
+/// thread's rumour entry moved a day back. The partition holding that
+/// thread refuses (its entry, read from its source, is not the plan's), so
+/// no merge can hold an index that disagrees with the sources read; the
+/// other partitions build.
+#[test]
+fn a_resealed_plan_with_an_edited_rumour_entry_is_refused_by_its_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus(tmp.path());
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let mut v = serde_json::to_value(&plan).unwrap();
+    let k = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t.get("rumour").is_some())
+        .expect("a rumour source");
+    let at = v["threads"][k]["rumour"][1].as_i64().unwrap();
+    v["threads"][k]["rumour"][1] = (at - 86_400).into();
+    let rel = v["threads"][k]["rel"].as_str().unwrap().to_owned();
+    let sealed = Plan::reseal(&serde_json::to_vec(&v).unwrap()).unwrap();
+    let edited: Plan = serde_json::from_slice(&sealed).unwrap();
+    let owner = (0..3)
+        .find(|&i| edited.partition_range(i, 3).contains(&k))
+        .unwrap();
+    for i in 0..3 {
+        let out = tmp.path().join(format!("p{i}"));
+        let built = build_partition(&corpus, &edited, (i, 3), &out, 1, &NoProgress);
+        if i != owner {
+            built.unwrap();
+            continue;
+        }
+        match built {
+            Err(BuildError::PlanStale { changed, .. }) => assert!(
+                changed
+                    .iter()
+                    .any(|c| c.contains(&rel) && c.contains("rumour-index entry")),
+                "{changed:?}"
+            ),
+            other => panic!("partition {i}: {:?}", other.map(|_| ())),
+        }
+        assert!(!out.exists(), "published");
+    }
 }

@@ -95,9 +95,11 @@ pub(crate) enum Command {
     #[command(long_about = concat!(
         "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; ",
         "contiguous source-id ranges balanced by file count; reads no other partition's files). ",
-        "Content options come from the plan. The corpus must be as planned: a thread ",
-        "added, gone or moved since is refused by every partition, one edited since by its own ",
-        "(checked after reading it), naming it. Slurm: --partition ",
+        "Content options come from the plan. The corpus's listing must be as planned: a thread ",
+        "added, gone or moved since is refused by every partition, a file added to or removed ",
+        "from a thread, or a rumour source changed, by its own, naming it; a file edited in ",
+        "place is read as it is, and one edited during the partition's read is refused. ",
+        "Slurm: --partition ",
         "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition ",
         "$JOB_COMPLETION_INDEX/N. ",
         exit_status!()
