@@ -27,6 +27,7 @@ use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use super::parse::DEFAULT_MAX_FILE_BYTES;
 use super::publish::{Staging, io};
+pub(crate) use super::record::estimated_bytes;
 use super::record::input_keys;
 pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
@@ -34,6 +35,7 @@ use crate::format::files::{
     DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
 };
 use crate::format::footer::{self, Footer};
+use crate::format::gather;
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
@@ -231,6 +233,83 @@ impl CacheWriter {
                 .map(|spans| spans.map(|s| s.shifted(base))),
         );
         self.current_bytes += bytes;
+        Ok(())
+    }
+
+    /// Writes one whole shard of `runs` of other caches' checked shards by
+    /// copying their archived bytes ([`gather`](crate::format::gather): a
+    /// merge; every thread [`canonical`](gather::canonical), in ascending
+    /// source-id order, the shard cut where [`push_ref`](Self::push_ref)
+    /// would cut it). The bytes are those `push_ref` of each thread's
+    /// re-pack and a flush would write. `ruler`: a string at least as long
+    /// as the runs' text arena (only its length is read).
+    pub(crate) fn push_gathered(&mut self, runs: &[gather::Run<'_>], ruler: &str) -> Result<()> {
+        if !self.current.threads.is_empty() {
+            self.flush()?;
+        }
+        self.wait_flushed()?;
+        let ids = |r: &gather::Run<'_>| {
+            let ts = &r.numbers.threads[r.threads.clone()];
+            ts.first()
+                .zip(ts.last())
+                .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
+        };
+        let (Some(first), Some(last)) = (
+            runs.iter().find_map(ids).map(|(a, _)| a),
+            runs.iter().rev().find_map(ids).map(|(_, b)| b),
+        ) else {
+            return Ok(());
+        };
+        let mut counts = ShardCounts {
+            threads: 0,
+            reactions: 0,
+            first_source_id: first,
+            last_source_id: last,
+        };
+        for r in runs {
+            counts.threads += r.threads.len() as u64;
+            let reactions = &r.numbers.reactions[r.reactions()];
+            counts.reactions += reactions.len() as u64;
+            let retweets = reactions
+                .iter()
+                .filter(|x| x.kind == ReactionKind::Retweet as u8)
+                .count() as u64;
+            self.retweets += retweets;
+            self.replies += reactions.len() as u64 - retweets;
+        }
+        let columns = if self.opts.extended {
+            (REACTION_EXTRA, THREAD_EXTRA)
+        } else {
+            (0, 0)
+        };
+        let numbers = gather::ShardGather { runs, columns };
+        let text = gather::TextGather { runs, ruler };
+        let dir = self.staging.dir().to_path_buf();
+        let n = self.shards.len();
+        let (numbers, text) = std::thread::scope(|scope| {
+            let texts = std::thread::Builder::new()
+                .name("socialctx-text-writer".into())
+                .spawn_scoped(scope, || write_archive(&dir, text_file(n), &text));
+            let numbers = write_archive(&dir, shard_file(n), &numbers);
+            let text = match texts {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(BuildError::Internal {
+                        path: text_file(n).into(),
+                        message: "the text writer thread panicked".into(),
+                    })
+                }),
+                Err(_) => write_archive(&dir, text_file(n), &text),
+            };
+            (numbers, text)
+        });
+        self.shards.push(ShardInfo {
+            numbers: numbers?,
+            text: text?,
+            threads: counts.threads,
+            reactions: counts.reactions,
+            first_source_id: counts.first_source_id,
+            last_source_id: counts.last_source_id,
+        });
         Ok(())
     }
 

@@ -463,6 +463,17 @@ impl Cache {
         self.thread(self.position(source_id)?)
     }
 
+    /// Shard `i`'s two archives, checked at open (a merge copies their
+    /// bytes: `format::gather`).
+    pub(crate) fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
+        Some((self.core.numbers(i).ok()?, self.core.text(i).ok()?))
+    }
+
+    /// How many shards the cache has.
+    pub(crate) fn shard_count(&self) -> usize {
+        self.core.shards.len()
+    }
+
     /// All threads in source-id order.
     pub fn iter(&self) -> impl Iterator<Item = ThreadView<'_>> + '_ {
         (0..self.core.shards.len()).flat_map(move |si| {
