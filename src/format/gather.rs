@@ -74,6 +74,31 @@ impl Run<'_> {
     }
 }
 
+/// A cache whose checked shards threads are copied from (the read half's
+/// caches implement it; the writer only needs the archives).
+pub trait Archives: Send + Sync + std::fmt::Debug {
+    /// Shard `i`'s numbers and texts, checked.
+    fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)>;
+}
+
+/// A thread to copy from an [`Archives`]: where it is, and what the writer
+/// counts of it (its estimated size, where shards are cut).
+#[derive(Clone, Debug)]
+pub struct Carried {
+    /// Its shard in the cache copied from.
+    pub shard: usize,
+    /// Its index in that shard.
+    pub index: usize,
+    /// Its source id.
+    pub source_id: u64,
+    /// Its reactions, and how many of them are retweets.
+    pub reactions: usize,
+    /// See `reactions`.
+    pub retweets: usize,
+    /// `ThreadData::estimated_bytes` of its re-pack.
+    pub bytes: usize,
+}
+
 /// Where thread `i` of a text shard starts in the arena and where the next
 /// one starts (the arena's end for the last).
 pub fn thread_arena(text: &ArchivedTextShard, i: usize) -> Range<usize> {

@@ -469,6 +469,12 @@ impl Cache {
         Some((self.core.numbers(i).ok()?, self.core.text(i).ok()?))
     }
 
+    /// The shard holding thread `i` (0-based, source-id order) and the
+    /// thread's index in it.
+    pub(crate) fn shard_of(&self, i: usize) -> Option<(usize, usize)> {
+        self.core.locate(i)
+    }
+
     /// How many shards the cache has.
     pub(crate) fn shard_count(&self) -> usize {
         self.core.shards.len()
@@ -480,6 +486,12 @@ impl Cache {
             let n = self.core.manifest.shards[si].threads as usize;
             (0..n).filter_map(move |i| self.core.view(si, i).ok())
         })
+    }
+}
+
+impl crate::format::gather::Archives for Cache {
+    fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
+        Cache::archives(self, i)
     }
 }
 
