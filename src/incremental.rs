@@ -34,13 +34,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3Default;
 
 use crate::error::BuildError;
 use crate::format::files::fingerprints_file;
+use crate::format::gather::{self, Carried};
 use crate::format::report::BadInput;
 use crate::format::user_key;
 use crate::ingest::discover::ThreadDir;
@@ -49,11 +50,11 @@ use crate::ingest::features::reliability::RumourIndex;
 use crate::ingest::fingerprint::{Fp, How, Precision, fingerprints};
 use crate::ingest::job::{Reuse, Started, Supply};
 use crate::ingest::thread::Outcome;
-use crate::ingest::writer::remove_superseded_fingerprints;
+use crate::ingest::writer::{estimated_bytes, remove_superseded_fingerprints};
 use crate::ingest::{BuildOptions, BuildSummary, Progress, Tally, discover_checked};
 use crate::read::{Cache, ThreadSource};
 use crate::repack::thread_data;
-use crate::schema::reaction_column;
+use crate::schema::{REACTION_EXTRA, ReactionKind, THREAD_EXTRA, reaction_column};
 
 mod changed;
 
@@ -341,7 +342,8 @@ fn settle(dir: &Path, fps: &[Fp], precision: &Precision) -> i128 {
 
 /// The old cache and what of it can be reused, or why nothing can.
 struct Old {
-    cache: Cache,
+    /// Shared with the writer, which copies the reused threads' bytes.
+    cache: Arc<Cache>,
     /// By position in the build's list, for threads whose files are
     /// unchanged: the position in the old cache (None: the thread was
     /// skipped, its report lines say why). Indexed, not keyed by rel: no
@@ -462,7 +464,7 @@ fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> 
     }
     drop(old_authors);
     Old {
-        cache,
+        cache: Arc::new(cache),
         reused: reuse.iter().flatten().count(),
         reuse,
         report,
@@ -558,6 +560,14 @@ fn run(
         && o.unchanged(list, &report)
     {
         return Ok(o.kept(started, &note));
+    }
+    let mut started = started;
+    if let Ok(o) = &old
+        && !index_changed
+    {
+        started
+            .writer
+            .carry_from(Arc::clone(&o.cache) as Arc<dyn gather::Archives>);
     }
     let reuser = old.as_ref().ok().map(|old| Reuser {
         old,
@@ -748,7 +758,64 @@ struct Reuser<'a> {
     recompute: Option<&'a RumourIndex>,
 }
 
+impl Reuser<'_> {
+    /// Thread `pos` of the old cache as the writer copies it, when its
+    /// bytes can be copied (laid out as this library's writer lays them
+    /// out, with the columns this build writes).
+    fn carried(&self, pos: usize) -> Option<Carried> {
+        let cache = &self.old.cache;
+        let m = cache.manifest();
+        let columns = if self.extended {
+            (REACTION_EXTRA, THREAD_EXTRA)
+        } else {
+            (0, 0)
+        };
+        if (m.reaction_columns.len(), m.thread_columns.len()) != columns {
+            return None;
+        }
+        let (shard, index) = cache.shard_of(pos)?;
+        let (numbers, text) = cache.archives(shard)?;
+        if !gather::canonical(numbers, text, index) {
+            return None;
+        }
+        let rec = &numbers.threads[index];
+        let first = rec.first_reaction.to_native() as usize;
+        let reactions = rec.reaction_count.to_native() as usize;
+        let retweets = numbers.reactions[first..first + reactions]
+            .iter()
+            .filter(|r| r.kind == ReactionKind::Retweet as u8)
+            .count();
+        let texts = gather::thread_arena(text, index).len();
+        Some(Carried {
+            shard,
+            index,
+            source_id: rec.source_id.to_native(),
+            reactions,
+            retweets,
+            bytes: estimated_bytes(texts, reactions, if self.extended { reactions } else { 0 }),
+        })
+    }
+}
+
 impl Reuse for Reuser<'_> {
+    fn tally_of(&self, c: &Carried) -> (i8, &str) {
+        let cache = &self.old.cache;
+        match cache.archives(c.shard) {
+            Some((numbers, text)) => {
+                let event = &text.threads[c.index].event;
+                let start = event.start.to_native() as usize;
+                (
+                    numbers.threads[c.index].label_code,
+                    text.arena
+                        .as_str()
+                        .get(start..start + event.len.to_native() as usize)
+                        .unwrap_or(""),
+                )
+            }
+            None => (0, ""),
+        }
+    }
+
     fn take(&self, i: usize) -> Option<Outcome> {
         let o = self.old;
         let td = &self.list[i];
@@ -761,8 +828,23 @@ impl Reuse for Reuser<'_> {
                 bad,
                 files_read: 0,
                 authors: Vec::new(),
+                carried: None,
             });
         };
+        if self.recompute.is_none()
+            && let Some(carried) = self.carried(pos)
+        {
+            // Copied as it is by the writer: not decoded, not re-encoded.
+            return Some(Outcome {
+                data: None,
+                bad,
+                files_read: 0,
+                authors: std::mem::take(
+                    &mut o.authors.lock().unwrap_or_else(PoisonError::into_inner)[i],
+                ),
+                carried: Some(carried),
+            });
+        }
         let t = o.cache.thread(pos)?;
         let mut data = thread_data(&t, self.extended);
         // Taken once per thread (the pool runs each job once).
@@ -783,6 +865,7 @@ impl Reuse for Reuser<'_> {
             bad,
             files_read: 0,
             authors,
+            carried: None,
         })
     }
 }

@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::BuildError;
+use crate::format::MAX_SHARD_BYTES;
+use crate::format::gather::{self, Run};
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
-use crate::ingest::writer::{CacheWriter, ThreadData, WriterOptions};
+use crate::ingest::writer::{CacheWriter, ThreadData, WriterOptions, estimated_bytes};
 use crate::ingest::{BuildSummary, Phases, Tally};
 use crate::read::{Cache, ThreadSource};
 use crate::repack::refill;
@@ -256,8 +258,111 @@ impl Partitions {
     }
 
     /// Writes every partition's threads, in order, into the cache at `out`
-    /// and publishes it.
+    /// and publishes it: by copying their archived bytes, run by run
+    /// ([`gather`]), when every thread is laid out as this library's
+    /// writer lays it out (always, for partitions it built), else by
+    /// re-packing each thread ([`repack_each`](Self::repack_each)). Both
+    /// write the same bytes.
     fn repack(self, out: &Path, start: Instant) -> Result<BuildSummary> {
+        let canonical = self.parts.iter().all(|(_, _, cache)| {
+            (0..cache.shard_count()).all(|s| {
+                cache
+                    .archives(s)
+                    .is_some_and(|(n, t)| (0..n.threads.len()).all(|i| gather::canonical(n, t, i)))
+            })
+        });
+        if !canonical {
+            return self.repack_each(out, start);
+        }
+        let extended = self.options.extended;
+        let cap = self.options.shard_bytes.min(MAX_SHARD_BYTES);
+        let mut tally = Tally::default();
+        let mut report = self.discovered;
+        let mut last_id = None;
+        // The new shards, each as runs of the partitions' shards, cut where
+        // the writer cuts a build's (`CacheWriter::push_ref`).
+        let mut shards: Vec<Vec<Run<'_>>> = Vec::new();
+        let mut runs: Vec<Run<'_>> = Vec::new();
+        let (mut bytes_in, mut reactions_in, mut arena_in, mut longest) = (0usize, 0usize, 0, 0);
+        for (_, p, cache) in &self.parts {
+            report.extend_from_slice(cache.report());
+            for s in 0..cache.shard_count() {
+                let Some((numbers, text)) = cache.archives(s) else {
+                    return Err(bad(p, "a shard checked at open could not be read"));
+                };
+                for (i, rec) in numbers.threads.iter().enumerate() {
+                    let id = rec.source_id.to_native();
+                    if last_id.is_some_and(|l| l >= id) {
+                        return Err(bad(p, "threads overlap another partition's"));
+                    }
+                    last_id = Some(id);
+                    let arena = text.arena.as_str();
+                    let event = &text.threads[i].event;
+                    let event_start = event.start.to_native() as usize;
+                    tally.add(
+                        rec.label_code,
+                        arena
+                            .get(event_start..event_start + event.len.to_native() as usize)
+                            .unwrap_or(""),
+                    );
+                    let region = gather::thread_arena(text, i).len();
+                    let n = rec.reaction_count.to_native() as usize;
+                    let bytes = estimated_bytes(region, n, if extended { n } else { 0 });
+                    if bytes > MAX_SHARD_BYTES || n > u32::MAX as usize / 2 {
+                        return Err(BuildError::ThreadTooLarge {
+                            path: id.to_string().into(),
+                            bytes: bytes as u64,
+                        });
+                    }
+                    if !runs.is_empty()
+                        && (bytes_in + bytes > cap || reactions_in + n > u32::MAX as usize)
+                    {
+                        shards.push(std::mem::take(&mut runs));
+                        longest = longest.max(arena_in);
+                        (bytes_in, reactions_in, arena_in) = (0, 0, 0);
+                    }
+                    match runs.last_mut() {
+                        Some(r) if std::ptr::eq(r.numbers, numbers) && r.threads.end == i => {
+                            r.threads.end = i + 1;
+                        }
+                        _ => runs.push(Run {
+                            numbers,
+                            text,
+                            threads: i..i + 1,
+                        }),
+                    }
+                    bytes_in += bytes;
+                    reactions_in += n;
+                    arena_in += region;
+                }
+            }
+        }
+        if !runs.is_empty() {
+            shards.push(runs);
+            longest = longest.max(arena_in);
+        }
+        report.sort();
+        // Only the length of the ruler is read (`TextGather`): zeros, mapped
+        // and never written, so the kernel's zero page backs it.
+        let ruler_map =
+            memmap2::MmapMut::map_anon(longest.max(1)).map_err(|e| BuildError::io(out, e))?;
+        let ruler = std::str::from_utf8(&ruler_map).map_err(|e| BuildError::Internal {
+            path: out.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let mut writer = CacheWriter::create(out, self.options)?;
+        for runs in &shards {
+            writer.push_gathered(runs, ruler)?;
+        }
+        let t = Instant::now();
+        let (manifest, warnings) = writer.finish_with(&report, None)?;
+        Self::summary(manifest, report, tally, warnings, start, t)
+    }
+
+    /// [`repack`](Self::repack) thread by thread: each decoded into a
+    /// [`ThreadData`] and written as a build writes it (partitions whose
+    /// texts are laid out otherwise than this library's writer does).
+    fn repack_each(self, out: &Path, start: Instant) -> Result<BuildSummary> {
         let extended = self.options.extended;
         let mut writer = CacheWriter::create(out, self.options)?;
         let mut tally = Tally::default();
@@ -284,8 +389,20 @@ impl Partitions {
         report.sort();
         let t = Instant::now();
         let (manifest, warnings) = writer.finish_with(&report, None)?;
+        Self::summary(manifest, report, tally, warnings, start, t)
+    }
+
+    /// The merge's summary; `publish`: when the last shard's write began.
+    fn summary(
+        manifest: crate::format::manifest::Manifest,
+        report: Vec<BadInput>,
+        tally: Tally,
+        warnings: Vec<String>,
+        start: Instant,
+        publish: Instant,
+    ) -> Result<BuildSummary> {
         let phases = Phases {
-            publish: t.elapsed(),
+            publish: publish.elapsed(),
             ..Phases::default()
         };
         Ok(BuildSummary {

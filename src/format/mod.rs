@@ -23,6 +23,7 @@
 
 pub mod files;
 pub mod footer;
+pub mod gather;
 pub mod manifest;
 pub mod report;
 

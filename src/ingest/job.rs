@@ -220,6 +220,9 @@ pub(crate) trait Reuse: Sync {
     /// Thread `i` of the list as the old cache holds it (its data, report
     /// lines and author keys, no file read), or None to read its files.
     fn take(&self, i: usize) -> Option<Outcome>;
+    /// The label code and event of a thread `take` handed over carried
+    /// (`Outcome::carried`), for the build's tally.
+    fn tally_of(&self, c: &crate::format::gather::Carried) -> (i8, &str);
 }
 
 /// Called after a build's files are written and before they are published
@@ -383,10 +386,18 @@ impl Started<'_> {
                     let n = outcome
                         .data
                         .as_ref()
-                        .map_or(0, |d| d.reactions.len() as u64);
+                        .map(|d| d.reactions.len() as u64)
+                        .or(outcome.carried.as_ref().map(|c| c.reactions as u64))
+                        .unwrap_or(0);
                     if let Some(data) = outcome.data {
                         tally.add(data.record.label_code, &data.text.event);
                         writer.push(data, &list[i].rel)?;
+                    } else if let Some(c) = &outcome.carried
+                        && let Some(reuse) = reuse
+                    {
+                        let (label, event) = reuse.tally_of(c);
+                        tally.add(label, event);
+                        writer.push_carried(c, &list[i].rel)?;
                     }
                     prefetch.advance(i + 1);
                     progress.thread_done(n);

@@ -73,14 +73,25 @@ impl ThreadData {
     /// A rough upper bound of the archived size (both files), used to cap shards.
     pub fn estimated_bytes(&self) -> usize {
         let t = &self.text;
-        let thread =
-            96 + t.event.len() + t.label.len() + t.source_user_id.len() + t.source_text.len();
-        let texts = self.text_arena.len()
-            + self.reaction_texts.len() * std::mem::size_of::<ReactionSpans>();
-        thread
-            + texts
-            + self.reactions.len()
-                * (24 + std::mem::size_of::<FeatureVec>() + std::mem::size_of::<InputKeys>())
-            + self.reaction_extra.len() * REACTION_EXTRA * 4
+        estimated_bytes(
+            t.event.len()
+                + t.label.len()
+                + t.source_user_id.len()
+                + t.source_text.len()
+                + self.text_arena.len(),
+            self.reactions.len(),
+            self.reaction_extra.len(),
+        )
     }
+}
+
+/// [`ThreadData::estimated_bytes`] of a thread with `texts` bytes of text
+/// (its four own and its reactions'), `reactions` reactions and
+/// `extended_rows` rows of extended values (its reactions, or 0): the one
+/// rule a merge's copy of archived threads cuts shards by too.
+pub(crate) fn estimated_bytes(texts: usize, reactions: usize, extended_rows: usize) -> usize {
+    96 + texts
+        + reactions * std::mem::size_of::<ReactionSpans>()
+        + reactions * (24 + std::mem::size_of::<FeatureVec>() + std::mem::size_of::<InputKeys>())
+        + extended_rows * REACTION_EXTRA * 4
 }

@@ -37,6 +37,9 @@ pub(crate) struct Outcome {
     /// Each reaction's author key, in the data's reaction order (what an
     /// incremental build needs to recompute `user_reliability`).
     pub(crate) authors: Vec<u64>,
+    /// Instead of `data`: the thread is copied as it is from the cache the
+    /// writer carries threads from (an incremental build's old cache).
+    pub(crate) carried: Option<crate::format::gather::Carried>,
 }
 
 /// Per-worker reusable state.
@@ -84,6 +87,7 @@ impl<'i> Worker<'i> {
             bad: vec![BadInput::new(&td.rel, reason)],
             files_read: 0,
             authors: Vec::new(),
+            carried: None,
         };
         let source_rel =
             match read_source(td, &mut self.source, &mut self.names, self.max_file_bytes) {
@@ -232,6 +236,7 @@ impl<'i> Worker<'i> {
             bad,
             files_read: 0,
             authors,
+            carried: None,
         }
     }
 }

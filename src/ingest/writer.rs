@@ -20,6 +20,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use rkyv::ser::writer::IoWriter;
@@ -27,6 +28,7 @@ use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use super::parse::DEFAULT_MAX_FILE_BYTES;
 use super::publish::{Staging, io};
+pub(crate) use super::record::estimated_bytes;
 use super::record::input_keys;
 pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
@@ -34,6 +36,7 @@ use crate::format::files::{
     DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
 };
 use crate::format::footer::{self, Footer};
+use crate::format::gather;
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
 use crate::format::{
@@ -85,6 +88,15 @@ pub struct CacheWriter {
     current: Shard,
     current_text: TextShard,
     current_bytes: usize,
+    /// The current shard's threads and reactions, its first and last
+    /// source ids, carried threads included (`current` holds the others).
+    current_count: ShardCounts,
+    /// The cache whose threads [`push_carried`](Self::push_carried) copies
+    /// (an incremental build's old cache), and the current shard's threads
+    /// in order: runs of `current`'s and of that cache's. Empty while the
+    /// shard holds only threads of `current`.
+    carry_from: Option<Arc<dyn gather::Archives>>,
+    pieces: Vec<Piece>,
     shards: Vec<ShardInfo>,
     replies: u64,
     retweets: u64,
@@ -107,6 +119,9 @@ impl CacheWriter {
             current: Shard::default(),
             current_text: TextShard::default(),
             current_bytes: 0,
+            current_count: ShardCounts::default(),
+            carry_from: None,
+            pieces: Vec::new(),
             shards: Vec::new(),
             replies: 0,
             retweets: 0,
@@ -150,12 +165,7 @@ impl CacheWriter {
                 message: "features or texts do not match the reactions".into(),
             });
         }
-        if let Some(last) = self
-            .current
-            .threads
-            .last()
-            .map(|t| t.source_id)
-            .or_else(|| self.shards.last().map(|s| s.last_source_id))
+        if let Some(last) = self.last_source_id()
             && t.record.source_id <= last
         {
             // A merge of partitions that overlap, or a plan edited by hand:
@@ -171,10 +181,7 @@ impl CacheWriter {
                 ),
             ));
         }
-        if !self.current.threads.is_empty()
-            && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
-                || self.current.reactions.len() + t.reactions.len() > u32::MAX as usize)
-        {
+        if self.full_before(bytes, n) {
             self.flush()?;
         }
         let mut record = t.record;
@@ -206,6 +213,14 @@ impl CacheWriter {
                 col.push(*v);
             }
         }
+        if self.carry_from.is_some() {
+            let i = self.current.threads.len();
+            match self.pieces.last_mut() {
+                Some(Piece::Native(r)) if r.end == i => r.end = i + 1,
+                _ => self.pieces.push(Piece::Native(i..i + 1)),
+            }
+        }
+        self.current_count.add(record.source_id, n);
         self.current.threads.push(record);
         self.current.reactions.extend_from_slice(&t.reactions);
         if t.inputs.is_empty() {
@@ -234,6 +249,148 @@ impl CacheWriter {
         Ok(())
     }
 
+    /// The last source id pushed, if any.
+    fn last_source_id(&self) -> Option<u64> {
+        (self.current_count.threads > 0)
+            .then_some(self.current_count.last_source_id)
+            .or_else(|| self.shards.last().map(|s| s.last_source_id))
+    }
+
+    /// Whether a thread of `bytes` (estimated) and `reactions` reactions
+    /// starts a new shard: the one rule where shards are cut.
+    fn full_before(&self, bytes: usize, reactions: usize) -> bool {
+        self.current_count.threads > 0
+            && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
+                || self.current_count.reactions as usize + reactions > u32::MAX as usize)
+    }
+
+    /// Lets [`push_carried`](Self::push_carried) copy threads of `cache`
+    /// (an incremental build's old cache, checked when opened).
+    pub(crate) fn carry_from(&mut self, cache: Arc<dyn gather::Archives>) {
+        self.carry_from = Some(cache);
+    }
+
+    /// Appends thread `c` of the cache given to
+    /// [`carry_from`](Self::carry_from) by copying its archived bytes (a
+    /// thread an incremental build reuses as it is): the bytes that
+    /// [`push_ref`](Self::push_ref) of its re-pack writes.
+    pub(crate) fn push_carried(&mut self, c: &gather::Carried, rel_path: &str) -> Result<()> {
+        if self.carry_from.is_none() {
+            return Err(BuildError::Internal {
+                path: rel_path.into(),
+                message: "a carried thread without the cache it is carried from".into(),
+            });
+        }
+        if c.bytes > MAX_SHARD_BYTES || c.reactions > u32::MAX as usize / 2 {
+            return Err(BuildError::ThreadTooLarge {
+                path: rel_path.into(),
+                bytes: c.bytes as u64,
+            });
+        }
+        if let Some(last) = self.last_source_id()
+            && c.source_id <= last
+        {
+            return Err(BuildError::Internal {
+                path: rel_path.into(),
+                message: format!(
+                    "source id {} comes after {last}: threads must come in strictly ascending source-id order",
+                    c.source_id
+                ),
+            });
+        }
+        if self.full_before(c.bytes, c.reactions) {
+            self.flush()?;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Carried(s, r)) if *s == c.shard && r.end == c.index => r.end = c.index + 1,
+            _ => self
+                .pieces
+                .push(Piece::Carried(c.shard, c.index..c.index + 1)),
+        }
+        self.current_count.add(c.source_id, c.reactions);
+        self.retweets += c.retweets as u64;
+        self.replies += (c.reactions - c.retweets) as u64;
+        self.current_bytes += c.bytes;
+        Ok(())
+    }
+
+    /// Writes one whole shard of `runs` of other caches' checked shards by
+    /// copying their archived bytes ([`gather`](crate::format::gather): a
+    /// merge; every thread [`canonical`](gather::canonical), in ascending
+    /// source-id order, the shard cut where [`push_ref`](Self::push_ref)
+    /// would cut it). The bytes are those `push_ref` of each thread's
+    /// re-pack and a flush would write. `ruler`: a string at least as long
+    /// as the runs' text arena (only its length is read).
+    pub(crate) fn push_gathered(&mut self, runs: &[gather::Run<'_>], ruler: &str) -> Result<()> {
+        if self.current_count.threads > 0 {
+            self.flush()?;
+        }
+        self.wait_flushed()?;
+        let ids = |r: &gather::Run<'_>| {
+            let ts = &r.numbers.threads[r.threads.clone()];
+            ts.first()
+                .zip(ts.last())
+                .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
+        };
+        let (Some(first), Some(last)) = (
+            runs.iter().find_map(ids).map(|(a, _)| a),
+            runs.iter().rev().find_map(ids).map(|(_, b)| b),
+        ) else {
+            return Ok(());
+        };
+        let mut counts = ShardCounts {
+            threads: 0,
+            reactions: 0,
+            first_source_id: first,
+            last_source_id: last,
+        };
+        for r in runs {
+            counts.threads += r.threads.len() as u64;
+            let reactions = &r.numbers.reactions[r.reactions()];
+            counts.reactions += reactions.len() as u64;
+            let retweets = reactions
+                .iter()
+                .filter(|x| x.kind == ReactionKind::Retweet as u8)
+                .count() as u64;
+            self.retweets += retweets;
+            self.replies += reactions.len() as u64 - retweets;
+        }
+        let columns = if self.opts.extended {
+            (REACTION_EXTRA, THREAD_EXTRA)
+        } else {
+            (0, 0)
+        };
+        let numbers = gather::ShardGather { runs, columns };
+        let text = gather::TextGather { runs, ruler };
+        let dir = self.staging.dir().to_path_buf();
+        let n = self.shards.len();
+        let (numbers, text) = std::thread::scope(|scope| {
+            let texts = std::thread::Builder::new()
+                .name("socialctx-text-writer".into())
+                .spawn_scoped(scope, || write_archive(&dir, text_file(n), &text));
+            let numbers = write_archive(&dir, shard_file(n), &numbers);
+            let text = match texts {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Err(BuildError::Internal {
+                        path: text_file(n).into(),
+                        message: "the text writer thread panicked".into(),
+                    })
+                }),
+                Err(_) => write_archive(&dir, text_file(n), &text),
+            };
+            (numbers, text)
+        });
+        self.shards.push(ShardInfo {
+            numbers: numbers?,
+            text: text?,
+            threads: counts.threads,
+            reactions: counts.reactions,
+            first_source_id: counts.first_source_id,
+            last_source_id: counts.last_source_id,
+        });
+        Ok(())
+    }
+
     fn write_synced(&self, name: &str, parts: &[&[u8]]) -> Result<()> {
         let path = self.staging.dir().join(name);
         let mut f = io(&path, File::create(&path))?;
@@ -254,15 +411,24 @@ impl CacheWriter {
         let shard = std::mem::replace(&mut self.current, next.0);
         let text = std::mem::replace(&mut self.current_text, next.1);
         self.current_bytes = 0;
-        let counts = ShardCounts {
-            threads: shard.threads.len() as u64,
-            reactions: shard.reactions.len() as u64,
-            first_source_id: shard.threads.first().map_or(0, |t| t.source_id),
-            last_source_id: shard.threads.last().map_or(0, |t| t.source_id),
+        let counts = std::mem::take(&mut self.current_count);
+        // A shard holding carried threads is gathered from its runs.
+        let carried = self
+            .pieces
+            .iter()
+            .any(|p| matches!(p, Piece::Carried(..)))
+            .then(|| self.carry_from.clone())
+            .flatten()
+            .map(|from| (std::mem::take(&mut self.pieces), from));
+        self.pieces.clear();
+        let columns = if self.opts.extended {
+            (REACTION_EXTRA, THREAD_EXTRA)
+        } else {
+            (0, 0)
         };
         let dir = self.staging.dir().to_path_buf();
         // The job hands its input back so that a refused spawn can run it here.
-        let job = Box::new((dir, n, shard, text));
+        let job = Box::new((dir, n, shard, text, carried, columns));
         let (tx, rx) = std::sync::mpsc::sync_channel::<Box<FlushJob>>(1);
         let spawned = std::thread::Builder::new()
             .name("socialctx-shard-writer".into())
@@ -346,7 +512,7 @@ impl CacheWriter {
         report: &[BadInput],
         before_publish: Option<WriterHook<'_>>,
     ) -> Result<(Manifest, Vec<String>)> {
-        if !self.current.threads.is_empty() {
+        if self.current_count.threads > 0 {
             self.flush()?;
         }
         // The report is written while the last shard is.
@@ -442,15 +608,36 @@ pub(crate) fn remove_superseded_fingerprints(derived: &Path, content_id: &str) {
 }
 
 /// What a background shard write is given: the staging directory, the
-/// shard's number, its numbers and its texts.
-type FlushJob = (PathBuf, usize, Shard, TextShard);
+/// shard's number, its numbers and its texts (the threads written as a
+/// build writes them), the runs of the shard when it holds carried threads
+/// (with the cache they are carried from), and the extended columns'
+/// counts.
+type FlushJob = (
+    PathBuf,
+    usize,
+    Shard,
+    TextShard,
+    Option<(Vec<Piece>, Arc<dyn gather::Archives>)>,
+    (usize, usize),
+);
+
+/// A run of the current shard's threads: of the writer's own (`current`,
+/// by index), or of the carried-from cache's shard (its index, threads).
+#[derive(Clone, Debug)]
+enum Piece {
+    Native(std::ops::Range<usize>),
+    Carried(usize, std::ops::Range<usize>),
+}
 /// What it gives back: the two files written, and the buffers to reuse.
 type Flushed = (FileInfo, FileInfo, Shard, TextShard);
 
 /// Writes shard `n`'s two files into `dir`, the texts on a second thread
 /// (the last shard's write is on the build's critical path, and each file
 /// waits on its own `fsync`).
-fn write_shard((dir, n, shard, text): FlushJob) -> Result<Flushed> {
+fn write_shard((dir, n, shard, text, carried, columns): FlushJob) -> Result<Flushed> {
+    if let Some((pieces, from)) = carried {
+        return write_mixed(&dir, n, shard, text, &pieces, &*from, columns);
+    }
     let (numbers, text_info) = std::thread::scope(|scope| {
         let texts = std::thread::Builder::new()
             .name("socialctx-text-writer".into())
@@ -470,13 +657,105 @@ fn write_shard((dir, n, shard, text): FlushJob) -> Result<Flushed> {
     Ok((numbers?, text_info?, shard, text))
 }
 
+/// Writes shard `n` of carried runs and of the writer's own threads
+/// (`shard`, `text`): the latter are archived in memory first (a build
+/// carrying threads re-reads few), then every run is copied
+/// ([`gather`]), which writes the bytes that pushing each thread's re-pack
+/// would.
+fn write_mixed(
+    dir: &Path,
+    n: usize,
+    shard: Shard,
+    text: TextShard,
+    pieces: &[Piece],
+    from: &dyn gather::Archives,
+    columns: (usize, usize),
+) -> Result<Flushed> {
+    let internal = |message: String| BuildError::Internal {
+        path: shard_file(n).into(),
+        message,
+    };
+    let own = if shard.threads.is_empty() {
+        None
+    } else {
+        let numbers = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&shard)
+            .map_err(|e| internal(format!("archiving the shard's new threads: {e}")))?;
+        let texts = rkyv::to_bytes::<rkyv::rancor::BoxedError>(&text)
+            .map_err(|e| internal(format!("archiving the shard's new texts: {e}")))?;
+        Some((numbers, texts))
+    };
+    let own_archives = match &own {
+        Some((numbers, texts)) => Some((
+            rkyv::access::<crate::format::ArchivedShard, rkyv::rancor::BoxedError>(numbers)
+                .map_err(|e| internal(e.to_string()))?,
+            rkyv::access::<crate::format::ArchivedTextShard, rkyv::rancor::BoxedError>(texts)
+                .map_err(|e| internal(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let mut runs = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        let (archives, threads) = match p {
+            Piece::Native(r) => (own_archives, r.clone()),
+            Piece::Carried(s, r) => (from.archives(*s), r.clone()),
+        };
+        let (numbers, text) =
+            archives.ok_or_else(|| internal("a carried shard could not be read".into()))?;
+        runs.push(gather::Run {
+            numbers,
+            text,
+            threads,
+        });
+    }
+    let arena: usize = runs.iter().map(|r| r.arena().len()).sum();
+    let ruler_map = memmap2::MmapMut::map_anon(arena.max(1)).map_err(|e| BuildError::io(dir, e))?;
+    let ruler = std::str::from_utf8(&ruler_map).map_err(|e| internal(e.to_string()))?;
+    let numbers_out = gather::ShardGather {
+        runs: &runs,
+        columns,
+    };
+    let text_out = gather::TextGather { runs: &runs, ruler };
+    let (numbers, text_info) = std::thread::scope(|scope| {
+        let texts = std::thread::Builder::new()
+            .name("socialctx-text-writer".into())
+            .spawn_scoped(scope, || write_archive(dir, text_file(n), &text_out));
+        let numbers = write_archive(dir, shard_file(n), &numbers_out);
+        let text_info = match texts {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(BuildError::Internal {
+                    path: text_file(n).into(),
+                    message: "the text writer thread panicked".into(),
+                })
+            }),
+            Err(_) => write_archive(dir, text_file(n), &text_out),
+        };
+        (numbers, text_info)
+    });
+    let (numbers, text_info) = (numbers?, text_info?);
+    drop(runs);
+    drop(own);
+    Ok((numbers, text_info, shard, text))
+}
+
 /// A shard's counts for its [`ShardInfo`], taken before it is written.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct ShardCounts {
     threads: u64,
     reactions: u64,
     first_source_id: u64,
     last_source_id: u64,
+}
+
+impl ShardCounts {
+    /// Counts one more thread, of `reactions` reactions.
+    fn add(&mut self, source_id: u64, reactions: usize) {
+        if self.threads == 0 {
+            self.first_source_id = source_id;
+        }
+        self.last_source_id = source_id;
+        self.threads += 1;
+        self.reactions += reactions as u64;
+    }
 }
 
 /// A background shard write's thread: `Err(None)` if it never got its job.

@@ -463,12 +463,35 @@ impl Cache {
         self.thread(self.position(source_id)?)
     }
 
+    /// Shard `i`'s two archives, checked at open (a merge copies their
+    /// bytes: `format::gather`).
+    pub(crate) fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
+        Some((self.core.numbers(i).ok()?, self.core.text(i).ok()?))
+    }
+
+    /// The shard holding thread `i` (0-based, source-id order) and the
+    /// thread's index in it.
+    pub(crate) fn shard_of(&self, i: usize) -> Option<(usize, usize)> {
+        self.core.locate(i)
+    }
+
+    /// How many shards the cache has.
+    pub(crate) fn shard_count(&self) -> usize {
+        self.core.shards.len()
+    }
+
     /// All threads in source-id order.
     pub fn iter(&self) -> impl Iterator<Item = ThreadView<'_>> + '_ {
         (0..self.core.shards.len()).flat_map(move |si| {
             let n = self.core.manifest.shards[si].threads as usize;
             (0..n).filter_map(move |i| self.core.view(si, i).ok())
         })
+    }
+}
+
+impl crate::format::gather::Archives for Cache {
+    fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
+        Cache::archives(self, i)
     }
 }
 
