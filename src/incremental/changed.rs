@@ -293,8 +293,6 @@ pub(super) fn supply(
             newest: i128::MIN,
             subsec: false,
             dev: None,
-            inodes: 0,
-            changes: 0,
         })
         .collect();
     fps.extend(fresh);

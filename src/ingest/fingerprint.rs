@@ -21,14 +21,6 @@ pub(crate) enum How {
     Local,
     /// The content's xxh3, not the times (`--verify`).
     Content,
-    /// Size and mtime (ns) only: the same on every machine that mounts
-    /// the corpus and on a byte-identical copy of it (`cp -a`, `rsync -a`,
-    /// a FUSE mount: other inode numbers and change times), where a plan's
-    /// partitions may run. As rsync's quick check and make, an edit that
-    /// keeps the size and restores the mtime is not seen. (Plans pinned
-    /// with it until issue 47; they now record listings, `pin.rs`.)
-    #[cfg_attr(not(test), allow(dead_code))]
-    Portable,
 }
 
 /// A thread's fingerprint, the newest mtime/ctime among its files (ns),
@@ -40,15 +32,6 @@ pub(crate) struct Fp {
     pub(crate) newest: i128,
     pub(crate) subsec: bool,
     pub(crate) dev: Option<u64>,
-    /// An xxh3 of the files' inode numbers, and one of their inode numbers
-    /// and change times, in the order `hash` saw them: with the same
-    /// portable hash, other inodes mean a copy, the same inodes with other
-    /// change times an in-place edit (plans told them apart until issue
-    /// 47; read by nothing now).
-    #[allow(dead_code)]
-    pub(crate) inodes: u64,
-    #[allow(dead_code)]
-    pub(crate) changes: u64,
 }
 
 const SECOND: i128 = 1_000_000_000;
@@ -122,7 +105,6 @@ pub(crate) fn fingerprint(td: &ThreadDir, how: How) -> Fp {
 fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
     use rustix::fs::{AtFlags, CWD, Dir, Mode, OFlags, openat, statat};
     let mut h = Xxh3Default::new();
-    let (mut hi, mut hc) = (Xxh3Default::new(), Xxh3Default::new());
     let mut newest = i128::MIN;
     let mut subsec = false;
     // (None, first) before any file; Some(None) once two devices were seen.
@@ -158,9 +140,6 @@ fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
                     _ => Some(None),
                 };
                 h.update(&(m.st_size as u64).to_le_bytes());
-                hi.update(&ino.to_le_bytes());
-                hc.update(&ino.to_le_bytes());
-                hc.update(&ctime.to_le_bytes());
                 match how {
                     How::Local => {
                         h.update(&ino.to_le_bytes());
@@ -168,8 +147,6 @@ fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
                         h.update(&mtime.to_le_bytes());
                         h.update(&ctime.to_le_bytes());
                     }
-                    // Not the inode nor the ctime: a copy has others.
-                    How::Portable => h.update(&mtime.to_le_bytes()),
                     // With content hashes, the contents decide, not the times.
                     How::Content
                         if rustix::fs::FileType::from_raw_mode(m.st_mode)
@@ -229,8 +206,6 @@ fn fingerprint_counted(td: &ThreadDir, how: How) -> (Fp, u64) {
         newest,
         subsec,
         dev: dev.flatten(),
-        inodes: hi.digest(),
-        changes: hc.digest(),
     };
     (fp, files)
 }
@@ -265,7 +240,6 @@ pub(crate) fn fingerprints(list: &[ThreadDir], threads: usize, how: How) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn fp(newest: i128, subsec: bool, dev: Option<u64>) -> Fp {
         Fp {
@@ -273,8 +247,6 @@ mod tests {
             newest,
             subsec,
             dev,
-            inodes: 0,
-            changes: 0,
         }
     }
 
@@ -304,54 +276,5 @@ mod tests {
         assert_eq!(p.settled_at(&[fine, coarse]), Some(s + SECOND));
         assert_eq!(p.settled_at(&[fine]), Some(s + 101));
         assert_eq!(p.settled_at(&[]), None);
-    }
-
-    /// A byte-identical copy (other inodes and change times, the same
-    /// sizes and mtimes) has the same portable fingerprint; an edit of the
-    /// same size with another mtime has another.
-    #[test]
-    fn portable_fingerprints_survive_a_copy() {
-        use std::os::unix::fs::MetadataExt;
-        let tmp = tempfile::tempdir().unwrap();
-        let make = |root: &Path| {
-            let d = root.join("e/rumours/1/source-tweets");
-            fs::create_dir_all(&d).unwrap();
-            fs::write(d.join("1.json"), b"{}").unwrap();
-        };
-        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-        make(&a);
-        make(&b);
-        let fa = a.join("e/rumours/1/source-tweets/1.json");
-        let fb = b.join("e/rumours/1/source-tweets/1.json");
-        let when = fs::metadata(&fa).unwrap().modified().unwrap();
-        for f in [&fa, &fb] {
-            fs::File::options()
-                .write(true)
-                .open(f)
-                .unwrap()
-                .set_modified(when)
-                .unwrap();
-        }
-        let ma = fs::metadata(&fa).unwrap();
-        assert_ne!(ma.ino(), fs::metadata(&fb).unwrap().ino());
-        let td = |root: &Path| {
-            crate::ingest::discover::discover(root, 1)
-                .unwrap()
-                .threads
-                .remove(0)
-        };
-        let (ta, tb) = (td(&a), td(&b));
-        let hash = |t: &ThreadDir, how| fingerprint(t, how).hash;
-        assert_eq!(hash(&ta, How::Portable), hash(&tb, How::Portable));
-        assert_ne!(hash(&ta, How::Local), hash(&tb, How::Local));
-        fs::write(&fb, b"[]").unwrap();
-        let later = when + std::time::Duration::from_secs(1);
-        fs::File::options()
-            .write(true)
-            .open(&fb)
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
-        assert_ne!(hash(&ta, How::Portable), hash(&tb, How::Portable));
     }
 }
