@@ -112,7 +112,7 @@ fn a_one_line_edit_of_a_feature_changes_it_and_unrelated_files_do_not() {
         // the read half into a merge or an incremental build.
         ("src/ingest/plan.rs", "idx.add(author, t)"),
         (
-            "src/incremental.rs",
+            "src/incremental/reuse.rs",
             "row[col] = idx.reliability(a, r.created_at);",
         ),
         ("src/repack.rs", "fn "),
