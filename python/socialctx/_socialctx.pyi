@@ -546,8 +546,9 @@ class Batch:
     def output_names(self) -> list[str]:
         """The names of the Loader's outputs, in order."""
     def __getattr__(self, name: str) -> Any:
-        """An output by name (``batch.delays``...); None for a known output
-        the Loader lacks."""
+        """An output by name (one of ``output_names()``, or one a Loader
+        made with ``outputs=[...]`` adds); None for a known output the
+        Loader lacks."""
     size: int
     """Threads filled by the last fill (the rest is padding)."""
     width: int
@@ -625,8 +626,9 @@ class GraphBatch:
     def output_names(self) -> list[str]:
         """The names of the last fill's Loader's outputs, in order."""
     def __getattr__(self, name: str) -> Any:
-        """An output by name (``graph.delays``...); None for a known output
-        the Loader lacks."""
+        """An output by name (one of ``output_names()``, or one a Loader
+        made with ``outputs=[...]`` adds); None for a known output the
+        Loader lacks."""
     def __len__(self) -> int: ...
 
 class Loader:

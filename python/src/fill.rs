@@ -133,7 +133,8 @@ impl LoaderCore {
         for name in named {
             spec = spec.output(&name).ok_or_else(|| {
                 value_error(format!(
-                    "no output {name:?}: outputs= names one of {:?}",
+                    "no output {name:?}: outputs= names one of {:?} (embeddings and token ids \
+                     are asked for with embeddings= and token_ids=, not outputs=)",
                     sc::BatchSpec::output_names()
                 ))
             })?;

@@ -31,9 +31,7 @@ pub(crate) use super::record::estimated_bytes;
 use super::record::input_keys;
 pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
-use crate::format::files::{
-    DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
-};
+use crate::format::files::{DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file};
 use crate::format::gather;
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
@@ -365,22 +363,7 @@ impl CacheWriter {
         let text = gather::TextGather { runs, ruler };
         let dir = self.staging.dir().to_path_buf();
         let n = self.shards.len();
-        let (numbers, text) = std::thread::scope(|scope| {
-            let texts = std::thread::Builder::new()
-                .name("socialctx-text-writer".into())
-                .spawn_scoped(scope, || write_archive(&dir, text_file(n), &text));
-            let numbers = write_archive(&dir, shard_file(n), &numbers);
-            let text = match texts {
-                Ok(handle) => handle.join().unwrap_or_else(|_| {
-                    Err(BuildError::Internal {
-                        path: text_file(n).into(),
-                        message: "the text writer thread panicked".into(),
-                    })
-                }),
-                Err(_) => write_archive(&dir, text_file(n), &text),
-            };
-            (numbers, text)
-        });
+        let (numbers, text) = write_shard_files(&dir, n, &numbers, &text);
         self.shards.push(ShardInfo {
             numbers: numbers?,
             text: text?,
@@ -639,22 +622,7 @@ fn write_shard((dir, n, shard, text, carried, columns): FlushJob) -> Result<Flus
     if let Some((pieces, from)) = carried {
         return write_mixed(&dir, n, shard, text, &pieces, &*from, columns);
     }
-    let (numbers, text_info) = std::thread::scope(|scope| {
-        let texts = std::thread::Builder::new()
-            .name("socialctx-text-writer".into())
-            .spawn_scoped(scope, || write_archive(&dir, text_file(n), &text));
-        let numbers = write_archive(&dir, shard_file(n), &shard);
-        let text_info = match texts {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                Err(BuildError::Internal {
-                    path: text_file(n).into(),
-                    message: "the text writer thread panicked".into(),
-                })
-            }),
-            Err(_) => write_archive(&dir, text_file(n), &text),
-        };
-        (numbers, text_info)
-    });
+    let (numbers, text_info) = write_shard_files(&dir, n, &shard, &text);
     Ok((numbers?, text_info?, shard, text))
 }
 
@@ -716,22 +684,7 @@ fn write_mixed(
         columns,
     };
     let text_out = gather::TextGather { runs: &runs, ruler };
-    let (numbers, text_info) = std::thread::scope(|scope| {
-        let texts = std::thread::Builder::new()
-            .name("socialctx-text-writer".into())
-            .spawn_scoped(scope, || write_archive(dir, text_file(n), &text_out));
-        let numbers = write_archive(dir, shard_file(n), &numbers_out);
-        let text_info = match texts {
-            Ok(handle) => handle.join().unwrap_or_else(|_| {
-                Err(BuildError::Internal {
-                    path: text_file(n).into(),
-                    message: "the text writer thread panicked".into(),
-                })
-            }),
-            Err(_) => write_archive(dir, text_file(n), &text_out),
-        };
-        (numbers, text_info)
-    });
+    let (numbers, text_info) = write_shard_files(dir, n, &numbers_out, &text_out);
     let (numbers, text_info) = (numbers?, text_info?);
     drop(runs);
     drop(own);

@@ -220,6 +220,19 @@ impl FeatureStats {
         {
             return Err(bad("feature names differ from this library's".into()));
         }
+        // Values no computation gives: a negative deviation flips or blows
+        // up every normalised value (-inf at -EPSILON), and a mean or
+        // deviation past float32 makes batches of infinities, silently.
+        let limit = f64::from(f32::MAX);
+        for (f, name) in FEATURE_NAMES.iter().enumerate() {
+            let (mean, std) = (stats.mean[f], stats.std[f]);
+            if !(0.0..=limit).contains(&std) || mean.abs() > limit {
+                return Err(bad(format!(
+                    "feature {name}: mean {mean}, std {std}: a standard deviation is at least 0 \
+                     and both are within float32's range"
+                )));
+            }
+        }
         Ok(stats)
     }
 }

@@ -245,6 +245,30 @@ fn stats_save_and_load_round_trip() {
     std::fs::write(&path, b"{\"feature_names\": []}").unwrap();
     let err = FeatureStats::load(&path).unwrap_err().to_string();
     assert!(err.contains("stats.json"), "{err}");
+    // Statistics no computation gives are refused, not turned into
+    // batches of infinities or flipped signs (red team of issue 46: a std
+    // of -EPSILON gave -inf features, -5 flipped them; a mean of 1e308
+    // gave -inf).
+    let name = socialctx::Feature::NAMES[3];
+    for (field, value) in [
+        ("std", -FeatureStats::EPSILON),
+        ("std", -5.0),
+        ("std", 1e300),
+        ("mean", 1e308),
+        ("mean", -1e308),
+    ] {
+        let mut bad = s.clone();
+        match field {
+            "std" => bad.std[3] = value,
+            _ => bad.mean[3] = value,
+        }
+        bad.save(&path).unwrap();
+        let err = FeatureStats::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("stats.json") && err.contains(name) && err.contains("float32"),
+            "{field} {value}: {err}"
+        );
+    }
 }
 
 /// `FeatureStats::normalize` (what the public API says a value becomes)

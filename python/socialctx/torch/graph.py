@@ -33,7 +33,10 @@ class GraphDataset(CacheDataset):
     DataLoader with ``batch_size=None``; batching, shuffling, bucketing, DDP
     sharding, generations, epochs, resumption and the Loader's outputs
     (``embeddings``, ``dense``, ``token_ids``, ``outputs``) as
-    :class:`CacheDataset`.
+    :class:`CacheDataset`. An item is already a batch of graphs: never
+    collate items again (PyG's own ``DataLoader`` offsets ``edge_index``
+    but not ``parent``, so the second item's parents would point into the
+    first's nodes).
 
     Each item is a dict of fresh tensors: ``x`` float32 ``[N, 28]`` (each
     graph's root first, a zero row; then its selected reactions in time

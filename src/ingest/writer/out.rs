@@ -11,24 +11,75 @@ use xxhash_rust::xxh3::Xxh3Default;
 
 use super::super::publish::io;
 use crate::error::BuildError;
+use crate::format::files::{shard_file, text_file};
 use crate::format::footer::{self, Footer};
 use crate::format::manifest::{FileInfo, hex64};
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
 
-/// Serializes `value` straight into `file` (hashing on the way, so no
-/// copy of the archive is held in memory), appends the footer, syncs,
-/// and describes the file.
-pub(super) fn write_archive<T>(dir: &Path, file: String, value: &T) -> Result<FileInfo>
-where
+/// What [`write_archive`] serializes: an rkyv value, archived through the
+/// hashing writer.
+pub(super) trait Archivable:
+    for<'a> rkyv::Serialize<
+        rkyv::api::high::HighSerializer<
+            IoWriter<HashingWriter>,
+            rkyv::ser::allocator::ArenaHandle<'a>,
+            rkyv::rancor::BoxedError,
+        >,
+    >
+{
+}
+
+impl<T> Archivable for T where
     T: for<'a> rkyv::Serialize<
             rkyv::api::high::HighSerializer<
                 IoWriter<HashingWriter>,
                 rkyv::ser::allocator::ArenaHandle<'a>,
                 rkyv::rancor::BoxedError,
             >,
-        >,
+        >
 {
+}
+
+/// Shard `n`'s two files, its numbers and its text, written at once (each
+/// waits on its own `fsync`): the text on a thread of its own, or after the
+/// numbers where no thread can start.
+pub(super) fn write_shard_files<N, T>(
+    dir: &Path,
+    n: usize,
+    numbers: &N,
+    text: &T,
+) -> (Result<FileInfo>, Result<FileInfo>)
+where
+    N: Archivable,
+    T: Archivable + Sync,
+{
+    std::thread::scope(|scope| {
+        let texts = std::thread::Builder::new()
+            .name("socialctx-text-writer".into())
+            .spawn_scoped(scope, || write_archive(dir, text_file(n), text));
+        let numbers = write_archive(dir, shard_file(n), numbers);
+        let text = match texts {
+            Ok(handle) => handle.join().unwrap_or_else(|_| {
+                Err(BuildError::Internal {
+                    path: text_file(n).into(),
+                    message: "the text writer thread panicked".into(),
+                })
+            }),
+            Err(_) => write_archive(dir, text_file(n), text),
+        };
+        (numbers, text)
+    })
+}
+
+/// Serializes `value` straight into `file` (hashing on the way, so no
+/// copy of the archive is held in memory), appends the footer, syncs,
+/// and describes the file.
+pub(super) fn write_archive<T: Archivable>(
+    dir: &Path,
+    file: String,
+    value: &T,
+) -> Result<FileInfo> {
     let path = dir.join(&file);
     let out = io(&path, DirectOut::create(&path))?;
     let failed = std::rc::Rc::new(std::cell::RefCell::new(None));
