@@ -250,11 +250,12 @@ impl FeatureStats {
     /// The reference's epsilon added to the standard deviation.
     pub const EPSILON: f64 = 1e-6;
 
-    /// One value `x` of feature `f` standardised, `(x - mean) / (std +
+    /// One value `x` of feature `f` (typed: no index past the 28) standardised, `(x - mean) / (std +
     /// EPSILON)` as the reference's `global_norm` (computed in f64, given
     /// as f32): bit for bit what a [`Loader::normalize`](crate::Loader::normalize)d
     /// batch holds.
-    pub fn normalize(&self, f: usize, x: f32) -> f32 {
+    pub fn normalize(&self, f: crate::Feature, x: f32) -> f32 {
+        let f = f as usize;
         normalized(x, self.mean[f], 1.0 / (self.std[f] + Self::EPSILON))
     }
 }

@@ -296,10 +296,10 @@ fn stats_normalize_is_the_loaders_normalisation() {
         {
             continue;
         }
-        for f in 0..28 {
+        for (f, &feature) in socialctx::Feature::ALL.iter().enumerate() {
             let (x, y) = (a.features[slot * 28 + f], b.features[slot * 28 + f]);
             assert_eq!(
-                s.normalize(f, x).to_bits(),
+                s.normalize(feature, x).to_bits(),
                 y.to_bits(),
                 "slot {slot} feature {f}"
             );
