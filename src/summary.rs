@@ -174,6 +174,11 @@ pub fn plan_summary(plan: &crate::Plan, plan_file: &Path) -> String {
         plan.len(),
         plan.id()
     );
+    s += if plan.pins_files() {
+        "files      pinned (partitions refuse a thread with files added, removed or edited during their read)\n"
+    } else {
+        "files      read as they are by each partition (--pin-files to refuse changes)\n"
+    };
     // What the walk skipped, which the merged cache's report will list: a
     // plan that silently dropped threads looked like a smaller corpus.
     let skipped = plan.skipped();

@@ -148,8 +148,13 @@ def plan(
     workers: int | None = None,
     strict: bool = False,
     extended: bool = True,
+    pin_files: bool = False,
 ) -> PlanSummary:
-    """Walks ``corpus`` once and writes the plan of a partitioned build."""
+    """Walks ``corpus`` once and writes the plan of a partitioned build: a listing of
+    its thread folders; each partition reads its threads' files as they are.
+    ``pin_files=True`` also lists every tweet folder (partitions balanced by file
+    count), and each partition refuses a thread of its own with files added or
+    removed since the plan or edited during its read."""
 
 def build_partition(
     corpus: _Path,

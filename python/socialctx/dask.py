@@ -42,6 +42,7 @@ def build(
     strict: bool = False,
     extended: bool = True,
     threads_per_partition: int | None = None,
+    pin_files: bool = False,
 ) -> _socialctx.BuildSummary:
     """Builds the cache of ``corpus`` at ``cache_dir`` in ``partitions`` Dask tasks.
 
@@ -51,7 +52,9 @@ def build(
     successful merge). With ``client`` None, Dask's default scheduler runs the
     tasks. ``workers_per_partition`` worker threads build each partition
     (``threads_per_partition``, its former name, still works with a
-    ``DeprecationWarning``). Returns the merge's
+    ``DeprecationWarning``). ``pin_files=True`` makes each partition refuse a
+    thread with files added or removed since the plan, or edited during its
+    read (:func:`socialctx.plan`'s ``pin_files``). Returns the merge's
     :class:`~socialctx.BuildSummary` (with ``partitions`` and ``plan_id``).
     """
     if partitions < 1:
@@ -68,7 +71,7 @@ def build(
     work = Path(work_dir) if work_dir is not None else cache_dir.parent / f".{cache_dir.name}.parts"
     work.mkdir(parents=True, exist_ok=True)
     plan_file = work / "plan.json"
-    _socialctx.plan(corpus, plan_file, strict=strict, extended=extended)
+    _socialctx.plan(corpus, plan_file, strict=strict, extended=extended, pin_files=pin_files)
     remote_corpus = os.fspath(corpus_on_workers if corpus_on_workers is not None else corpus)
     parts = [work / f"part-{i:05}-of-{partitions:05}" for i in range(partitions)]
     tasks = [

@@ -218,11 +218,13 @@ pub(crate) fn build(
 }
 
 /// Walks `corpus` once and writes the plan of a partitioned build to
-/// `plan_file`; returns its `PlanSummary`.
+/// `plan_file`; returns its `PlanSummary`. `pin_files=True` also lists
+/// every thread's tweet folders, so that partitions refuse a thread with
+/// files added or removed since, or edited during their read.
 #[pyfunction]
 #[pyo3(
     signature = (corpus, plan_file, **options),
-    text_signature = "(corpus, plan_file, *, workers=None, strict=False, extended=True)"
+    text_signature = "(corpus, plan_file, *, workers=None, strict=False, extended=True, pin_files=False)"
 )]
 pub(crate) fn plan(
     py: Python<'_>,
@@ -232,9 +234,14 @@ pub(crate) fn plan(
 ) -> Result<PlanSummary> {
     let mut kw = Keywords::new("plan()", options);
     let opts = build_options(py, &mut kw, "plan()")?;
+    let pin_files: bool = kw.get("pin_files", false)?;
     kw.finish()?;
     let plan = py.detach(|| {
-        let plan = sc::Plan::create(&corpus, &opts)?;
+        let plan = if pin_files {
+            sc::Plan::create_pinned(&corpus, &opts)?
+        } else {
+            sc::Plan::create(&corpus, &opts)?
+        };
         plan.save(&plan_file)?;
         Ok::<_, sc::BuildError>(plan)
     })?;

@@ -140,6 +140,11 @@ fn name_of(path: Option<&Path>) -> String {
 /// the walk thread (below the thread count), for per-thread scratch state.
 pub(crate) type Hook<'h, E> = &'h (dyn Fn(&ThreadDir, usize) -> E + Sync);
 
+/// A partition's walk (issue 47): for a directory's path relative to the
+/// root, the thread another partition reads there, taken as found without
+/// listing it (its own partition lists it and refuses what changed).
+pub(crate) type Skip<'h> = &'h (dyn Fn(&str) -> Option<ThreadDir> + Sync);
+
 /// One walk's shared results.
 struct Walk<'a, 'h, E> {
     root: &'a Path,
@@ -147,6 +152,7 @@ struct Walk<'a, 'h, E> {
     found: Mutex<Vec<(ThreadDir, E)>>,
     bad: Mutex<Vec<BadInput>>,
     hook: Hook<'h, E>,
+    skip: Option<Skip<'h>>,
 }
 
 impl<E> Walk<'_, '_, E> {
@@ -165,6 +171,19 @@ impl<E> Walk<'_, '_, E> {
     fn visit(&self, parent: Option<&Dir>, dir: &Path, subdirs: &mut Vec<Pending>) {
         use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, statat};
         use std::os::unix::ffi::OsStrExt;
+        let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
+        if thread_name
+            && let Some(skip) = self.skip
+            && let Some(td) = skip(&relative(self.root, dir))
+        {
+            let worker = rayon::current_thread_index().unwrap_or(0);
+            let e = (self.hook)(&td, worker);
+            self.found
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((td, e));
+            return;
+        }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let opened = match (parent.and_then(|p| p.fd().ok()), dir.file_name()) {
             (Some(parent), Some(name)) => openat(parent, name, flags, Mode::empty()),
@@ -177,7 +196,6 @@ impl<E> Walk<'_, '_, E> {
                 return self.report(dir, format!("cannot list directory: {e}"));
             }
         };
-        let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
         // Per layout (in `LAYOUTS` order), the entries found.
         let mut entries = [0u16; MAX_LAYOUTS];
         let mut children: Vec<PathBuf> = Vec::new();
@@ -454,6 +472,17 @@ pub(crate) fn discover_with<E: Send>(
     threads: usize,
     hook: Hook<'_, E>,
 ) -> Result<(Discovery, Vec<E>)> {
+    discover_skipping(root, threads, hook, None)
+}
+
+/// [`discover_with`], taking the threads `skip` names as found without
+/// listing their folders (nor walking below them).
+pub(crate) fn discover_skipping<E: Send>(
+    root: &Path,
+    threads: usize,
+    hook: Hook<'_, E>,
+    skip: Option<Skip<'_>>,
+) -> Result<(Discovery, Vec<E>)> {
     // `build` has checked that `root` is a directory before taking the lock;
     // if it vanished since, the walk reports it like any unreadable directory.
     let walk = Walk {
@@ -461,6 +490,7 @@ pub(crate) fn discover_with<E: Send>(
         found: Mutex::default(),
         bad: Mutex::default(),
         hook,
+        skip,
     };
     // A pool that will not start (memory or process limits) means a serial
     // walk, never rayon's global pool, which panics when it cannot start.

@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use super::discover::{Discovery, ThreadDir, discover_with};
+use super::discover::{Discovery, Skip, ThreadDir, discover_skipping};
 use super::features::labels::Annotation;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
@@ -156,14 +156,16 @@ pub(crate) fn discover_indexed_with<P: Send>(
     max_file_bytes: u64,
     index: bool,
     pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
+    skip: Option<Skip<'_>>,
 ) -> Result<(Discovery, Option<RumourIndex>, Vec<(P, Option<(u64, i64)>)>), BuildError> {
     if !index {
-        let (found, pres) = discover_with(root, threads, &|td: &ThreadDir, w| (pre(td, w), None))?;
+        let hook = |td: &ThreadDir, w| (pre(td, w), None);
+        let (found, pres) = discover_skipping(root, threads, &hook, skip)?;
         return Ok((found, None, pres));
     }
     let readers = EntryReaders::new(threads, max_file_bytes);
     let hook = |td: &ThreadDir, worker: usize| (pre(td, worker), readers.entry(td, worker));
-    let (found, values) = discover_with(root, threads, &hook)?;
+    let (found, values) = discover_skipping(root, threads, &hook, skip)?;
     let mut index = RumourIndex::default();
     for (author, at) in values.iter().filter_map(|(_, e)| *e) {
         index.add(author, at);

@@ -146,17 +146,19 @@ impl<'a> BuildJob<'a> {
                 let mut started = Started::new(&self.corpus, &self.output, opts)?;
                 started.progress = self.progress;
                 let range = plan.partition_range(index, count);
+                let pin_files = plan.pins_files();
                 // One walk: the corpus's listing must still be the one
                 // planned (a thread added, gone or moved since would give a
-                // cache of neither corpus), no tweet read or `stat`; and
-                // each of this partition's own threads, as the walk finds
-                // it, is pinned before any is read, its rumour entry read
-                // after the pin (see `Plan::verify_own`).
+                // cache of neither corpus), no tweet read or `stat`, other
+                // partitions' thread folders not listed (`Others`); and each
+                // of this partition's own threads, as the walk finds it, has
+                // its rumour entry read and (plans that pin files) is pinned
+                // before any is read (see `Plan::verify_own`).
                 let readers = EntryReaders::new(started.workers, started.opts.max_file_bytes);
                 let extended = started.opts.extended;
                 let own = |td: &ThreadDir, worker: usize| {
                     let at = plan.position_in(range.clone(), &td.rel)?;
-                    let p = pin(td);
+                    let p = pin_files.then(|| pin(td));
                     let rumour = if extended {
                         readers.entry(td, worker)
                     } else {
@@ -164,20 +166,24 @@ impl<'a> BuildJob<'a> {
                     };
                     Some((at, p, rumour))
                 };
+                let others = plan.others(range.clone(), &self.corpus);
+                let skip = |rel: &str| others.skip(rel);
                 let (found, found_bad, _, values) = discover_checked_with(
                     &self.corpus,
                     started.workers,
                     &started.opts,
                     false,
                     &own,
+                    Some(&skip),
                 )?;
                 drop(readers);
                 let stale = |changed| BuildError::PlanStale {
                     corpus: self.corpus.clone(),
                     changed,
                 };
-                plan.verify_listing(&found, &found_bad).map_err(stale)?;
-                drop(found);
+                plan.verify_listing(&found, &found_bad, &others)
+                    .map_err(stale)?;
+                drop((found, others));
                 // The listing is the plan's: each own thread was found once.
                 let mut before: Vec<Option<Own>> = vec![None; range.len()];
                 for (at, p, rumour) in values.into_iter().filter_map(|(v, _)| v) {
@@ -191,18 +197,21 @@ impl<'a> BuildJob<'a> {
                     )]));
                 }
                 plan.verify_own(range.clone(), &before).map_err(stale)?;
-                let before: Vec<Pin> = before.into_iter().map(|(p, _)| p).collect();
+                let before: Option<Vec<Pin>> = before.into_iter().map(|(p, _)| p).collect();
                 let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
                 info.inputs = plan.inputs();
                 started.writer.set_partition(info);
                 let workers = started.workers;
-                // Its own threads pinned again after they were read and
-                // before anything is published: an edit during this read
-                // is refused.
-                let mut check = |_: &str, _: &Path, _: &[Vec<u64>], _: &[Vec<BadInput>]| {
-                    plan.verify_read(range.clone(), &before, &pins(&list, workers))
-                        .map_err(stale)
-                };
+                // Plans that pin files: its own threads pinned again after
+                // they were read and before anything is published, an edit
+                // during this read refused.
+                let mut check =
+                    |_: &str, _: &Path, _: &[Vec<u64>], _: &[Vec<BadInput>]| match &before {
+                        Some(before) => plan
+                            .verify_read(range.clone(), before, &pins(&list, workers))
+                            .map_err(stale),
+                        None => Ok(()),
+                    };
                 started.execute(Supply {
                     list: &list,
                     index: rumours.as_ref(),

@@ -315,7 +315,7 @@ pub(crate) fn discover_checked(
     opts: &BuildOptions,
     index: bool,
 ) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>)> {
-    discover_checked_with(corpus, threads, opts, index, &|_, _| ())
+    discover_checked_with(corpus, threads, opts, index, &|_, _| (), None)
         .map(|(list, report, index, _)| (list, report, index))
 }
 
@@ -329,6 +329,7 @@ pub(crate) fn discover_checked_with<P: Send>(
     opts: &BuildOptions,
     index: bool,
     pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
+    skip: Option<discover::Skip<'_>>,
 ) -> Result<(
     Vec<ThreadDir>,
     Vec<BadInput>,
@@ -336,7 +337,7 @@ pub(crate) fn discover_checked_with<P: Send>(
     Vec<(P, Option<(u64, i64)>)>,
 )> {
     let (found, index, pres) =
-        extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre)?;
+        extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre, skip)?;
     let mut report = found.bad;
     report.sort();
     if opts.strict

@@ -1,6 +1,7 @@
-//! What plans and partitions look at of a thread's files (issue 47).
+//! What plans that pin files (`Plan::create_pinned`) and their partitions
+//! look at of a thread's files (issue 47).
 //!
-//! A plan takes each thread's [`Listing`]: the names in its tweet folders
+//! Such a plan takes each thread's [`Listing`]: the names in its tweet folders
 //! (hidden names aside, as the workers skip them) hashed with its folders,
 //! side files and layout, and their count (which balances partitions): one
 //! `getdents` per folder, no file `stat`ted or read. A partition takes a

@@ -6,41 +6,44 @@
 //! The plan holds what features need across threads: the sorted thread list
 //! (paths relative to the corpus root), what discovery reported, and the
 //! corpus-wide rumour-source index behind `user_reliability`. Partition `i`
-//! of `n` is a contiguous source-id range, balanced by file count; it reads
-//! only its own threads' files. Each partition is an ordinary cache whose
-//! manifest says which part of which plan it is (a checksummed
-//! [`PartitionInfo`], written and published with the cache, so it cannot be
-//! left over from an earlier build of the same directory).
+//! of `n` is a contiguous source-id range; it lists and reads only its own
+//! threads. Each partition is an ordinary cache whose manifest says which
+//! part of which plan it is (a checksummed [`PartitionInfo`], written and
+//! published with the cache, so it cannot be left over from an earlier
+//! build of the same directory).
 //!
-//! A plan is a listing walk (issue 47: it `stat`ted every file, which
-//! kept a scale-out slower than one build): per thread the names in its
-//! tweet folders (a [`Listing`](super::pin::Listing) digest: names, folders,
-//! side files, layout; no file `stat`ted) and their count, which balances
-//! partitions; for extended builds each thread's share of the rumour index
-//! (its source's author and time, if it is a rumour source); the thread
-//! list and the discovery report.
+//! A plan is a listing walk down to the thread folders (issue 47: a plan
+//! that `stat`ted every file, and partitions that walked the whole corpus
+//! again, kept a scale-out slower than one build): the thread list, the
+//! discovery report, and for extended builds each thread's share of the
+//! rumour index (its source's author and time, if it is a rumour source).
+//! Partitions are balanced by thread count. A plan made with
+//! [`Plan::create_pinned`] also lists every thread's tweet folders (a
+//! [`Listing`](super::pin::Listing) digest of the names and their count,
+//! which balances partitions by file count; no file `stat`ted).
 //!
-//! A partition checks the listing everywhere and the files only where it
-//! reads. Its walk of the corpus (no other partition's tweet read or
-//! `stat`) refuses a thread
-//! added, gone or moved, or another discovery report; inside that walk it
-//! pins each of its own threads (listing and the `stat` of every file)
-//! before reading any, refusing one whose files were added or removed
-//! since the plan, or whose rumour-index entry (read then, from the source
-//! as it is) is not the plan's; after reading them, before publishing, it
-//! pins them again and refuses any that changed during its read (an
-//! in-place edit that put the mtime back included), naming the paths.
+//! A partition's walk lists every folder that is not another partition's
+//! planned thread ([`Others`]): a thread added, gone or moved, or a
+//! discovery report outside the threads, is refused by every partition.
+//! Its own threads it lists as a build does: one whose folders or reports
+//! changed, or whose rumour-index entry (read then, from the source as it
+//! is) is not the plan's, is refused by it, naming the paths. With a plan
+//! that pins files it also pins each of its threads (listing and the
+//! `stat` of every file) before reading any, refusing one whose files were
+//! added or removed since the plan, and again after reading them, before
+//! publishing, refusing any that changed during its read (an in-place edit
+//! that put the mtime back included).
 //!
-//! A content edit (the same names) between the plan and a partition is
-//! read as it is when the partition reads it: every thread is read by
-//! exactly one partition, between its two pins, and what crosses threads
-//! (the thread list, the discovery report, the rumour index) is checked by
-//! every partition (the list and report) or thread by thread by the one
-//! that reads it (the index). So a merged cache is exactly a single build
-//! of the corpus as its partitions read it (a thread edited after its own
-//! partition ran is read as it was then), never a mix of two states of a
-//! thread or an index that disagrees with the sources read; or there is
-//! none.
+//! A content edit between the plan and a partition (and, unless the plan
+//! pins files, a file added or removed) is read as it is when the
+//! partition reads it: every thread is read by exactly one partition, and
+//! what crosses threads (the thread list, the discovery report, the rumour
+//! index) is checked by every partition (the list and what is reported
+//! outside threads) or by the one that reads the thread (the index, what
+//! is reported inside it). So a merged cache is exactly a single build of
+//! the corpus as its partitions read it (a thread edited after its own
+//! partition ran is read as it was then), never an index that disagrees
+//! with the sources read; or there is none.
 
 use std::fs;
 use std::path::Path;
@@ -66,8 +69,9 @@ const PLAN_FORMAT: &str = "socialctx-plan";
 /// or change time): a version-3 plan would read as every thread changed;
 /// 5: a listing per thread (names, no `stat`) and each thread's rumour
 /// entry instead of fingerprints and one index: an older plan is refused,
-/// naming its version.
-const PLAN_VERSION: u32 = 5;
+/// naming its version; 6: listings only in plans that pin files
+/// (`pin_files`), the others a listing of thread folders.
+const PLAN_VERSION: u32 = 6;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,10 +85,14 @@ struct PlanThread {
     /// and writes as it did before layouts had a seam).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<StoredLayout>,
-    /// Files in its tweet folders, for balancing partitions.
+    /// Files in its tweet folders, for balancing partitions (plans that
+    /// pin files; 0 in the others, which balance by thread count).
+    #[serde(default, skip_serializing_if = "is_zero")]
     files: u64,
     /// Its listing's digest ([`Listing`](super::pin::Listing)), 16 hex
-    /// digits: the names of its files, not their metadata.
+    /// digits: the names of its files, not their metadata (plans that pin
+    /// files; empty in the others).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     listing: String,
     /// Its share of the rumour index (extended plans): its source tweet's
     /// author key and time, if the thread is a rumour source.
@@ -104,6 +112,9 @@ pub struct Plan {
     max_file_bytes: u64,
     shard_bytes: u64,
     extended: bool,
+    /// Whether its partitions pin their threads' files
+    /// ([`create_pinned`](Plan::create_pinned)).
+    pin_files: bool,
     threads: Vec<PlanThread>,
     bad: Vec<BadInput>,
     /// The definition digest of the library that made the plan (empty in
@@ -121,8 +132,12 @@ pub struct Plan {
 }
 
 /// What a partition finds of one of its own threads before reading it: its
-/// pin and (extended plans) its rumour entry.
-pub(super) type Own = (Pin, Option<(u64, i64)>);
+/// pin (plans that pin files) and (extended plans) its rumour entry.
+pub(super) type Own = (Option<Pin>, Option<(u64, i64)>);
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// An `InvalidData` error about the plan file `path`.
 fn invalid(path: &Path, why: String) -> BuildError {
@@ -134,17 +149,36 @@ fn invalid(path: &Path, why: String) -> BuildError {
 
 impl Plan {
     /// Walks `corpus` and plans a build with `opts` (the same walk, checks
-    /// and rumour index as [`build`](crate::build)).
+    /// and rumour index as [`build`](crate::build)): a listing of the
+    /// thread folders, none of their tweet folders listed. Partitions are
+    /// balanced by thread count; each reads its threads as they are when it
+    /// reads them, and refuses a corpus whose threads (added, gone, moved),
+    /// discovery report or rumour sources are not the plan's.
     pub fn create(corpus: impl AsRef<Path>, opts: &BuildOptions) -> Result<Plan> {
-        let corpus = corpus.as_ref();
+        Plan::create_with(corpus.as_ref(), opts, false)
+    }
+
+    /// [`create`](Plan::create), also listing every thread's tweet folders:
+    /// partitions are balanced by file count, and each refuses a thread of
+    /// its own whose files were added or removed since the plan, or that
+    /// changed while it read it (its files `stat`ted before and after its
+    /// read; an in-place edit that put the mtime back too). Costs a listing
+    /// of every tweet folder in the plan and two `stat`s of every file in
+    /// each partition (benches/README.md).
+    pub fn create_pinned(corpus: impl AsRef<Path>, opts: &BuildOptions) -> Result<Plan> {
+        Plan::create_with(corpus.as_ref(), opts, true)
+    }
+
+    fn create_with(corpus: &Path, opts: &BuildOptions, pin_files: bool) -> Result<Plan> {
         if !corpus.is_dir() {
             return Err(BuildError::CorpusMissing(corpus.to_path_buf()));
         }
         let threads = super::threads_that_fit(opts.threads.max(1));
-        // One walk: each thread's listing and (extended) rumour entry taken
-        // as it is found.
+        // One walk: each thread's listing (plans that pin files) and
+        // (extended) rumour entry taken as it is found.
+        let look = |td: &ThreadDir, _| pin_files.then(|| listing(td));
         let (list, bad, _, found) =
-            discover_checked_with(corpus, threads, opts, opts.extended, &|td, _| listing(td))?;
+            discover_checked_with(corpus, threads, opts, opts.extended, &look, None)?;
         let threads = list
             .iter()
             .zip(found)
@@ -155,8 +189,8 @@ impl Plan {
                 event: td.event.clone(),
                 entries: td.entries,
                 layout: StoredLayout::of(td),
-                files: l.files,
-                listing: format!("{:016x}", l.digest),
+                files: l.map_or(0, |l| l.files),
+                listing: l.map_or_else(String::new, |l| format!("{:016x}", l.digest)),
                 rumour,
             })
             .collect();
@@ -167,6 +201,7 @@ impl Plan {
             max_file_bytes: opts.max_file_bytes,
             shard_bytes: opts.shard_bytes as u64,
             extended: opts.extended,
+            pin_files,
             threads,
             bad,
             definition: crate::definition::definition().to_owned(),
@@ -255,6 +290,18 @@ impl Plan {
                 ));
             }
             layout_index(t.layout.as_ref()).map_err(|why| format!("thread {:?}: {why}", t.rel))?;
+            if t.listing.is_empty() == self.pin_files {
+                return Err(format!(
+                    "thread {:?} {} a listing in a plan that {} files",
+                    t.rel,
+                    if self.pin_files { "lacks" } else { "has" },
+                    if self.pin_files {
+                        "pins"
+                    } else {
+                        "does not pin"
+                    }
+                ));
+            }
             if t.rumour.is_some() && !self.extended {
                 return Err(format!(
                     "thread {:?} has a rumour entry in a plan without the extended features",
@@ -263,6 +310,12 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// Whether its partitions pin their threads' files
+    /// ([`create_pinned`](Plan::create_pinned)).
+    pub fn pins_files(&self) -> bool {
+        self.pin_files
     }
 
     /// The definition digest of the library that made the plan.
@@ -307,8 +360,8 @@ impl Plan {
     }
 
     /// The thread range of partition `index` of `count`: contiguous, in
-    /// source-id order, cut where the cumulative file count passes
-    /// `k / count` of the total.
+    /// source-id order, cut where the cumulative file count (thread count,
+    /// in plans that do not pin files) passes `k / count` of the total.
     pub fn partition_range(&self, index: usize, count: usize) -> std::ops::Range<usize> {
         let total: u64 = self.threads.iter().map(|t| t.files.max(1)).sum();
         let cut = |k: usize| -> usize {
@@ -382,6 +435,7 @@ impl Plan {
         &self,
         list: &[ThreadDir],
         bad: &[BadInput],
+        others: &Others<'_>,
     ) -> std::result::Result<(), Vec<String>> {
         let mut changed = Vec::new();
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
@@ -406,8 +460,15 @@ impl Plan {
         for rel in found.keys().filter(|r| !planned.contains(*r)) {
             changed.push(format!("{rel} (new)"));
         }
-        if bad != self.bad.as_slice() {
-            let was: std::collections::BTreeSet<_> = self.bad.iter().collect();
+        // What was reported inside the threads this walk did not list is
+        // their own partitions' to compare.
+        let planned_bad: Vec<&BadInput> = self
+            .bad
+            .iter()
+            .filter(|b| !others.covers(&b.path))
+            .collect();
+        if !bad.iter().eq(planned_bad.iter().copied()) {
+            let was: std::collections::BTreeSet<_> = planned_bad.into_iter().collect();
             let now: std::collections::BTreeSet<_> = bad.iter().collect();
             for b in was.symmetric_difference(&now) {
                 changed.push(format!("{} (reported: {})", b.path, b.reason));
@@ -434,7 +495,9 @@ impl Plan {
     ) -> std::result::Result<(), Vec<String>> {
         let mut changed = Vec::new();
         for (t, (p, rumour)) in self.threads[range].iter().zip(found) {
-            if format!("{:016x}", p.listing.digest) != t.listing {
+            if let Some(p) = p
+                && format!("{:016x}", p.listing.digest) != t.listing
+            {
                 changed.push(format!("{} (files added or removed)", t.rel));
             } else if self.extended && *rumour != t.rumour {
                 changed.push(format!(
@@ -471,6 +534,41 @@ impl Plan {
         } else {
             Err(changed)
         }
+    }
+
+    /// The threads partition `range`'s walk takes as found without listing
+    /// them (see [`Others`]).
+    pub(super) fn others<'p>(
+        &'p self,
+        range: std::ops::Range<usize>,
+        corpus: &'p Path,
+    ) -> Others<'p> {
+        // A thread with a planned thread below it is listed (the walk goes
+        // on below it): rare, and found from the ids in the paths.
+        let mut nested = vec![false; self.threads.len()];
+        for t in &self.threads {
+            let mut at = 0;
+            while let Some(slash) = t.rel[at..].find('/') {
+                let prefix = &t.rel[..at + slash];
+                at += slash + 1;
+                if let Some(j) = self.by_rel(prefix) {
+                    nested[j] = true;
+                }
+            }
+        }
+        Others {
+            plan: self,
+            range,
+            corpus,
+            nested,
+        }
+    }
+
+    /// The index of the planned thread whose path is `rel`.
+    fn by_rel(&self, rel: &str) -> Option<usize> {
+        let id: u64 = Path::new(rel).file_name()?.to_str()?.parse().ok()?;
+        let at = self.threads.partition_point(|t| t.source_id < id);
+        (self.threads.get(at)?.rel == rel).then_some(at)
     }
 
     /// The index of partition `range`'s thread whose path is `rel`.
@@ -547,6 +645,60 @@ impl Plan {
             idx
         });
         (list, index, info)
+    }
+}
+
+/// The planned threads of other partitions that a partition's walk takes
+/// as found without listing their folders (issue 47: listing every thread
+/// of the corpus in every partition was a tenth of a build). What changed
+/// in one of them (gone, its folders, files added, what discovery reports
+/// inside it) is refused by the partition that reads it; a folder that is
+/// no planned thread is still listed by every partition, so a thread added
+/// anywhere is refused by all.
+pub(super) struct Others<'p> {
+    plan: &'p Plan,
+    range: std::ops::Range<usize>,
+    corpus: &'p Path,
+    /// Per planned thread: another planned thread lies below it.
+    nested: Vec<bool>,
+}
+
+impl Others<'_> {
+    /// The thread at `rel`, as planned, if another partition lists it.
+    pub(super) fn skip(&self, rel: &str) -> Option<ThreadDir> {
+        let at = self.plan.by_rel(rel)?;
+        if self.range.contains(&at) || self.nested[at] {
+            return None;
+        }
+        let t = &self.plan.threads[at];
+        Some(ThreadDir {
+            source_id: t.source_id,
+            path: self.corpus.join(&t.rel),
+            rel: t.rel.clone(),
+            label: t.label.clone(),
+            event: t.event.clone(),
+            entries: t.entries,
+            layout: layout_index(t.layout.as_ref()).unwrap_or_default(),
+        })
+    }
+
+    /// Whether `path` (relative to the corpus) is a thread `skip` takes or
+    /// lies inside one.
+    pub(super) fn covers(&self, path: &str) -> bool {
+        let mut end = path.len();
+        loop {
+            let prefix = &path[..end];
+            if let Some(at) = self.plan.by_rel(prefix)
+                && !self.range.contains(&at)
+                && !self.nested[at]
+            {
+                return true;
+            }
+            match prefix.rfind('/') {
+                Some(slash) => end = slash,
+                None => return false,
+            }
+        }
     }
 }
 

@@ -392,16 +392,19 @@ fn symlinked_corpus_folders_are_reported_and_counted() {
 
 /// A partition built on a byte-identical copy of the corpus (`cp -a`:
 /// other inode numbers and change times, as node-local scratch has) was
-/// refused with "files changed"; it is accepted, and a real change of the
-/// copy's listing (a file added) is still refused, naming the thread. (A
-/// content edit is read as it is since issue 47: the plan is a listing.)
+/// refused with "files changed"; it is accepted, and with a plan that pins
+/// files (`--pin-files`) a real change of the copy's listing (a file added)
+/// is still refused, naming the thread. (A content edit is read as it is
+/// since issue 47: the plan is a listing; without `--pin-files`, files
+/// added are too.)
 #[test]
 fn a_partition_on_a_copy_of_the_corpus_is_accepted_and_a_change_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let corpus = tmp.path().join("corpus");
     copy_tree(&sample(), &corpus);
     let plan = tmp.path().join("plan.json");
-    ok(plan_cmd(&corpus, &plan), "plan");
+    let mut pinned = plan_cmd_args(&corpus, &plan);
+    ok(pinned.arg("--pin-files").output().unwrap(), "plan");
     let copy = tmp.path().join("scratch");
     let cp = Command::new("cp")
         .arg("-a")
@@ -438,16 +441,32 @@ fn a_partition_on_a_copy_of_the_corpus_is_accepted_and_a_change_refused() {
         err.contains(&*thread) && err.contains("files added or removed"),
         "{err}"
     );
+    // A plan that does not pin files, made on the original: the copy with
+    // the file added is read as it is.
+    let loose = tmp.path().join("loose.json");
+    ok(plan_cmd(&corpus, &loose), "plan");
+    let o = example("precache")
+        .arg(&copy)
+        .arg(tmp.path().join("p2"))
+        .args(["-q", "--plan"])
+        .arg(&loose)
+        .args(["--partition", "0/1"])
+        .output()
+        .unwrap();
+    ok(o, "partition of a plan that does not pin files");
 }
 
 fn plan_cmd(corpus: &Path, plan: &Path) -> Output {
-    example("precache")
-        .arg(corpus)
+    plan_cmd_args(corpus, plan).output().unwrap()
+}
+
+fn plan_cmd_args(corpus: &Path, plan: &Path) -> Command {
+    let mut c = example("precache");
+    c.arg(corpus)
         .arg(plan.with_extension("unused"))
         .args(["-q", "--plan"])
-        .arg(plan)
-        .output()
-        .unwrap()
+        .arg(plan);
+    c
 }
 
 /// `dump --tokens | head -1` exited 1 with "error: writing output: Broken

@@ -134,7 +134,7 @@ fn partitions_of_a_corpus_changed_since_planning_are_refused() {
             rel(c, &to)
         }),
         // Its content is read as it is (issue 47): a file added is a
-        // listing change of its thread.
+        // listing change of its thread in a plan that pins files.
         ("a reply added", |c, _| {
             let t = thread_dirs(c).into_iter().last().unwrap();
             let f = tweet_files(&t).into_iter().last().unwrap();
@@ -142,11 +142,18 @@ fn partitions_of_a_corpus_changed_since_planning_are_refused() {
             rel(c, &t)
         }),
     ];
-    for (what, change) in changes {
+    for (what, change, pinned) in changes
+        .iter()
+        .flat_map(|(w, c)| [(*w, *c, false), (*w, *c, true)])
+    {
         let corpus = tmp.path().join("corpus");
         let _ = fs::remove_dir_all(&corpus);
         copy_tree(&base, &corpus);
-        let plan = Plan::create(&corpus, &opts()).unwrap();
+        let plan = if pinned {
+            Plan::create_pinned(&corpus, &opts()).unwrap()
+        } else {
+            Plan::create(&corpus, &opts()).unwrap()
+        };
         let changed = change(&corpus, &donor);
         let mut parts = Vec::new();
         for i in 0..3 {
@@ -179,16 +186,14 @@ fn partitions_of_a_corpus_changed_since_planning_are_refused() {
         // added or a rumour source edited refuses): either way no full set
         // to merge (before issue 35's fix: rc 0, user_reliability of the
         // old index).
+        // A reply added to a plan that does not pin files is read as it is.
         let listing = !what.contains("edited") && !what.contains("reply added");
-        assert!(
-            if listing {
-                parts.is_empty()
-            } else {
-                parts.len() == 2
-            },
-            "{what}: {} partitions built",
-            parts.len()
-        );
+        let built = match (listing, what.contains("reply added") && !pinned) {
+            (_, true) => 3,
+            (true, _) => 0,
+            (false, _) => 2,
+        };
+        assert_eq!(parts.len(), built, "{what} (pinned: {pinned})");
     }
 
     // A plan of corpus A used on corpus B.
@@ -263,6 +268,14 @@ enum Change {
     Move {
         thread: usize,
     },
+    /// A reply copied in under a new name.
+    AddReply {
+        thread: usize,
+    },
+    /// Its reactions folder removed (a change discovery sees).
+    Empty {
+        thread: usize,
+    },
     /// The mtime set to another time, the bytes unchanged.
     Touch {
         thread: usize,
@@ -282,6 +295,8 @@ fn change() -> impl Strategy<Value = Change> {
         any::<usize>().prop_map(|thread| Change::Delete { thread }),
         any::<usize>().prop_map(|thread| Change::Move { thread }),
         (any::<usize>(), any::<usize>()).prop_map(|(thread, file)| Change::Touch { thread, file }),
+        any::<usize>().prop_map(|thread| Change::AddReply { thread }),
+        any::<usize>().prop_map(|thread| Change::Empty { thread }),
         Just(Change::Upgrade),
     ]
 }
@@ -351,6 +366,18 @@ fn apply(c: &Change, corpus: &Path, donor: &Path) {
             fs::create_dir_all(to.parent().unwrap()).unwrap();
             fs::rename(&t, &to).unwrap();
         }
+        Change::AddReply { thread } => {
+            let t = pick(thread);
+            let f = tweet_files(&t).pop().unwrap();
+            let to = t.join("reactions").join("1.json");
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            if !to.exists() {
+                fs::copy(&f, &to).unwrap();
+            }
+        }
+        Change::Empty { thread } => {
+            let _ = fs::remove_dir_all(pick(thread).join("reactions"));
+        }
         // The runner's own (`upgrade`): nothing in the corpus changes.
         Change::Upgrade => {}
         Change::Touch { thread, file } => {
@@ -396,7 +423,7 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config {
-        cases: 24,
+        cases: 32,
         failure_persistence: None,
         ..Config::default()
     };
@@ -410,103 +437,112 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
         1usize..4,
         // An upgrade between the partition builds and the merge.
         proptest::bool::weighted(0.2),
+        // A plan that pins files, or one that does not.
+        proptest::bool::ANY,
     );
     let (refused, merged) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
-    let result = runner.run(&strategy, |(before, between, n, upgrade_before_merge)| {
-        let corpus = tmp.path().join("corpus");
-        let _ = fs::remove_dir_all(&corpus);
-        copy_tree(&base, &corpus);
-        let mut plan = Plan::create(&corpus, &opts()).unwrap();
-        let mut parts = Vec::new();
-        // Whether the plan or a partition is of another definition: then
-        // nothing may merge (the values would be equal here, as the
-        // simulation edits only the digest, so the bytes cannot tell).
-        let has_upgrade = |v: &[Change]| v.iter().any(|c| matches!(c, Change::Upgrade));
-        let upgraded =
-            upgrade_before_merge || has_upgrade(&before) || (n > 1 && has_upgrade(&between));
-        for c in &before {
-            apply(c, &corpus, &donor);
-            if let Change::Upgrade = c {
+    let result = runner.run(
+        &strategy,
+        |(before, between, n, upgrade_before_merge, pin)| {
+            let corpus = tmp.path().join("corpus");
+            let _ = fs::remove_dir_all(&corpus);
+            copy_tree(&base, &corpus);
+            let mut plan = if pin {
+                Plan::create_pinned(&corpus, &opts()).unwrap()
+            } else {
+                Plan::create(&corpus, &opts()).unwrap()
+            };
+            let mut parts = Vec::new();
+            // Whether the plan or a partition is of another definition: then
+            // nothing may merge (the values would be equal here, as the
+            // simulation edits only the digest, so the bytes cannot tell).
+            let has_upgrade = |v: &[Change]| v.iter().any(|c| matches!(c, Change::Upgrade));
+            let upgraded =
+                upgrade_before_merge || has_upgrade(&before) || (n > 1 && has_upgrade(&between));
+            for c in &before {
+                apply(c, &corpus, &donor);
+                if let Change::Upgrade = c {
+                    upgrade(&mut plan, &parts);
+                }
+            }
+            let mut stale = false;
+            // The corpus as each partition found it.
+            let mut seen: Vec<PathBuf> = Vec::new();
+            for i in 0..n {
+                if i == 1 {
+                    for c in &between {
+                        apply(c, &corpus, &donor);
+                        if let Change::Upgrade = c {
+                            upgrade(&mut plan, &parts);
+                        }
+                    }
+                }
+                let copy = tmp.path().join(format!("seen-{i}"));
+                let _ = fs::remove_dir_all(&copy);
+                copy_tree(&corpus, &copy);
+                seen.push(copy);
+                let out = tmp.path().join(format!("part-{i}"));
+                let _ = fs::remove_dir_all(&out);
+                match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
+                    Ok(_) => parts.push(out),
+                    Err(BuildError::PlanStale { .. } | BuildError::DefinitionChanged { .. }) => {
+                        stale = true
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("partition {i}: {e}"))),
+                }
+            }
+            let out = tmp.path().join("merged");
+            let _ = fs::remove_dir_all(&out);
+            if stale {
+                refused.set(refused.get() + 1);
+                return Ok(());
+            }
+            if upgrade_before_merge {
                 upgrade(&mut plan, &parts);
             }
-        }
-        let mut stale = false;
-        // The corpus as each partition found it.
-        let mut seen: Vec<PathBuf> = Vec::new();
-        for i in 0..n {
-            if i == 1 {
-                for c in &between {
-                    apply(c, &corpus, &donor);
-                    if let Change::Upgrade = c {
-                        upgrade(&mut plan, &parts);
+            match merge(&out, &parts) {
+                Err(BuildError::BadPartition { .. }) => {
+                    refused.set(refused.get() + 1);
+                    Ok(())
+                }
+                Err(e) => Err(TestCaseError::fail(format!("merge: {e}"))),
+                Ok(_) => {
+                    prop_assert!(!upgraded, "artifacts of another definition merged");
+                    // Every partition found the planned listing: the same
+                    // threads in each copy, in source-id order; partition i's
+                    // threads from copy i.
+                    let model = tmp.path().join("model");
+                    let _ = fs::remove_dir_all(&model);
+                    copy_tree(&seen[n - 1], &model);
+                    for (i, copy) in seen.iter().enumerate() {
+                        let threads = in_plan_order(copy);
+                        for t in &threads[plan.partition_range(i, n)] {
+                            let to = model.join(t.strip_prefix(copy).unwrap());
+                            fs::remove_dir_all(&to).unwrap();
+                            copy_tree(t, &to);
+                        }
                     }
+                    let single = tmp.path().join("single");
+                    let _ = fs::remove_dir_all(&single);
+                    build(&model, &single, &opts(), &NoProgress).unwrap();
+                    let (m, f) = (files(&out), files(&single));
+                    let names = |x: &BTreeMap<String, Vec<u8>>| {
+                        x.iter()
+                            .map(|(n, b)| format!("{n} ({} bytes)", b.len()))
+                            .collect::<Vec<_>>()
+                    };
+                    prop_assert!(
+                        m == f,
+                        "merged {:?} != a full build of the corpus as read {:?}",
+                        names(&m),
+                        names(&f)
+                    );
+                    merged.set(merged.get() + 1);
+                    Ok(())
                 }
             }
-            let copy = tmp.path().join(format!("seen-{i}"));
-            let _ = fs::remove_dir_all(&copy);
-            copy_tree(&corpus, &copy);
-            seen.push(copy);
-            let out = tmp.path().join(format!("part-{i}"));
-            let _ = fs::remove_dir_all(&out);
-            match build_partition(&corpus, &plan, (i, n), &out, 1, &NoProgress) {
-                Ok(_) => parts.push(out),
-                Err(BuildError::PlanStale { .. } | BuildError::DefinitionChanged { .. }) => {
-                    stale = true
-                }
-                Err(e) => return Err(TestCaseError::fail(format!("partition {i}: {e}"))),
-            }
-        }
-        let out = tmp.path().join("merged");
-        let _ = fs::remove_dir_all(&out);
-        if stale {
-            refused.set(refused.get() + 1);
-            return Ok(());
-        }
-        if upgrade_before_merge {
-            upgrade(&mut plan, &parts);
-        }
-        match merge(&out, &parts) {
-            Err(BuildError::BadPartition { .. }) => {
-                refused.set(refused.get() + 1);
-                Ok(())
-            }
-            Err(e) => Err(TestCaseError::fail(format!("merge: {e}"))),
-            Ok(_) => {
-                prop_assert!(!upgraded, "artifacts of another definition merged");
-                // Every partition found the planned listing: the same
-                // threads in each copy, in source-id order; partition i's
-                // threads from copy i.
-                let model = tmp.path().join("model");
-                let _ = fs::remove_dir_all(&model);
-                copy_tree(&seen[n - 1], &model);
-                for (i, copy) in seen.iter().enumerate() {
-                    let threads = in_plan_order(copy);
-                    for t in &threads[plan.partition_range(i, n)] {
-                        let to = model.join(t.strip_prefix(copy).unwrap());
-                        fs::remove_dir_all(&to).unwrap();
-                        copy_tree(t, &to);
-                    }
-                }
-                let single = tmp.path().join("single");
-                let _ = fs::remove_dir_all(&single);
-                build(&model, &single, &opts(), &NoProgress).unwrap();
-                let (m, f) = (files(&out), files(&single));
-                let names = |x: &BTreeMap<String, Vec<u8>>| {
-                    x.iter()
-                        .map(|(n, b)| format!("{n} ({} bytes)", b.len()))
-                        .collect::<Vec<_>>()
-                };
-                prop_assert!(
-                    m == f,
-                    "merged {:?} != a full build of the corpus as read {:?}",
-                    names(&m),
-                    names(&f)
-                );
-                merged.set(merged.get() + 1);
-                Ok(())
-            }
-        }
-    });
+        },
+    );
     if let Err(e) = result {
         panic!("seed {seed} (PLAN_PROPTEST_SEED={seed} to rerun): {e}");
     }

@@ -91,15 +91,15 @@ impl Progress for EditWhileReading<'_> {
     }
 }
 
-/// An edit made while a partition reads (its first and its last thread,
-/// so read before and after the edit) is refused and nothing published: a
-/// check before the read let it through, with the plan's rumour index and
-/// the new files in one cache.
+/// A plan that pins files: an edit made while a partition reads (its
+/// first and its last thread, so read before and after the edit) is
+/// refused and nothing published: a check before the read let it through,
+/// with the plan's rumour index and the new files in one cache.
 #[test]
 fn an_edit_during_a_partitions_read_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (corpus, _) = corpus(tmp.path());
-    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
     let all = in_plan_order(&corpus);
     let range = plan.partition_range(0, 2);
     let mut n = 0;
@@ -149,14 +149,14 @@ impl Progress for EditInPlaceWhileReading<'_> {
     }
 }
 
-/// The same-size edit with its mtime put back, made while a partition
-/// reads, is refused by the change time (the two pins are taken on one
+/// A plan that pins files: the same-size edit with its mtime put back,
+/// made while a partition reads, is refused by the change time (the two pins are taken on one
 /// machine: inode numbers and change times count), naming the thread.
 #[test]
 fn an_in_place_edit_with_the_mtime_put_back_during_a_read_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (corpus, _) = corpus(tmp.path());
-    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
     let all = in_plan_order(&corpus);
     let range = plan.partition_range(0, 2);
     for thread in [&all[range.start], &all[range.end - 1]] {
@@ -220,9 +220,11 @@ fn an_edit_after_its_partition_gives_the_planned_corpus_never_a_mix() {
     assert!(files(&again) != planned, "the edit is in the cache");
 }
 
-/// A thread added, removed, or moved between labels after the plan: every
-/// partition refuses (the listing is checked everywhere, not only where the
-/// thread would land), naming it.
+/// A thread added or removed after the plan: every partition refuses (the
+/// thread listing is checked everywhere, not only where the thread would
+/// land), naming it; a thread's tweet folder removed (its folders, which
+/// discovery sees): the partition that reads it refuses, the others do not
+/// list it (issue 47). With either kind of plan.
 #[test]
 fn listing_changes_are_refused_by_every_partition() {
     let tmp = tempfile::tempdir().unwrap();
@@ -254,35 +256,52 @@ fn listing_changes_are_refused_by_every_partition() {
         }),
     ];
     let mut refused = 0;
-    for (what, change) in changes {
-        let corpus = tmp.path().join(what);
-        copy_tree(&base, &corpus);
-        let plan = Plan::create(&corpus, &opts()).unwrap();
-        let named = change(&corpus);
-        for i in 0..3 {
-            let out = tmp.path().join(format!("{what}-{i}"));
-            match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
-                Err(BuildError::PlanStale { changed, .. }) => {
-                    assert!(
-                        changed.iter().any(|c| c.contains(&named)),
-                        "{what}: {changed:?}"
-                    );
-                    refused += 1;
+    for pinned in [false, true] {
+        for (what, change) in changes {
+            let corpus = tmp.path().join(format!("{what}-{pinned}"));
+            copy_tree(&base, &corpus);
+            let plan = if pinned {
+                Plan::create_pinned(&corpus, &opts()).unwrap()
+            } else {
+                Plan::create(&corpus, &opts()).unwrap()
+            };
+            let named = change(&corpus);
+            let owner = (0..3).find(|&i| {
+                plan.partition_range(i, 3).any(|k| {
+                    in_plan_order(&corpus)
+                        .get(k)
+                        .is_some_and(|t| t.ends_with(&named))
+                })
+            });
+            for i in 0..3 {
+                let out = tmp.path().join(format!("{what}-{pinned}-{i}"));
+                let built = build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress);
+                match built {
+                    Err(BuildError::PlanStale { changed, .. }) => {
+                        assert!(
+                            changed.iter().any(|c| c.contains(&named)),
+                            "{what}: {changed:?}"
+                        );
+                        refused += 1;
+                    }
+                    Ok(_) if what == "emptied" && owner != Some(i) => {}
+                    other => panic!("{what}: partition {i}: {:?}", other.map(|_| ())),
                 }
-                other => panic!("{what}: partition {i}: {:?}", other.map(|_| ())),
             }
         }
     }
-    assert_eq!(refused, 9);
+    assert_eq!(refused, 2 * 7);
 }
 
-/// Partitions of two plans of one corpus (made before and after an edit)
-/// do not merge, whichever partitions come from which plan.
+/// Partitions of two plans of one corpus (pinning files, made before and
+/// after a reply was added) do not merge, whichever partitions come from
+/// which plan.
 #[test]
 fn partitions_of_two_plans_do_not_merge() {
     let tmp = tempfile::tempdir().unwrap();
     let (corpus, _) = corpus(tmp.path());
-    let old = Plan::create(&corpus, &opts()).unwrap();
+    let old = Plan::create_pinned(&corpus, &opts()).unwrap();
+    let unpinned = Plan::create(&corpus, &opts()).unwrap();
     let build_all = |plan: &Plan, tag: &str| -> Vec<PathBuf> {
         (0..3)
             .map(|i| {
@@ -301,10 +320,16 @@ fn partitions_of_two_plans_do_not_merge() {
         .find(|t| t.join("reactions").is_dir())
         .unwrap();
     append(&replies(&last)[0]);
-    assert_eq!(Plan::create(&corpus, &opts()).unwrap().id(), old.id());
+    assert_eq!(
+        Plan::create_pinned(&corpus, &opts()).unwrap().id(),
+        old.id()
+    );
     fs::copy(&replies(&last)[1], last.join("reactions/1.json")).unwrap();
-    let new = Plan::create(&corpus, &opts()).unwrap();
+    let new = Plan::create_pinned(&corpus, &opts()).unwrap();
     assert_ne!(old.id(), new.id());
+    // A plan that does not pin files lists no tweet folder: the same plan.
+    assert_eq!(Plan::create(&corpus, &opts()).unwrap().id(), unpinned.id());
+    assert_ne!(unpinned.id(), old.id(), "the kinds of plan differ");
     let b = build_all(&new, "b");
     let mut refused = 0;
     for mask in 1..7u32 {
@@ -393,5 +418,120 @@ fn a_resealed_plan_with_an_edited_rumour_entry_is_refused_by_its_partition() {
             other => panic!("partition {i}: {:?}", other.map(|_| ())),
         }
         assert!(!out.exists(), "published");
+    }
+}
+
+/// A plan that does not pin files (the default): a reply added to a thread
+/// after the plan, and a reply edited, are read as they are by the
+/// thread's partition; the merge is the single build of the changed corpus.
+#[test]
+fn files_added_after_a_plan_that_does_not_pin_them_are_read_as_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, planned) = corpus(tmp.path());
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    assert!(!plan.pins_files());
+    let all = in_plan_order(&corpus);
+    for t in [&all[0], &all[all.len() / 2], &all[all.len() - 1]] {
+        let r = replies(t);
+        let last = r.last().unwrap();
+        fs::copy(last, last.with_file_name("1.json")).unwrap();
+        append(&r[0]);
+    }
+    let parts: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let out = tmp.path().join(format!("p{i}"));
+            build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
+            out
+        })
+        .collect();
+    let merged = tmp.path().join("merged");
+    merge(&merged, &parts).unwrap();
+    let single = tmp.path().join("changed");
+    build(&corpus, &single, &opts(), &NoProgress).unwrap();
+    assert!(
+        files(&merged) == files(&single),
+        "merged != the changed corpus"
+    );
+    assert!(files(&merged) != planned, "the changes are in the cache");
+}
+
+/// A partition does not list another partition's thread folders, except
+/// one with a planned thread below it: a thread nested in another
+/// partition's thread is found by its own partition (and by the others as
+/// planned), and the merge is the single build.
+#[test]
+fn a_thread_nested_in_another_partitions_thread_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus(tmp.path());
+    let all = in_plan_order(&corpus);
+    let (outer, inner) = (&all[0], &all[all.len() - 1]);
+    let nested = outer.join("more").join(inner.file_name().unwrap());
+    fs::create_dir_all(nested.parent().unwrap()).unwrap();
+    fs::rename(inner, &nested).unwrap();
+    let single = tmp.path().join("nested-single");
+    build(&corpus, &single, &opts(), &NoProgress).unwrap();
+    let c = socialctx::Cache::open(&single).unwrap();
+    assert_eq!(socialctx::ThreadSource::len(&c), all.len());
+    for plan in [
+        Plan::create(&corpus, &opts()).unwrap(),
+        Plan::create_pinned(&corpus, &opts()).unwrap(),
+    ] {
+        let parts: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let out = tmp.path().join(format!("n{i}"));
+                build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
+                out
+            })
+            .collect();
+        let merged = tmp.path().join("nested-merged");
+        merge(&merged, &parts).unwrap();
+        assert!(
+            files(&merged) == files(&single),
+            "merged != the single build"
+        );
+        fs::remove_dir_all(&merged).unwrap();
+    }
+}
+
+/// What discovery reports inside a thread's folder (here a folder named as
+/// a side file) is compared with the plan by the partition that reads the
+/// thread, which refuses when it changed; the others do not list it and
+/// build.
+#[test]
+fn a_report_inside_a_thread_is_compared_by_its_own_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (corpus, _) = corpus(tmp.path());
+    let all = in_plan_order(&corpus);
+    let t = &all[all.len() / 2];
+    let odd = t.join("annotation.json");
+    let _ = fs::remove_file(&odd);
+    fs::create_dir(&odd).unwrap();
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let rel = odd
+        .strip_prefix(&corpus)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(json.contains(&rel), "the plan reports {rel}: {json}");
+    let owner = (0..3)
+        .find(|&i| plan.partition_range(i, 3).contains(&(all.len() / 2)))
+        .unwrap();
+    // As planned: every partition builds.
+    for i in 0..3 {
+        let out = tmp.path().join(format!("a{i}"));
+        build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
+    }
+    fs::remove_dir(&odd).unwrap();
+    for i in 0..3 {
+        let out = tmp.path().join(format!("b{i}"));
+        match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
+            Ok(_) => assert_ne!(i, owner, "the owner built"),
+            Err(BuildError::PlanStale { changed, .. }) => {
+                assert_eq!(i, owner);
+                assert!(changed.iter().any(|c| c.contains(&rel)), "{changed:?}");
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
 }

@@ -87,18 +87,21 @@ pub(crate) enum Command {
         "Walk CORPUS once and write the plan of a partitioned build to PLAN_FILE (paths ",
         "relative to the corpus root). Then build its partitions anywhere the corpus is mounted ",
         "(`socialctx build-partition`) and join them (`socialctx merge`): byte for byte what ",
-        "one `socialctx build` writes. ",
+        "one `socialctx build` writes. The plan lists the thread folders (none of their tweet ",
+        "folders: partitions are balanced by thread count) unless --pin-files. ",
         exit_status!()
     ))]
     Plan(PlanArgs),
     /// Build one partition of a plan
     #[command(long_about = concat!(
         "Build partition I of N of PLAN_FILE into the cache directory OUT (I from 0; ",
-        "contiguous source-id ranges balanced by file count; reads no other partition's files). ",
-        "Content options come from the plan. The corpus's listing must be as planned: a thread ",
-        "added, gone or moved since is refused by every partition, a file added to or removed ",
-        "from a thread, or a rumour source changed, by its own, naming it; a file edited in ",
-        "place is read as it is, and one edited during the partition's read is refused. ",
+        "contiguous source-id ranges; lists and reads no other partition's threads). ",
+        "Content options come from the plan. The corpus's threads must be as planned: a thread ",
+        "added, gone or moved since is refused by every partition; a change inside a thread ",
+        "folder that discovery sees (its folders, a rumour source's author or time) by the ",
+        "partition that reads it, naming it. Tweet files are read as they are, unless the plan ",
+        "was made with --pin-files: then a file added to or removed from a thread since the ",
+        "plan, or one edited during the partition's read, is refused too. ",
         "Slurm: --partition ",
         "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; Kubernetes Indexed Job: --partition ",
         "$JOB_COMPLETION_INDEX/N. ",
@@ -303,6 +306,10 @@ pub(crate) struct BuildArgs {
     /// plan, and differing ones are refused
     #[arg(long, value_name = "I/N", value_parser = parse_partition, requires = "plan")]
     pub(crate) partition: Option<(usize, usize)>,
+    /// With --plan and no --partition: what `socialctx plan --pin-files`
+    /// does
+    #[arg(long, requires = "plan", conflicts_with = "partition")]
+    pub(crate) pin_files: bool,
 }
 
 #[derive(Args, Debug)]
@@ -317,6 +324,20 @@ pub(crate) struct PlanArgs {
     pub(crate) workers: Workers,
     #[command(flatten)]
     pub(crate) content: Content,
+    #[command(flatten)]
+    pub(crate) pin: PinFiles,
+}
+
+/// How strictly a plan's partitions check its threads' files.
+#[derive(Args, Debug)]
+pub(crate) struct PinFiles {
+    /// List every thread's tweet folders into the plan (partitions balanced
+    /// by file count) and have each partition refuse a thread of its own
+    /// with a file added or removed since the plan, or edited while it read
+    /// it (every file `stat`ted before and after its read). Without it, a
+    /// partition reads its threads' files as they are (as a build does)
+    #[arg(long)]
+    pub(crate) pin_files: bool,
 }
 
 #[derive(Args, Debug)]

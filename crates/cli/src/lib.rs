@@ -132,7 +132,7 @@ where
         Command::Build(a) => build(a, ctx),
         Command::Plan(a) => {
             let opts = options(&a.workers, &a.content);
-            plan(&a.corpus, &a.plan, &opts)
+            plan(&a.corpus, &a.plan, &opts, a.pin.pin_files)
         }
         Command::BuildPartition(a) => {
             let opts = options(&a.workers, &Content::none());
@@ -284,7 +284,7 @@ fn build(a: BuildArgs, ctx: &Context) -> Done {
     }
     opts = opts.verify(a.verify).changed(a.changed);
     let job = match (a.plan, a.partition) {
-        (Some(plan_file), None) => return plan(&corpus, &plan_file, &opts),
+        (Some(plan_file), None) => return plan(&corpus, &plan_file, &opts, a.pin_files),
         (Some(plan_file), Some(part)) => Job::Partition(plan_file, part, Some(a.content)),
         (None, _) if a.incremental => Job::Incremental,
         (None, _) => Job::Full,
@@ -292,8 +292,13 @@ fn build(a: BuildArgs, ctx: &Context) -> Done {
     run_build(ctx, &corpus, &cache, &a.run, &opts, job)
 }
 
-fn plan(corpus: &Path, plan_file: &Path, opts: &sc::BuildOptions) -> Done {
-    let plan = sc::Plan::create(corpus, opts).map_err(|e| e.to_string())?;
+fn plan(corpus: &Path, plan_file: &Path, opts: &sc::BuildOptions, pin_files: bool) -> Done {
+    let plan = if pin_files {
+        sc::Plan::create_pinned(corpus, opts)
+    } else {
+        sc::Plan::create(corpus, opts)
+    }
+    .map_err(|e| e.to_string())?;
     plan.save(plan_file).map_err(|e| e.to_string())?;
     out(&sc::summary::plan_summary(&plan, plan_file));
     Ok(0)
