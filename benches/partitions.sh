@@ -7,7 +7,10 @@
 # single build of the same round; the merged cache is checked byte for byte
 # against the single build. Prints the load average (the machine is shared).
 #
-#   bash benches/partitions.sh [--rounds N] [--sizes "6425 64250"] [--keep]
+#   bash benches/partitions.sh [--rounds N] [--sizes "6425 64250"] [--keep] [--pin-files]
+#
+# --pin-files makes the plan with --pin-files (the strict kind: tweet
+# folders listed, partitions pin their files before and after reading).
 #
 # Corpora are generated with the repository's gen-corpus under
 # $PARTS_DIR (default /tmp/socialctx-partitions) and removed at the end
@@ -18,12 +21,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=3
 SIZES="6425 64250"
 KEEP=0
+PIN=()
 while (($#)); do
     case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
-    *) echo "usage: $0 [--rounds N] [--sizes \"N ...\"] [--keep]" >&2; exit 2 ;;
+    --pin-files) PIN=(--pin-files); shift ;;
+    *) echo "usage: $0 [--rounds N] [--sizes \"N ...\"] [--keep] [--pin-files]" >&2; exit 2 ;;
     esac
 done
 DIR=${PARTS_DIR:-/tmp/socialctx-partitions}
@@ -65,7 +70,7 @@ for n in $SIZES; do
         log "$n threads, round $r/$ROUNDS"
         rm -rf "$DIR/single" "$DIR"/p? "$DIR/merged"
         timed build "$EX/precache" "$corpus" "$DIR/single" --quiet
-        timed plan "$EX/precache" "$corpus" --quiet --plan "$DIR/plan.json"
+        timed plan "$EX/precache" "$corpus" --quiet --plan "$DIR/plan.json" "${PIN[@]}"
         rm -f "$DIR/part.r"
         for p in 0 1 2; do
             /usr/bin/time -o "$DIR/t" -f "%e %U %S" "$EX/precache" "$corpus" "$DIR/p$p" --quiet \

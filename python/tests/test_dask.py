@@ -32,6 +32,27 @@ def test_plan_partitions_merge_equal_a_single_build(tmp_path):
         socialctx.merge(tmp_path / "again", parts[:2])
 
 
+def test_pin_files_refuses_a_reply_added_since_the_plan_and_the_default_reads_it(tmp_path):
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "data-samples/corpus", corpus)
+    socialctx.plan(corpus, tmp_path / "loose.json")
+    pinned = socialctx.plan(corpus, tmp_path / "pinned.json", pin_files=True)
+    assert pinned.id != socialctx.plan(corpus, tmp_path / "again.json").id
+    reactions = next(p for p in sorted(corpus.rglob("reactions")) if any(p.iterdir()))
+    thread = reactions.parent.relative_to(corpus)
+    shutil.copy(sorted(reactions.iterdir())[0], reactions / "1.json")
+    with pytest.raises(socialctx.BuildError, match=f"{thread}.*files added or removed"):
+        socialctx.build_partition(corpus, tmp_path / "pinned.json", 0, 1, tmp_path / "p")
+    assert not (tmp_path / "p").exists()
+    # The default plan: the reply is read as it is, as a build reads it.
+    socialctx.build_partition(corpus, tmp_path / "loose.json", 0, 1, tmp_path / "q")
+    socialctx.merge(tmp_path / "merged", [tmp_path / "q"])
+    socialctx.build(corpus, tmp_path / "single", progress=False)
+    assert files(tmp_path / "merged") == files(tmp_path / "single")
+
+
 def test_dask_local_cluster_build_equals_a_single_build(tmp_path):
     pytest.importorskip("dask")
     distributed = pytest.importorskip("dask.distributed")
