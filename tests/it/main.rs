@@ -28,6 +28,7 @@ mod parity;
 mod partition;
 mod permissions;
 mod plan_pins;
+mod red_team_partitions;
 mod publish_faults;
 mod scale_out;
 mod store_nightly;
