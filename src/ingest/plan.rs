@@ -179,6 +179,21 @@ impl Plan {
         let look = |td: &ThreadDir, _| pin_files.then(|| listing(td));
         let (list, bad, _, found) =
             discover_checked_with(corpus, threads, opts, opts.extended, &look, None)?;
+        // A plan holds paths as text: a thread under a name that is not
+        // UTF-8 would be planned under another (lossy) path, and read by
+        // no partition.
+        if let Some(td) = list.iter().find(|td| {
+            let rel = td.path.strip_prefix(corpus).unwrap_or(&td.path);
+            rel.to_str().is_none()
+        }) {
+            return Err(BuildError::io(
+                &td.path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a thread whose path is not UTF-8 cannot be planned (a plan holds paths as text): rename the folder, or build this corpus without partitions",
+                ),
+            ));
+        }
         let threads = list
             .iter()
             .zip(found)

@@ -423,7 +423,7 @@ fn merge_refuses_or_equals_a_full_build_of_the_planned_corpus() {
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let config = Config {
-        cases: 32,
+        cases: 24,
         failure_persistence: None,
         ..Config::default()
     };
