@@ -351,9 +351,7 @@ impl Partitions {
             message: e.to_string(),
         })?;
         let mut writer = CacheWriter::create(out, self.options)?;
-        for runs in &shards {
-            writer.push_gathered(runs, ruler)?;
-        }
+        writer.push_gathered(&shards, ruler)?;
         let t = Instant::now();
         let (manifest, warnings) = writer.finish_with(&report, None)?;
         Self::summary(manifest, report, tally, warnings, start, t)

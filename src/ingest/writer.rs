@@ -313,14 +313,23 @@ impl CacheWriter {
         Ok(())
     }
 
-    /// Writes one whole shard of `runs` of other caches' checked shards by
-    /// copying their archived bytes ([`gather`](crate::format::gather): a
-    /// merge; every thread [`canonical`](gather::canonical), in ascending
-    /// source-id order, the shard cut where [`push_ref`](Self::push_ref)
+    /// Writes whole shards, each of `runs` of other caches' checked shards,
+    /// by copying their archived bytes ([`gather`](crate::format::gather):
+    /// a merge; every thread [`canonical`](gather::canonical), in ascending
+    /// source-id order, each shard cut where [`push_ref`](Self::push_ref)
     /// would cut it). The bytes are those `push_ref` of each thread's
     /// re-pack and a flush would write. `ruler`: a string at least as long
-    /// as the runs' text arena (only its length is read).
-    pub(crate) fn push_gathered(&mut self, runs: &[gather::Run<'_>], ruler: &str) -> Result<()> {
+    /// as any shard's text arena (only its length is read).
+    ///
+    /// Up to [`GATHER_AT_ONCE`] shards are written at once, each on threads
+    /// of its own: a merge's copying costs little CPU, and one shard at a
+    /// time left the CPU idle while each `O_DIRECT` write waited on the disk
+    /// and the disk idle while the next chunk was gathered.
+    pub(crate) fn push_gathered(
+        &mut self,
+        shards: &[Vec<gather::Run<'_>>],
+        ruler: &str,
+    ) -> Result<()> {
         if self.current_count.threads > 0 {
             self.flush()?;
         }
@@ -331,47 +340,83 @@ impl CacheWriter {
                 .zip(ts.last())
                 .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
         };
-        let (Some(first), Some(last)) = (
-            runs.iter().find_map(ids).map(|(a, _)| a),
-            runs.iter().rev().find_map(ids).map(|(_, b)| b),
-        ) else {
-            return Ok(());
-        };
-        let mut counts = ShardCounts {
-            threads: 0,
-            reactions: 0,
-            first_source_id: first,
-            last_source_id: last,
-        };
-        for r in runs {
-            counts.threads += r.threads.len() as u64;
-            let reactions = &r.numbers.reactions[r.reactions()];
-            counts.reactions += reactions.len() as u64;
-            let retweets = reactions
-                .iter()
-                .filter(|x| x.kind == ReactionKind::Retweet as u8)
-                .count() as u64;
-            self.retweets += retweets;
-            self.replies += reactions.len() as u64 - retweets;
+        let mut pending = Vec::new();
+        for runs in shards {
+            let (Some(first), Some(last)) = (
+                runs.iter().find_map(ids).map(|(a, _)| a),
+                runs.iter().rev().find_map(ids).map(|(_, b)| b),
+            ) else {
+                continue;
+            };
+            let mut counts = ShardCounts {
+                threads: 0,
+                reactions: 0,
+                first_source_id: first,
+                last_source_id: last,
+            };
+            for r in runs {
+                counts.threads += r.threads.len() as u64;
+                let reactions = &r.numbers.reactions[r.reactions()];
+                counts.reactions += reactions.len() as u64;
+                let retweets = reactions
+                    .iter()
+                    .filter(|x| x.kind == ReactionKind::Retweet as u8)
+                    .count() as u64;
+                self.retweets += retweets;
+                self.replies += reactions.len() as u64 - retweets;
+            }
+            pending.push((runs.as_slice(), counts));
         }
         let columns = if self.opts.extended {
             (REACTION_EXTRA, THREAD_EXTRA)
         } else {
             (0, 0)
         };
-        let numbers = gather::ShardGather { runs, columns };
-        let text = gather::TextGather { runs, ruler };
         let dir = self.staging.dir().to_path_buf();
-        let n = self.shards.len();
-        let (numbers, text) = write_shard_files(&dir, n, &numbers, &text);
-        self.shards.push(ShardInfo {
-            numbers: numbers?,
-            text: text?,
-            threads: counts.threads,
-            reactions: counts.reactions,
-            first_source_id: counts.first_source_id,
-            last_source_id: counts.last_source_id,
-        });
+        for group in pending.chunks(GATHER_AT_ONCE) {
+            let base = self.shards.len();
+            let write = |k: usize, runs: &[gather::Run<'_>]| {
+                let numbers = gather::ShardGather { runs, columns };
+                let text = gather::TextGather { runs, ruler };
+                write_shard_files(&dir, base + k, &numbers, &text)
+            };
+            let written: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = group
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (runs, _))| {
+                        std::thread::Builder::new()
+                            .name("socialctx-gather".into())
+                            .spawn_scoped(scope, move || write(k, runs))
+                            .map_err(|_| (k, *runs))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h {
+                        Ok(h) => h.join().unwrap_or_else(|_| {
+                            let e = || BuildError::Internal {
+                                path: dir.clone(),
+                                message: "a shard writer thread panicked".into(),
+                            };
+                            (Err(e()), Err(e()))
+                        }),
+                        // No thread to be had: written here.
+                        Err((k, runs)) => write(k, runs),
+                    })
+                    .collect()
+            });
+            for ((numbers, text), (_, counts)) in written.into_iter().zip(group) {
+                self.shards.push(ShardInfo {
+                    numbers: numbers?,
+                    text: text?,
+                    threads: counts.threads,
+                    reactions: counts.reactions,
+                    first_source_id: counts.first_source_id,
+                    last_source_id: counts.last_source_id,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -690,6 +735,10 @@ fn write_mixed(
     drop(own);
     Ok((numbers, text_info, shard, text))
 }
+
+/// Shards a merge writes at once ([`CacheWriter::push_gathered`]): each
+/// takes two threads and two `O_DIRECT` chunks of memory.
+const GATHER_AT_ONCE: usize = 4;
 
 /// A shard's counts for its [`ShardInfo`], taken before it is written.
 #[derive(Debug, Default)]
