@@ -163,6 +163,16 @@ impl<E> Walk<'_, '_, E> {
             .push(BadInput::new(relative(self.root, dir), reason));
     }
 
+    /// Records thread `td` with what the hook says of it.
+    fn found(&self, td: ThreadDir) {
+        let worker = rayon::current_thread_index().unwrap_or(0);
+        let e = (self.hook)(&td, worker);
+        self.found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((td, e));
+    }
+
     /// Lists `dir`, records it if it is a thread directory, and pushes the
     /// subdirectories to walk onto `subdirs`, each with this directory open
     /// (`dir` is opened relative to `parent`, its parent directory, when
@@ -176,13 +186,7 @@ impl<E> Walk<'_, '_, E> {
             && let Some(skip) = self.skip
             && let Some(td) = skip(&relative(self.root, dir))
         {
-            let worker = rayon::current_thread_index().unwrap_or(0);
-            let e = (self.hook)(&td, worker);
-            self.found
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((td, e));
-            return;
+            return self.found(td);
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let opened = match (parent.and_then(|p| p.fd().ok()), dir.file_name()) {
@@ -344,14 +348,7 @@ impl<E> Walk<'_, '_, E> {
         }
         if let Some(k) = found {
             match thread_dir(self.root, dir, entries[k], k as u8) {
-                Ok(td) => {
-                    let worker = rayon::current_thread_index().unwrap_or(0);
-                    let e = (self.hook)(&td, worker);
-                    self.found
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push((td, e));
-                }
+                Ok(td) => self.found(td),
                 Err(bad) => self
                     .bad
                     .lock()

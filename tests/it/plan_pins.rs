@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::corpus::{copy_tree, thread_dirs};
+use crate::common::corpus::{by_source_id as in_plan_order, copy_tree, thread_dirs};
 use crate::common::example;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -60,20 +60,6 @@ fn edit_created_at(file: &Path) {
     let year: u32 = text[end..end + 4].parse().unwrap();
     let edited = format!("{}{}{}", &text[..end], year - 1, &text[end + 4..]);
     fs::write(file, edited).unwrap();
-}
-
-/// The thread folders in a plan's order (by source id).
-fn in_plan_order(corpus: &Path) -> Vec<PathBuf> {
-    let mut all = thread_dirs(corpus);
-    all.sort_by_key(|t| {
-        t.file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    });
-    all
 }
 
 fn rel(corpus: &Path, p: &Path) -> String {

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::corpus::{copy_tree, thread_dirs};
+use crate::common::corpus::{by_source_id as by_id, copy_tree, thread_dirs};
 use socialctx::{BuildOptions, NoProgress, Plan, build, build_partition, merge};
 
 fn opts() -> BuildOptions {
@@ -33,20 +33,6 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
-}
-
-/// Thread folders by source id.
-fn by_id(corpus: &Path) -> Vec<PathBuf> {
-    let mut all = thread_dirs(corpus);
-    all.sort_by_key(|t| {
-        t.file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    });
-    all
 }
 
 /// A merged cache's files, or why the merge failed.

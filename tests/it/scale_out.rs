@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::common::corpus::{copy_tree, thread_dirs};
+use crate::common::corpus::{by_source_id as in_plan_order, copy_tree, thread_dirs};
 use socialctx::{
     BuildError, BuildOptions, NoProgress, Plan, Progress, build, build_partition, merge,
 };
@@ -45,20 +45,6 @@ fn replies(thread: &Path) -> Vec<PathBuf> {
         }
     }
     out
-}
-
-/// The thread folders in a plan's order (by source id).
-fn in_plan_order(corpus: &Path) -> Vec<PathBuf> {
-    let mut all = thread_dirs(corpus);
-    all.sort_by_key(|t| {
-        t.file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-    });
-    all
 }
 
 fn append(file: &Path) {

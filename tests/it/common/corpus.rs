@@ -47,3 +47,18 @@ pub fn first_file(dir: &Path) -> PathBuf {
     v.sort();
     v.remove(0)
 }
+
+/// The thread folders under `root` in a plan's order (by source id, the
+/// folder's name).
+pub fn by_source_id(root: &Path) -> Vec<PathBuf> {
+    let mut all = thread_dirs(root);
+    all.sort_by_key(|t| {
+        t.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    });
+    all
+}
