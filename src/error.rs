@@ -213,7 +213,9 @@ pub enum BuildError {
     },
 
     /// A partition build found the corpus changed since its plan was made:
-    /// a thread added, gone, moved between folders or with other files.
+    /// a thread added, gone, moved between folders or with other folders
+    /// (or, for a plan that pins files, other files), or a rumour source
+    /// changed.
     #[error(
         "{corpus} no longer matches the plan ({} change{}: {}); make the plan again and build every partition of it",
         .changed.len(),

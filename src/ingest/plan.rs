@@ -759,9 +759,10 @@ fn layout_index(stored: Option<&StoredLayout>) -> std::result::Result<u8, String
 /// threads whose manifest records the partition. A partition that does not
 /// exist is [`BuildError::PartitionOutOfRange`]; a corpus that no longer
 /// matches the plan (a thread added, gone or moved since; in one of this
-/// partition's threads a file added or removed, or a rumour source changed,
-/// since the plan; or one of its threads edited while it read them) is
-/// [`BuildError::PlanStale`], naming what changed.
+/// partition's threads its folders or reports changed, or a rumour source,
+/// since the plan; with a plan that pins files, also a file added or
+/// removed since the plan, or one of its threads edited while it read
+/// them) is [`BuildError::PlanStale`], naming what changed.
 pub fn build_partition(
     corpus: impl AsRef<Path>,
     plan: &Plan,
