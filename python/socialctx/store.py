@@ -93,7 +93,7 @@ def open_store(
     # open cannot be reused while we hold it, and a swapped-out store
     # never comes back, so the path still naming it after the check means
     # the check saw it; its files are then read through the held handle.
-    for attempt in range(3):
+    for _attempt in range(3):
         try:
             held = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
@@ -102,8 +102,11 @@ def open_store(
             try:
                 meta_json, segments = _socialctx._open_store(cache, name, model_id=model_id)
             except EmbeddingError:
-                # Replaced while being checked, the error may be the swap's.
-                if held < 0 or _names(path, held) or attempt == 2:
+                # Replaced while being checked, the error may be the swap's:
+                # try again, and after three such opens say it was being
+                # replaced (the last one raised "checksum mismatch (damaged
+                # store)" for a store that is fine).
+                if held < 0 or _names(path, held):
                     raise
                 continue
             if held < 0 or not _names(path, held):
