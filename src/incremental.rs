@@ -30,7 +30,7 @@
 //! the threads it does not name are taken as the fingerprints left them:
 //! no walk and no `stat` of their files.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -65,12 +65,16 @@ type Result<T, E = BuildError> = std::result::Result<T, E>;
 /// discovery found of each thread (`dirs`, `layouts`), for `--changed`.
 const FINGERPRINTS_VERSION: u32 = 4;
 
-/// The fingerprints of the threads of one cache content. Derived data,
-/// never trusted as found: the file carries its own checksum and the
-/// content id of the cache it was written with, and either not matching
-/// means a full build.
-#[derive(Debug, Serialize, Deserialize)]
-struct Fingerprints {
+/// The fingerprints of the threads of one cache content, as read back.
+/// Derived data, never trusted as found: the file carries its own checksum
+/// and the content id of the cache it was written with, and either not
+/// matching means a full build. Read from the mapped file (file-backed
+/// pages, not allocated ones), with the thread paths borrowed from it and
+/// each per-thread map a flat sorted array ([`ByRelMap`]): at 256k threads
+/// the owned `BTreeMap`s of earlier versions held ~0.4 KB per thread, and
+/// the whole file once more while it was parsed.
+#[derive(Deserialize)]
+struct Fingerprints<'a> {
     #[serde(default)]
     version: u32,
     /// The content id of the cache these belong to.
@@ -96,56 +100,173 @@ struct Fingerprints {
     /// It lives here, beside the cache, never in the cache's bytes.
     started_ns: i128,
     /// Thread rel path -> fingerprint.
-    threads: BTreeMap<String, u64>,
+    #[serde(borrow)]
+    threads: ByRelMap<'a, u64>,
     /// Thread rel path -> its reactions' author keys, in cache order: what
     /// recomputing `user_reliability` needs when rumour sources change.
-    #[serde(default)]
-    authors: BTreeMap<String, Vec<u64>>,
+    #[serde(default, borrow)]
+    authors: ByRelMap<'a, Vec<u64>>,
     /// Thread rel path -> the report lines its assembly gave (discovery's
     /// lines are not among them: discovery gives them again each build).
-    #[serde(default)]
-    bad: BTreeMap<String, Vec<BadInput>>,
+    #[serde(default, borrow)]
+    bad: ByRelMap<'a, Vec<BadInput>>,
     /// Thread rel path -> which tweet folders and side files discovery
     /// found (`ThreadDir::entries`): a build with a change list takes the
     /// threads it does not name from here, without a walk.
-    #[serde(default)]
-    dirs: BTreeMap<String, u16>,
+    #[serde(default, borrow)]
+    dirs: ByRelMap<'a, u16>,
     /// Thread rel path -> its layout's name, where it is not PHEME's.
-    #[serde(default)]
-    layouts: BTreeMap<String, String>,
+    #[serde(default, borrow)]
+    layouts: ByRelMap<'a, String>,
 }
 
-impl Fingerprints {
-    /// The checksum of these fingerprints (their JSON with `xxh3` empty;
-    /// sorted maps, so the same fingerprints always give the same bytes),
-    /// hashed as it is serialised: no copy of the JSON in memory.
-    fn checksum(&mut self) -> String {
-        let kept = std::mem::take(&mut self.xxh3);
-        let sum = hash_json(&*self);
-        self.xxh3 = kept;
-        format!("{sum:016x}")
+/// One per-thread map of a fingerprints file as read back: its entries in
+/// the file's order, which is by thread rel path, each path once (refused
+/// otherwise), so that a lookup is a binary search. The paths are borrowed
+/// from the file's bytes where JSON needs no unescaping.
+struct ByRelMap<'a, T>(Vec<(Cow<'a, str>, T)>);
+
+impl<T> Default for ByRelMap<'_, T> {
+    fn default() -> Self {
+        ByRelMap(Vec::new())
+    }
+}
+
+impl<T> ByRelMap<'_, T> {
+    fn at(&self, rel: &str) -> Option<usize> {
+        self.0.binary_search_by(|(k, _)| (**k).cmp(rel)).ok()
     }
 
-    /// Reads and checks the fingerprints of `cache`, or says why they
-    /// cannot be used.
-    fn load(cache: &Cache) -> std::result::Result<Fingerprints, String> {
+    fn get(&self, rel: &str) -> Option<&T> {
+        self.at(rel).map(|i| &self.0[i].1)
+    }
+
+    fn contains_key(&self, rel: &str) -> bool {
+        self.at(rel).is_some()
+    }
+
+    /// The value under `rel`, taken out (the default left in its place).
+    fn take(&mut self, rel: &str) -> Option<T>
+    where
+        T: Default,
+    {
+        self.at(rel).map(|i| std::mem::take(&mut self.0[i].1))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &T> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    /// The paths that start with `prefix`, in order.
+    fn starting_with<'s>(&'s self, prefix: &'s str) -> impl Iterator<Item = &'s str> {
+        let from = self.0.partition_point(|(k, _)| &**k < prefix);
+        self.0[from..]
+            .iter()
+            .map(|(k, _)| &**k)
+            .take_while(move |k| k.starts_with(prefix))
+    }
+}
+
+impl<'de: 'a, 'a, T: Deserialize<'de>> Deserialize<'de> for ByRelMap<'a, T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Entries<'a, T>(std::marker::PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: Deserialize<'de>> serde::de::Visitor<'de> for Entries<'a, T> {
+            type Value = ByRelMap<'a, T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map from thread paths, in order")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> std::result::Result<Self::Value, M::Error> {
+                let mut v: Vec<(Cow<'a, str>, T)> = Vec::with_capacity(m.size_hint().unwrap_or(0));
+                while let Some(Key(k)) = m.next_key::<Key<'a>>()? {
+                    if v.last().is_some_and(|(last, _)| *last >= k) {
+                        return Err(serde::de::Error::custom(format_args!(
+                            "thread paths out of order or twice ({k})"
+                        )));
+                    }
+                    let value = m.next_value()?;
+                    v.push((k, value));
+                }
+                v.shrink_to_fit();
+                Ok(ByRelMap(v))
+            }
+        }
+        d.deserialize_map(Entries(std::marker::PhantomData))
+    }
+}
+
+/// A map key borrowed from the input where it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Key<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a thread path")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Key<'a>, E> {
+                Ok(Key(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> std::result::Result<Key<'a>, E> {
+                Ok(Key(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// A fingerprints file, mapped (read-only; the file is ours, written once
+/// by a rename and never modified in place, as the cache's shards are).
+struct Mapped {
+    file: PathBuf,
+    map: memmap2::Mmap,
+}
+
+impl Mapped {
+    /// The fingerprints file of `cache`, mapped, or why it cannot be.
+    fn of(cache: &Cache) -> std::result::Result<Mapped, String> {
         let file = cache
             .derived_dir()
             .join(fingerprints_file(&cache.content_id()));
-        let bytes = read_regular(&file).map_err(|e| match e.kind() {
+        let f = open_regular(&file).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => "the old cache has no fingerprints".to_string(),
             _ => format!("fingerprints unreadable ({}: {e})", file.display()),
         })?;
-        let mut fp: Fingerprints = serde_json::from_slice(&bytes)
+        // SAFETY: read-only map of a regular file that builds only ever
+        // replace by a rename (`Written::write`), never modify in place.
+        let map = unsafe { memmap2::Mmap::map(&f) }
             .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
-        drop(bytes);
+        Ok(Mapped { file, map })
+    }
+
+    /// The fingerprints, checked against their checksum and `cache`, or
+    /// why they cannot be used.
+    fn read(&self, cache: &Cache) -> std::result::Result<Fingerprints<'_>, String> {
+        let file = &self.file;
+        let fp: Fingerprints = serde_json::from_slice(&self.map)
+            .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
         if fp.version != FINGERPRINTS_VERSION {
             return Err(format!(
                 "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
                 fp.version
             ));
         }
-        if fp.checksum() != fp.xxh3 {
+        if raw_checksum(&self.map, &fp.xxh3).as_deref() != Some(fp.xxh3.as_str()) {
             return Err(format!(
                 "the fingerprints do not match their checksum (edited or damaged: {})",
                 file.display()
@@ -161,6 +282,24 @@ impl Fingerprints {
         }
         Ok(fp)
     }
+}
+
+/// The checksum of a fingerprints file's bytes as [`Written::write`]
+/// seals them: xxh3-64 of its JSON with the checksum field empty, which is
+/// the file with the 16 digits of `"xxh3":"<digits>"` (the field as parsed,
+/// `stored`) left out. `None` if the field is not where the writer puts it.
+/// Hashing the bytes as they are, not a re-serialisation of what was
+/// parsed: no second copy of the fingerprints in memory.
+fn raw_checksum(bytes: &[u8], stored: &str) -> Option<String> {
+    let field = format!("\"xxh3\":\"{stored}\"");
+    let at = bytes
+        .windows(field.len())
+        .position(|w| w == field.as_bytes())?;
+    let digits = at + field.len() - stored.len() - 1;
+    let mut h = Xxh3Default::new();
+    h.update(&bytes[..digits]);
+    h.update(&bytes[digits + stored.len()..]);
+    Some(format!("{:016x}", h.digest()))
 }
 
 /// xxh3-64 of `value`'s JSON, hashed as it is written.
@@ -182,27 +321,24 @@ fn hash_json(value: &impl Serialize) -> u64 {
     }
 }
 
-/// The bytes of the regular file `path`, refusing anything else without
-/// waiting on it: a FIFO planted at the fingerprints path cannot hang the
-/// build (`O_NONBLOCK`), nor a symlink send it elsewhere (`O_NOFOLLOW`).
-fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+/// The regular file `path`, opened for reading, refusing anything else
+/// without waiting on it: a FIFO planted at the fingerprints path cannot
+/// hang the build (`O_NONBLOCK`), nor a symlink send it elsewhere
+/// (`O_NOFOLLOW`).
+fn open_regular(path: &Path) -> std::io::Result<fs::File> {
     use rustix::fs::{CWD, Mode, OFlags, openat};
-    use std::io::Read;
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW | OFlags::NONBLOCK;
-    let mut file = fs::File::from(openat(CWD, path, flags, Mode::empty()).map_err(|e| {
+    let file = fs::File::from(openat(CWD, path, flags, Mode::empty()).map_err(|e| {
         if e == rustix::io::Errno::LOOP {
             std::io::Error::other("it is a symbolic link")
         } else {
             e.into()
         }
     })?);
-    let meta = file.metadata()?;
-    if !meta.is_file() {
+    if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("it is not a regular file"));
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 /// The fingerprints of `list` as the fingerprints file stores them,
@@ -341,7 +477,7 @@ fn settle(dir: &Path, fps: &[Fp], precision: &Precision) -> i128 {
 }
 
 /// The old cache and what of it can be reused, or why nothing can.
-struct Old {
+struct Old<'a> {
     /// Shared with the writer, which copies the reused threads' bytes.
     cache: Arc<Cache>,
     /// By position in the build's list, for threads whose files are
@@ -353,7 +489,7 @@ struct Old {
     reused: usize,
     /// Report lines of the old cache's threads' assembly by thread rel
     /// (not discovery's).
-    report: BTreeMap<String, Vec<BadInput>>,
+    report: ByRelMap<'a, Vec<BadInput>>,
     /// Author keys of the reused threads' reactions, by list position:
     /// moved out of the fingerprints and handed over (not copied) when the
     /// thread is taken, so they are never held twice.
@@ -367,13 +503,9 @@ fn canonical(p: &Path) -> String {
         .into_owned()
 }
 
-/// Why the old cache at `cache_dir` cannot serve an incremental build of
-/// `corpus` with `opts`, or what it offers.
-fn open_old(
-    corpus: &Path,
-    cache_dir: &Path,
-    opts: &BuildOptions,
-) -> std::result::Result<(Cache, Fingerprints), String> {
+/// The old cache at `cache_dir` and its fingerprints file, mapped, or why
+/// they cannot serve an incremental build (see [`check_old`]).
+fn open_old(cache_dir: &Path) -> std::result::Result<(Cache, Mapped), String> {
     let cache = Cache::open(cache_dir).map_err(|e| format!("no usable old cache ({e})"))?;
     let m = cache.manifest();
     // Values computed by other code are never reused: checked first, so
@@ -385,7 +517,21 @@ fn open_old(
             crate::definition::shown(&m.definition)
         ));
     }
-    let old = Fingerprints::load(&cache)?;
+    let mapped = Mapped::of(&cache)?;
+    Ok((cache, mapped))
+}
+
+/// The fingerprints of the old cache `cache`, read from `mapped`, or why
+/// they cannot serve an incremental build of `corpus` with `opts`.
+fn check_old<'m>(
+    corpus: &Path,
+    cache: &Cache,
+    mapped: &'m Mapped,
+    opts: &BuildOptions,
+) -> std::result::Result<Fingerprints<'m>, String> {
+    let m = cache.manifest();
+    let ours = crate::definition::definition();
+    let old = mapped.read(cache)?;
     if old.definition != ours {
         return Err(format!(
             "definition changed (the old fingerprints were written by definition {}, this build's is {ours})",
@@ -420,12 +566,12 @@ fn open_old(
     {
         return Err("the old cache was built with other options".into());
     }
-    Ok((cache, old))
+    Ok(old)
 }
 
 /// What the old cache offers a build of the threads `list` with
 /// fingerprints `fps`.
-fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> Old {
+fn reuse_of<'a>(cache: Cache, old: Fingerprints<'a>, list: &[ThreadDir], fps: &[Fp]) -> Old<'a> {
     // Each thread's own report lines, as its last assembly gave them.
     let report = old.bad;
     let precision = Precision::of(fps);
@@ -449,7 +595,7 @@ fn reuse_of(cache: Cache, old: Fingerprints, list: &[ThreadDir], fps: &[Fp]) -> 
                     == cache.thread(pos).map(|t| t.reaction_count()) =>
             {
                 reuse[i] = Some(Some(pos));
-                authors[i] = old_authors.remove(&td.rel).unwrap_or_default();
+                authors[i] = old_authors.take(&td.rel).unwrap_or_default();
             }
             Some(_) => {}
             // Skipped last time, and unchanged: skipped again, same lines.
@@ -513,7 +659,16 @@ fn run(
     } else {
         How::Local
     };
-    let opened = open_old(corpus, cache, &opts);
+    // The fingerprints borrow their paths from the mapped file, which lives
+    // as long as this build.
+    let (old_cache, mapped) = match open_old(cache) {
+        Ok((c, m)) => (Ok(c), Some(m)),
+        Err(why) => (Err(why), None),
+    };
+    let opened = old_cache.and_then(|c| match &mapped {
+        Some(m) => check_old(corpus, &c, m, &opts).map(|fp| (c, fp)),
+        None => Err("the old cache has no fingerprints".into()),
+    });
     // With a change list and a usable old cache: the threads it does not
     // name as they were, no walk.
     let mut listed = None;
@@ -653,7 +808,7 @@ fn run(
     Ok(summary)
 }
 
-impl Old {
+impl Old<'_> {
     /// The corpus's rumour index: the reused threads' entries from the old
     /// cache, the others' from their files.
     fn rumour_index(&self, list: &[ThreadDir], workers: usize, max_file_bytes: u64) -> RumourIndex {
@@ -744,6 +899,124 @@ impl Old {
             files_read: 0,
             workers: 0,
             warnings: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_borrows_plain_paths_owns_escaped_ones_and_finds_both() {
+        let json = br#"{"a/1":1,"a/2\"q":2,"b/x":4,"b/\u00e9":3}"#;
+        let m: ByRelMap<u64> = serde_json::from_slice(json).unwrap();
+        assert!(matches!(m.0[0].0, Cow::Borrowed("a/1")));
+        assert!(matches!(m.0[1].0, Cow::Owned(_)));
+        assert_eq!(m.get("a/2\"q"), Some(&2));
+        assert_eq!(m.get("b/é"), Some(&3));
+        assert_eq!(m.get("b/y"), None);
+        assert!(m.contains_key("b/x"));
+        assert_eq!(m.starting_with("a/").collect::<Vec<_>>(), ["a/1", "a/2\"q"]);
+        assert_eq!(m.starting_with("b/").count(), 2);
+        assert_eq!(m.starting_with("c/").count(), 0);
+    }
+
+    #[test]
+    fn a_map_out_of_order_or_with_a_path_twice_is_refused() {
+        for json in [&br#"{"b":1,"a":2}"#[..], br#"{"a":1,"a":2}"#] {
+            let e = serde_json::from_slice::<ByRelMap<u64>>(json).err().unwrap();
+            assert!(e.to_string().contains("out of order or twice"), "{e}");
+        }
+    }
+
+    #[test]
+    fn take_leaves_the_default_behind() {
+        let mut m: ByRelMap<Vec<u64>> = serde_json::from_slice(br#"{"a":[1,2]}"#).unwrap();
+        assert_eq!(m.take("a"), Some(vec![1, 2]));
+        assert_eq!(m.take("a"), Some(vec![]));
+        assert_eq!(m.take("b"), None);
+    }
+
+    /// The checksum of the bytes as written equals the writer's (its JSON
+    /// with the field empty), and any other byte changes it.
+    #[test]
+    fn the_raw_checksum_is_the_writers() {
+        let list: Vec<ThreadDir> = ["e/rumours/2", "e/non-rumours/1"]
+            .iter()
+            .enumerate()
+            .map(|(i, rel)| ThreadDir {
+                source_id: i as u64 + 1,
+                path: PathBuf::from(rel),
+                rel: (*rel).to_string(),
+                label: String::new(),
+                event: "e".into(),
+                entries: 3,
+                layout: 0,
+            })
+            .collect();
+        let order = [1u32, 0];
+        let (hashes, authors, bad) = ([7u64, 9], [vec![1u64], vec![]], [vec![], vec![]]);
+        let (entries, layouts) = ([3u16, 3], [None, Some("x")]);
+        let mut w = Written {
+            version: FINGERPRINTS_VERSION,
+            content_id: "c0ffee",
+            xxh3: String::new(),
+            corpus: "/c",
+            strict: false,
+            max_file_bytes: 1,
+            shard_bytes: 2,
+            extended: true,
+            verify: false,
+            definition: "d",
+            started_ns: 5,
+            threads: ByRel {
+                list: &list,
+                order: &order,
+                values: &hashes,
+            },
+            authors: ByRel {
+                list: &list,
+                order: &order,
+                values: &authors,
+            },
+            bad: ByRel {
+                list: &list,
+                order: &order,
+                values: &bad,
+            },
+            dirs: ByRel {
+                list: &list,
+                order: &order,
+                values: &entries,
+            },
+            layouts: ByRel {
+                list: &list,
+                order: &order,
+                values: &layouts,
+            },
+        };
+        let sum = format!("{:016x}", hash_json(&w));
+        w.xxh3 = sum.clone();
+        let bytes = serde_json::to_vec(&w).unwrap();
+        assert_eq!(raw_checksum(&bytes, &sum).as_deref(), Some(sum.as_str()));
+        let fp: Fingerprints = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            fp.threads.iter().collect::<Vec<_>>(),
+            [("e/non-rumours/1", &9), ("e/rumours/2", &7)]
+        );
+        assert_eq!(
+            fp.layouts.get("e/non-rumours/1").map(String::as_str),
+            Some("x")
+        );
+        for at in [0, bytes.len() / 2, bytes.len() - 1] {
+            let mut edited = bytes.clone();
+            edited[at] ^= 1;
+            assert_ne!(
+                raw_checksum(&edited, &sum).as_deref(),
+                Some(sum.as_str()),
+                "byte {at}"
+            );
         }
     }
 }

@@ -229,21 +229,14 @@ pub(super) fn supply(
         let exists = std::fs::symlink_metadata(&path).is_ok();
         // A folder above known threads: gone, they go; there, a walk.
         let below = format!("{rel}/");
-        let under: Vec<&String> = known
-            .range::<str, _>((
-                std::ops::Bound::Included(below.as_str()),
-                std::ops::Bound::Unbounded,
-            ))
-            .take_while(|(k, _)| k.starts_with(&below))
-            .map(|(k, _)| k)
-            .collect();
+        let under: Vec<&str> = known.starting_with(&below).collect();
         if !under.is_empty() {
             if exists {
                 return Err(format!(
                     "the change list names {rel}, a folder above threads"
                 ));
             }
-            again.extend(under.into_iter().cloned());
+            again.extend(under.into_iter().map(str::to_owned));
             continue;
         }
         // A new thread: the outermost all-digit folder on the path.
@@ -275,8 +268,16 @@ pub(super) fn supply(
         }
     }
     let mut list = Vec::with_capacity(known.len() + again.len());
-    for rel in known.keys().filter(|r| !again.contains(*r)) {
+    let mut fps: Vec<Fp> = Vec::with_capacity(known.len() + again.len());
+    for (rel, &hash) in known.iter().filter(|(r, _)| !again.contains(*r)) {
         list.push(unchanged(corpus, rel, old)?);
+        fps.push(Fp {
+            hash,
+            // Trusted as unchanged: never racy, nothing to wait for.
+            newest: i128::MIN,
+            subsec: false,
+            dev: None,
+        });
     }
     let first_new = list.len();
     for rel in &again {
@@ -284,18 +285,7 @@ pub(super) fn supply(
             list.push(td);
         }
     }
-    let fresh = fingerprints(&list[first_new..], workers, how);
-    let mut fps: Vec<Fp> = list[..first_new]
-        .iter()
-        .map(|td| Fp {
-            hash: known[&td.rel],
-            // Trusted as unchanged: never racy, nothing to wait for.
-            newest: i128::MIN,
-            subsec: false,
-            dev: None,
-        })
-        .collect();
-    fps.extend(fresh);
+    fps.extend(fingerprints(&list[first_new..], workers, how));
     // Source-id order, as discovery gives it; a duplicate id is for a walk
     // to report.
     let mut order: Vec<usize> = (0..list.len()).collect();

@@ -19,7 +19,7 @@ use crate::schema::{REACTION_EXTRA, ReactionKind, THREAD_EXTRA, reaction_column}
 /// against `recompute` (the new rumour index) when the rumour sources
 /// changed.
 pub(super) struct Reuser<'a> {
-    pub(super) old: &'a Old,
+    pub(super) old: &'a Old<'a>,
     pub(super) list: &'a [ThreadDir],
     pub(super) extended: bool,
     pub(super) recompute: Option<&'a RumourIndex>,

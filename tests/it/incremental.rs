@@ -703,3 +703,41 @@ fn an_older_format_version_means_a_full_build() {
         "{note}"
     );
 }
+
+/// Thread paths that JSON escapes (a quote, a backslash, a control
+/// character) or writes as UTF-8 are found again in the fingerprints, which
+/// are read back with the plain paths borrowed from the mapped file and the
+/// escaped ones unescaped: every unchanged thread is reused, the changed
+/// one re-read, and the bytes are a full build's.
+#[test]
+fn thread_paths_that_json_escapes_are_reused() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let events: Vec<PathBuf> = fs::read_dir(&s.corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    for (i, name) in ["ev \"quoted\"", "back\\slash", "tab\tand é"]
+        .iter()
+        .enumerate()
+    {
+        fs::rename(&events[i], s.corpus.join(name)).unwrap();
+    }
+    let n = socialctx::Cache::open(&s.cache).unwrap().len() as u64;
+    let (_, note) = s.check("events renamed");
+    assert!(note.starts_with("incremental"), "{note}");
+    let (reused, note) = s.check("no change");
+    assert_eq!(reused, n, "{note}");
+    let in_quoted = threads(&s.corpus)
+        .into_iter()
+        .find(|t| t.to_string_lossy().contains("\"quoted\""))
+        .unwrap();
+    let reply = first_file(&in_quoted.join("reactions"));
+    let text = fs::read_to_string(&reply).unwrap();
+    fs::write(
+        &reply,
+        text.replacen("\"retweet_count\": ", "\"retweet_count\": 3", 1),
+    )
+    .unwrap();
+    let (reused, note) = s.check("a reply in a quoted event edited");
+    assert_eq!(reused, n - 1, "{note}");
+}
