@@ -19,6 +19,10 @@
 #
 # Cargo's target directory is $CARGO_TARGET_DIR when set (target/ otherwise);
 # the venv and the binaries the Python tests run are looked for there.
+# SOCIALCTX_TESTS=python runs steps 2 and 3 only, with the binaries an
+# earlier full run built in the same target directory (CI's newcomer
+# stage: the Rust tests ran on the same commit just before it, and they
+# do not depend on which Python packages are installed).
 # SOCIALCTX_WHEEL=path/to/socialctx-*.whl installs that wheel instead of
 # building ./python (CI builds the wheel once with scripts/build-wheel.sh and
 # tests that one, without compiling the binding a second time).
@@ -27,7 +31,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=${CARGO_TARGET_DIR:-target}
 start=$SECONDS
 
-cargo test --release --locked
+case ${SOCIALCTX_TESTS:-all} in
+    all) cargo test --release --locked ;;
+    python)
+        for bin in socialctx gen-corpus; do
+            [[ -x $target/release/$bin ]] || {
+                echo "test-all: SOCIALCTX_TESTS=python needs $target/release/$bin;" \
+                    "run bash scripts/test-all.sh once without it" >&2
+                exit 2
+            }
+        done
+        ;;
+    *) echo "test-all: SOCIALCTX_TESTS is all or python, not ${SOCIALCTX_TESTS}" >&2; exit 2 ;;
+esac
 rust_done=$SECONDS
 
 py=${SOCIALCTX_PYTHON:-}

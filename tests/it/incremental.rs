@@ -741,3 +741,60 @@ fn thread_paths_that_json_escapes_are_reused() {
     let (reused, note) = s.check("a reply in a quoted event edited");
     assert_eq!(reused, n - 1, "{note}");
 }
+
+/// Fingerprints resealed with a valid checksum but edited underneath (the
+/// checksum guards against damage, not against a writer of its own): two
+/// threads' entries swapped out of path order, or one thread's fingerprint
+/// given another's. Lookups are binary searches over the file's order, so
+/// the first must be refused (a full build, said so), never a thread
+/// matched to another's entry; the second re-reads that thread. Each
+/// cache is byte-identical to a full build's.
+#[test]
+fn resealed_fingerprints_out_of_order_or_swapped_never_mix_threads() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let n = socialctx::Cache::open(&s.cache).unwrap().len() as u64;
+    let file = || {
+        let names = fingerprint_files(&s.cache);
+        s.cache.join("derived").join(&names[0])
+    };
+    // The `threads` map's entries, as the text between its braces.
+    let edit = |f: &dyn Fn(Vec<String>) -> Vec<String>| {
+        let text = fs::read_to_string(file()).unwrap();
+        let start = text.find("\"threads\":{").unwrap() + "\"threads\":{".len();
+        let end = start + text[start..].find('}').unwrap();
+        let entries: Vec<String> = text[start..end].split(',').map(str::to_owned).collect();
+        let edited = format!("{}{}{}", &text[..start], f(entries).join(","), &text[end..]);
+        fs::write(file(), reseal(&edited)).unwrap();
+    };
+    edit(&|mut e| {
+        e.swap(0, 1);
+        e
+    });
+    let (reused, note) = s.check("two threads out of order, resealed");
+    assert!(
+        note.starts_with("full build") && note.contains("out of order"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
+    // Thread 1's fingerprint given to thread 0 (paths kept in order).
+    edit(&|mut e| {
+        let hash = e[1].rsplit_once(':').unwrap().1.to_owned();
+        let key = e[0].rsplit_once(':').unwrap().0.to_owned();
+        e[0] = format!("{key}:{hash}");
+        e
+    });
+    let (reused, note) = s.check("a fingerprint given to another thread, resealed");
+    assert!(note.starts_with("incremental"), "{note}");
+    assert_eq!(reused, n - 1, "{note}");
+}
+
+/// `text`, a fingerprints file's JSON, with its checksum set as the writer
+/// sets it: xxh3-64 of the JSON with the field empty.
+fn reseal(text: &str) -> String {
+    let field = "\"xxh3\":\"";
+    let at = text.find(field).unwrap() + field.len();
+    let end = at + text[at..].find('"').unwrap();
+    let empty = format!("{}{}", &text[..at], &text[end..]);
+    let sum = xxhash_rust::xxh3::xxh3_64(empty.as_bytes());
+    format!("{}{sum:016x}{}", &text[..at], &text[end..])
+}
