@@ -296,8 +296,27 @@ pub(super) fn supply(
     {
         return Err("two threads have one source id".into());
     }
-    let mut slots: Vec<Option<(ThreadDir, Fp)>> = list.into_iter().zip(fps).map(Some).collect();
-    Ok(order.into_iter().filter_map(|i| slots[i].take()).unzip())
+    permute(&mut list, &mut fps, order);
+    Ok((list, fps))
+}
+
+/// Puts `a[order[k]]` (and `b[order[k]]`) at `k`, in place, by following
+/// the permutation's cycles: the list and fingerprints of every thread are
+/// not copied into new vectors (at 256k threads that copy was ~90 MB of
+/// the build's peak).
+fn permute<A, B>(a: &mut [A], b: &mut [B], mut order: Vec<usize>) {
+    for i in 0..order.len() {
+        let mut j = i;
+        loop {
+            let k = std::mem::replace(&mut order[j], j);
+            if k == i || k == j {
+                break;
+            }
+            a.swap(j, k);
+            b.swap(j, k);
+            j = k;
+        }
+    }
 }
 
 /// The [`ThreadDir`] of an unchanged thread, from what the fingerprints
@@ -352,4 +371,37 @@ fn rediscover(corpus: &Path, rel: &str) -> Result<Option<ThreadDir>, String> {
 pub(super) fn layout_name(td: &ThreadDir) -> Option<&'static str> {
     let name = td.layout().name();
     (name != Pheme.name()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::permute;
+
+    #[test]
+    fn permute_puts_each_element_where_the_order_says() {
+        // Every permutation of 5 elements (and the empty one).
+        let mut orders: Vec<Vec<usize>> = vec![vec![]];
+        let mut all = vec![vec![0usize]];
+        for n in 2..=5 {
+            all = all
+                .into_iter()
+                .flat_map(|p| {
+                    (0..n).map(move |at| {
+                        let mut q = p.clone();
+                        q.insert(at, n - 1);
+                        q
+                    })
+                })
+                .collect();
+        }
+        orders.extend(all);
+        for order in orders {
+            let want: Vec<char> = order.iter().map(|&i| (b'a' + i as u8) as char).collect();
+            let mut a: Vec<char> = (0..order.len()).map(|i| (b'a' + i as u8) as char).collect();
+            let mut b: Vec<usize> = (0..order.len()).collect();
+            permute(&mut a, &mut b, order.clone());
+            assert_eq!(a, want, "{order:?}");
+            assert_eq!(b, order);
+        }
+    }
 }
