@@ -377,30 +377,42 @@ impl EmbeddingStore {
             tries += 1;
             let held = File::open(&dir).ok();
             let opened = Self::open_once(derived, &dir, for_content, name, verify);
-            let same = held.as_ref().is_some_and(|h| {
+            // Whether the path names the held directory still (`same`), or
+            // another one now (`swapped`: an embed published meanwhile).
+            let (same, swapped) = held.as_ref().map_or((false, false), |h| {
                 use std::os::unix::fs::MetadataExt;
                 match (h.metadata(), std::fs::metadata(&dir)) {
-                    (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-                    _ => false,
+                    (Ok(a), Ok(b)) => {
+                        let same = (a.dev(), a.ino()) == (b.dev(), b.ino());
+                        (same, !same)
+                    }
+                    _ => (false, false),
                 }
             });
-            let error = match opened {
-                Ok(store) if same => return Ok(store),
-                // The directory was swapped while being opened: an embed
-                // published (or derived/ was away when it was taken).
-                Ok(_) => {
-                    if held.is_some() {
-                        replaced += 1;
-                    }
-                    if replaced == 3 || tries >= OPEN_TRIES {
-                        return Err(damaged(
-                            &dir,
-                            "the store was replaced three times while being opened (an embed \
-                             is publishing it); open it again",
-                        ));
-                    }
-                    continue;
+            // The directory was swapped while being opened: an embed
+            // published (or derived/ was away when it was taken). An error
+            // from an open across a swap may be the swap's (two such opens
+            // in a row gave the same "checksum mismatch (damaged store)"
+            // for a store that is fine): counted as a swap, never the answer.
+            let across_swap = match &opened {
+                Ok(_) => !same,
+                Err(_) => swapped,
+            };
+            if across_swap {
+                if held.is_some() {
+                    replaced += 1;
                 }
+                if replaced == 3 || tries >= OPEN_TRIES {
+                    return Err(damaged(
+                        &dir,
+                        "the store was replaced three times while being opened (an embed \
+                         is publishing it); open it again",
+                    ));
+                }
+                continue;
+            }
+            let error = match opened {
+                Ok(store) => return Ok(store),
                 Err(e) => e,
             };
             if let Some(parked) = derived.parent().and_then(parked_derived) {
