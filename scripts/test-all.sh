@@ -34,7 +34,8 @@ start=$SECONDS
 case ${SOCIALCTX_TESTS:-all} in
     all) cargo test --release --locked ;;
     python)
-        for bin in socialctx gen-corpus; do
+        # What `cargo test` builds and the Python tests run.
+        for bin in gen-corpus examples/precache examples/dump examples/stats; do
             [[ -x $target/release/$bin ]] || {
                 echo "test-all: SOCIALCTX_TESTS=python needs $target/release/$bin;" \
                     "run bash scripts/test-all.sh once without it" >&2
