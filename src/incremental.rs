@@ -20,8 +20,8 @@
 //! `user_reliability` depends on every rumour source of the corpus. The new
 //! rumour index is computed from the old cache for reused threads and from
 //! the files for the others; if it differs from the old one, the reused
-//! threads' values are recomputed from their reactions' author keys, kept in
-//! the fingerprint file. A full build is done when anything makes reuse
+//! threads' values are recomputed from their reactions' author keys (each
+//! reaction record of the cache carries its own). A full build is done when anything makes reuse
 //! unsafe (no or a damaged old cache, other options, another corpus root, no
 //! fingerprints, values computed by another definition of the features:
 //! `crate::definition`), and the summary says why.
@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::Xxh3Default;
@@ -62,8 +62,14 @@ type Result<T, E = BuildError> = std::result::Result<T, E>;
 
 /// Version of the fingerprints file; another version means a full build.
 /// 2: per-thread report lines (`bad`); 3: content id and checksum; 4: what
-/// discovery found of each thread (`dirs`, `layouts`), for `--changed`.
-const FINGERPRINTS_VERSION: u32 = 4;
+/// discovery found of each thread (`dirs`, `layouts`), for `--changed`; 5:
+/// no author keys (every reaction record of the cache carries its author's
+/// key, format 5, so they were a second copy: ~8 bytes per reaction held,
+/// parsed and written each night).
+const FINGERPRINTS_VERSION: u32 = 5;
+/// The versions read: a version-4 file differs only by its author keys,
+/// which are skipped, so the first build after an upgrade still reuses.
+const FINGERPRINTS_READ: [u32; 2] = [4, FINGERPRINTS_VERSION];
 
 /// The fingerprints of the threads of one cache content, as read back.
 /// Derived data, never trusted as found: the file carries its own checksum
@@ -102,10 +108,6 @@ struct Fingerprints<'a> {
     /// Thread rel path -> fingerprint.
     #[serde(borrow)]
     threads: ByRelMap<'a, u64>,
-    /// Thread rel path -> its reactions' author keys, in cache order: what
-    /// recomputing `user_reliability` needs when rumour sources change.
-    #[serde(default, borrow)]
-    authors: ByRelMap<'a, Vec<u64>>,
     /// Thread rel path -> the report lines its assembly gave (discovery's
     /// lines are not among them: discovery gives them again each build).
     #[serde(default, borrow)]
@@ -143,14 +145,6 @@ impl<T> ByRelMap<'_, T> {
 
     fn contains_key(&self, rel: &str) -> bool {
         self.at(rel).is_some()
-    }
-
-    /// The value under `rel`, taken out (the default left in its place).
-    fn take(&mut self, rel: &str) -> Option<T>
-    where
-        T: Default,
-    {
-        self.at(rel).map(|i| std::mem::take(&mut self.0[i].1))
     }
 
     fn len(&self) -> usize {
@@ -260,7 +254,7 @@ impl Mapped {
         let file = &self.file;
         let fp: Fingerprints = serde_json::from_slice(&self.map)
             .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
-        if fp.version != FINGERPRINTS_VERSION {
+        if !FINGERPRINTS_READ.contains(&fp.version) {
             return Err(format!(
                 "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
                 fp.version
@@ -359,7 +353,6 @@ struct Written<'a> {
     definition: &'a str,
     started_ns: i128,
     threads: ByRel<'a, u64>,
-    authors: ByRel<'a, Vec<u64>>,
     bad: ByRel<'a, Vec<BadInput>>,
     dirs: ByRel<'a, u16>,
     layouts: ByRel<'a, Option<&'static str>>,
@@ -490,10 +483,6 @@ struct Old<'a> {
     /// Report lines of the old cache's threads' assembly by thread rel
     /// (not discovery's).
     report: ByRelMap<'a, Vec<BadInput>>,
-    /// Author keys of the reused threads' reactions, by list position:
-    /// moved out of the fingerprints and handed over (not copied) when the
-    /// thread is taken, so they are never held twice.
-    authors: Mutex<Vec<Vec<u64>>>,
 }
 
 fn canonical(p: &Path) -> String {
@@ -576,8 +565,6 @@ fn reuse_of<'a>(cache: Cache, old: Fingerprints<'a>, list: &[ThreadDir], fps: &[
     let report = old.bad;
     let precision = Precision::of(fps);
     let mut reuse = vec![None; list.len()];
-    let mut authors = vec![Vec::new(); list.len()];
-    let mut old_authors = old.authors;
     for (i, (td, f)) in list.iter().zip(fps).enumerate() {
         // The racy-clean rule, with or without content hashes: a file
         // modified at or after the previous build's start (in its file
@@ -589,15 +576,7 @@ fn reuse_of<'a>(cache: Cache, old: Fingerprints<'a>, list: &[ThreadDir], fps: &[
             continue;
         }
         match cache.position(td.source_id) {
-            // A thread without reactions has no author list stored.
-            Some(pos)
-                if Some(old_authors.get(&td.rel).map_or(0, Vec::len))
-                    == cache.thread(pos).map(|t| t.reaction_count()) =>
-            {
-                reuse[i] = Some(Some(pos));
-                authors[i] = old_authors.take(&td.rel).unwrap_or_default();
-            }
-            Some(_) => {}
+            Some(pos) => reuse[i] = Some(Some(pos)),
             // Skipped last time, and unchanged: skipped again, same lines.
             None if report
                 .get(&td.rel)
@@ -608,13 +587,11 @@ fn reuse_of<'a>(cache: Cache, old: Fingerprints<'a>, list: &[ThreadDir], fps: &[
             None => {}
         }
     }
-    drop(old_authors);
     Old {
         cache: Arc::new(cache),
         reused: reuse.iter().flatten().count(),
         reuse,
         report,
-        authors: Mutex::new(authors),
     }
 }
 
@@ -704,7 +681,7 @@ fn run(
         Err(_) => rumour_index(list, workers, opts.max_file_bytes),
     });
     // Did the rumour sources change? Then reused threads get their
-    // user_reliability recomputed from the stored author keys.
+    // user_reliability recomputed from their records' author keys.
     let index_changed = match (&index, &old) {
         (Some(new_index), Ok(o)) => o.rumour_sources_changed(new_index),
         _ => false,
@@ -737,54 +714,46 @@ fn run(
     // source-id order.
     let mut order: Vec<u32> = (0..list.len() as u32).collect();
     order.sort_unstable_by(|&a, &b| list[a as usize].rel.cmp(&list[b as usize].rel));
-    let mut write_fingerprints = |content_id: &str,
-                                  derived: &Path,
-                                  authors: &[Vec<u64>],
-                                  thread_bad: &[Vec<BadInput>]|
-     -> Result<()> {
-        let hashes: Vec<u64> = fps.iter().map(|f| f.hash).collect();
-        let entries: Vec<u16> = list.iter().map(|td| td.entries).collect();
-        let layouts: Vec<_> = list.iter().map(changed::layout_name).collect();
-        Written {
-            version: FINGERPRINTS_VERSION,
-            content_id,
-            xxh3: String::new(),
-            corpus: &corpus_id,
-            strict: opts.strict,
-            max_file_bytes: opts.max_file_bytes,
-            shard_bytes: opts.shard_bytes as u64,
-            extended: opts.extended,
-            verify: opts.verify,
-            definition: crate::definition::definition(),
-            started_ns,
-            threads: ByRel {
-                list,
-                order: &order,
-                values: &hashes,
-            },
-            authors: ByRel {
-                list,
-                order: &order,
-                values: authors,
-            },
-            bad: ByRel {
-                list,
-                order: &order,
-                values: thread_bad,
-            },
-            dirs: ByRel {
-                list,
-                order: &order,
-                values: &entries,
-            },
-            layouts: ByRel {
-                list,
-                order: &order,
-                values: &layouts,
-            },
-        }
-        .write(derived)
-    };
+    let mut write_fingerprints =
+        |content_id: &str, derived: &Path, thread_bad: &[Vec<BadInput>]| -> Result<()> {
+            let hashes: Vec<u64> = fps.iter().map(|f| f.hash).collect();
+            let entries: Vec<u16> = list.iter().map(|td| td.entries).collect();
+            let layouts: Vec<_> = list.iter().map(changed::layout_name).collect();
+            Written {
+                version: FINGERPRINTS_VERSION,
+                content_id,
+                xxh3: String::new(),
+                corpus: &corpus_id,
+                strict: opts.strict,
+                max_file_bytes: opts.max_file_bytes,
+                shard_bytes: opts.shard_bytes as u64,
+                extended: opts.extended,
+                verify: opts.verify,
+                definition: crate::definition::definition(),
+                started_ns,
+                threads: ByRel {
+                    list,
+                    order: &order,
+                    values: &hashes,
+                },
+                bad: ByRel {
+                    list,
+                    order: &order,
+                    values: thread_bad,
+                },
+                dirs: ByRel {
+                    list,
+                    order: &order,
+                    values: &entries,
+                },
+                layouts: ByRel {
+                    list,
+                    order: &order,
+                    values: &layouts,
+                },
+            }
+            .write(derived)
+        };
     let mut summary = started.execute(Supply {
         list,
         index: index.as_ref(),
@@ -930,14 +899,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn take_leaves_the_default_behind() {
-        let mut m: ByRelMap<Vec<u64>> = serde_json::from_slice(br#"{"a":[1,2]}"#).unwrap();
-        assert_eq!(m.take("a"), Some(vec![1, 2]));
-        assert_eq!(m.take("a"), Some(vec![]));
-        assert_eq!(m.take("b"), None);
-    }
-
     /// The checksum of the bytes as written equals the writer's (its JSON
     /// with the field empty), and any other byte changes it.
     #[test]
@@ -956,7 +917,7 @@ mod tests {
             })
             .collect();
         let order = [1u32, 0];
-        let (hashes, authors, bad) = ([7u64, 9], [vec![1u64], vec![]], [vec![], vec![]]);
+        let (hashes, bad) = ([7u64, 9], [vec![], vec![]]);
         let (entries, layouts) = ([3u16, 3], [None, Some("x")]);
         let mut w = Written {
             version: FINGERPRINTS_VERSION,
@@ -974,11 +935,6 @@ mod tests {
                 list: &list,
                 order: &order,
                 values: &hashes,
-            },
-            authors: ByRel {
-                list: &list,
-                order: &order,
-                values: &authors,
             },
             bad: ByRel {
                 list: &list,

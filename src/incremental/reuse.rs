@@ -2,8 +2,6 @@
 //! pool takes from the old cache (its archived bytes, copied by the writer
 //! as they are, or the thread decoded when its values must be recomputed).
 
-use std::sync::PoisonError;
-
 use super::Old;
 use crate::format::gather::{self, Carried};
 use crate::ingest::discover::ThreadDir;
@@ -94,7 +92,6 @@ impl Reuse for Reuser<'_> {
                 data: None,
                 bad,
                 files_read: 0,
-                authors: Vec::new(),
                 carried: None,
             });
         };
@@ -106,32 +103,22 @@ impl Reuse for Reuser<'_> {
                 data: None,
                 bad,
                 files_read: 0,
-                authors: std::mem::take(
-                    &mut o.authors.lock().unwrap_or_else(PoisonError::into_inner)[i],
-                ),
                 carried: Some(carried),
             });
         }
         let t = o.cache.thread(pos)?;
         let mut data = thread_data(&t, self.extended);
-        // Taken once per thread (the pool runs each job once).
-        let authors =
-            std::mem::take(&mut o.authors.lock().unwrap_or_else(PoisonError::into_inner)[i]);
+        // Each reaction record carries its author's key (format 5), the key
+        // the rumour index is built with.
         if let (Some(col), Some(idx)) = (reaction_column("user_reliability"), self.recompute) {
-            for ((row, r), &a) in data
-                .reaction_extra
-                .iter_mut()
-                .zip(&data.reactions)
-                .zip(&authors)
-            {
-                row[col] = idx.reliability(a, r.created_at);
+            for (row, r) in data.reaction_extra.iter_mut().zip(&data.reactions) {
+                row[col] = idx.reliability(r.user_key, r.created_at);
             }
         }
         Some(Outcome {
             data: Some(data),
             bad,
             files_read: 0,
-            authors,
             carried: None,
         })
     }

@@ -205,13 +205,12 @@ impl<'a> BuildJob<'a> {
                 // Plans that pin files: its own threads pinned again after
                 // they were read and before anything is published, an edit
                 // during this read refused.
-                let mut check =
-                    |_: &str, _: &Path, _: &[Vec<u64>], _: &[Vec<BadInput>]| match &before {
-                        Some(before) => plan
-                            .verify_read(range.clone(), before, &pins(&list, workers))
-                            .map_err(stale),
-                        None => Ok(()),
-                    };
+                let mut check = |_: &str, _: &Path, _: &[Vec<BadInput>]| match &before {
+                    Some(before) => plan
+                        .verify_read(range.clone(), before, &pins(&list, workers))
+                        .map_err(stale),
+                    None => Ok(()),
+                };
                 started.execute(Supply {
                     list: &list,
                     index: rumours.as_ref(),
@@ -226,8 +225,8 @@ impl<'a> BuildJob<'a> {
 
 /// Threads an incremental build takes from its old cache.
 pub(crate) trait Reuse: Sync {
-    /// Thread `i` of the list as the old cache holds it (its data, report
-    /// lines and author keys, no file read), or None to read its files.
+    /// Thread `i` of the list as the old cache holds it (its data and report
+    /// lines, no file read), or None to read its files.
     fn take(&self, i: usize) -> Option<Outcome>;
     /// The label code and event of a thread `take` handed over carried
     /// (`Outcome::carried`), for the build's tally.
@@ -236,10 +235,8 @@ pub(crate) trait Reuse: Sync {
 
 /// Called after a build's files are written and before they are published
 /// (incremental builds write their fingerprints there): the content id, the
-/// `derived/` directory, and per thread its reactions' author keys and its
-/// own report lines.
-pub(crate) type BeforePublish<'a> =
-    &'a mut dyn FnMut(&str, &Path, &[Vec<u64>], &[Vec<BadInput>]) -> Result<()>;
+/// `derived/` directory, and per thread its own report lines.
+pub(crate) type BeforePublish<'a> = &'a mut dyn FnMut(&str, &Path, &[Vec<BadInput>]) -> Result<()>;
 
 /// What one pass runs over: the threads in source-id order, what discovery
 /// reported, the rumour index (extended builds), the threads an old cache
@@ -338,13 +335,12 @@ impl Started<'_> {
         let t = Instant::now();
         let mut tally = Tally::default();
         let mut files_read = 0u64;
-        // Per thread, for the hook: author keys and the assembly's own lines.
+        // Per thread, for the hook: the assembly's own lines.
         let per_thread = if before_publish.is_some() {
             list.len()
         } else {
             0
         };
-        let mut authors: Vec<Vec<u64>> = vec![Vec::new(); per_thread];
         let mut thread_bad: Vec<Vec<BadInput>> = vec![Vec::new(); per_thread];
         // Prefetching would open the reused threads' files; reads of the
         // changed ones are few.
@@ -387,7 +383,6 @@ impl Started<'_> {
                         });
                     }
                     if per_thread > 0 {
-                        authors[i] = outcome.authors;
                         thread_bad[i] = outcome.bad.clone();
                     }
                     report.extend(outcome.bad);
@@ -426,7 +421,7 @@ impl Started<'_> {
         let (manifest, warnings) = match before_publish {
             Some(hook) => writer.finish_with(
                 &report,
-                Some(&mut |id: &str, derived: &Path| hook(id, derived, &authors, &thread_bad)),
+                Some(&mut |id: &str, derived: &Path| hook(id, derived, &thread_bad)),
             )?,
             None => writer.finish_with(&report, None)?,
         };

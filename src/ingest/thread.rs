@@ -34,9 +34,6 @@ pub(crate) struct Outcome {
     pub(crate) bad: Vec<BadInput>,
     /// Files opened and read for it.
     pub(crate) files_read: u64,
-    /// Each reaction's author key, in the data's reaction order (what an
-    /// incremental build needs to recompute `user_reliability`).
-    pub(crate) authors: Vec<u64>,
     /// Instead of `data`: the thread is copied as it is from the cache the
     /// writer carries threads from (an incremental build's old cache).
     pub(crate) carried: Option<crate::format::gather::Carried>,
@@ -86,7 +83,6 @@ impl<'i> Worker<'i> {
             data: None,
             bad: vec![BadInput::new(&td.rel, reason)],
             files_read: 0,
-            authors: Vec::new(),
             carried: None,
         };
         let source_rel =
@@ -225,7 +221,6 @@ impl<'i> Worker<'i> {
                 .collect();
             data.thread_extra = [ext.annotation.veracity, ext.annotation.annotated_rumour];
         }
-        let authors = rows.iter().map(|r| r.rec.user_key).collect();
         for row in rows {
             data.reactions.push(row.rec);
             data.reaction_texts.push(row.text);
@@ -235,7 +230,6 @@ impl<'i> Worker<'i> {
             data: Some(data),
             bad,
             files_read: 0,
-            authors,
             carried: None,
         }
     }

@@ -593,7 +593,7 @@ fn a_failed_fingerprints_write_publishes_nothing() {
 }
 
 /// Issue 25, defect 5: fingerprints are checksummed and tied to their
-/// cache content: edited author lists or another cache's fingerprints mean
+/// cache content: edited fingerprints or another cache's fingerprints mean
 /// a full build, said so, never reused stale data.
 #[test]
 fn edited_or_foreign_fingerprints_mean_a_full_build() {
@@ -603,16 +603,14 @@ fn edited_or_foreign_fingerprints_mean_a_full_build() {
         assert_eq!(names.len(), 1, "{names:?}");
         cache.join("derived").join(&names[0])
     };
-    // Authors edited: every key of one thread's list changed.
+    // Fingerprints edited: every thread's fingerprint changed, not resealed.
     let file = fp(&s.cache);
     let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
-    let authors = v["authors"].as_object_mut().unwrap();
-    let list = authors.values_mut().next().unwrap();
-    for a in list.as_array_mut().unwrap() {
-        *a = 12345u64.into();
+    for h in v["threads"].as_object_mut().unwrap().values_mut() {
+        *h = 12345u64.into();
     }
     fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
-    let (reused, note) = s.check("authors edited");
+    let (reused, note) = s.check("fingerprints edited");
     assert!(
         note.starts_with("full build") && note.contains("fingerprints"),
         "{note}"
@@ -786,6 +784,72 @@ fn resealed_fingerprints_out_of_order_or_swapped_never_mix_threads() {
     let (reused, note) = s.check("a fingerprint given to another thread, resealed");
     assert!(note.starts_with("incremental"), "{note}");
     assert_eq!(reused, n - 1, "{note}");
+}
+
+/// Fingerprints of version 4 (which also listed every thread's author keys,
+/// a copy of what the cache's records carry) still serve the first build
+/// after an upgrade, their author keys skipped, even wrong ones: the
+/// recomputed `user_reliability` takes the records' keys. Version 3 is
+/// refused.
+#[test]
+fn version_4_fingerprints_are_reused_and_their_author_keys_never_read() {
+    let s = Setup::new("tests/fixtures/real/pheme-veracity/corpus");
+    let n = socialctx::Cache::open(&s.cache).unwrap().len() as u64;
+    let file = || {
+        let names = fingerprint_files(&s.cache);
+        s.cache.join("derived").join(&names[0])
+    };
+    let as_version = |version: u32| {
+        let mut text = fs::read_to_string(file()).unwrap();
+        if !text.contains("\"version\":5,") {
+            // Kept as it was (nothing changed): back to version 5 first.
+            let start = text.find("\"authors\":").unwrap();
+            let end = start + text[start..].find('}').unwrap() + 2;
+            text = format!("{}{}", &text[..start - 1], &text[end - 1..]).replacen(
+                "\"version\":4,",
+                "\"version\":5,",
+                1,
+            );
+        }
+        assert!(!text.contains("\"authors\""));
+        let first = text.find("\"threads\":{\"").unwrap() + "\"threads\":{".len();
+        let rel = &text[first..first + text[first + 1..].find('"').unwrap() + 2];
+        // Where version 4 wrote them: after the fingerprints, before `bad`.
+        let bad = text.find(",\"bad\":").unwrap();
+        let v4 = format!(
+            "{},\"authors\":{{{rel}:[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}}{}",
+            &text[..bad],
+            &text[bad..]
+        )
+        .replacen("\"version\":5,", &format!("\"version\":{version},"), 1);
+        fs::write(file(), reseal(&v4)).unwrap();
+    };
+    as_version(4);
+    let (reused, note) = s.check("version 4");
+    assert!(note.starts_with("incremental"), "{note}");
+    assert_eq!(reused, n, "{note}");
+    // Nothing changed, so the cache and its version-4 fingerprints were
+    // kept. Now one thread's rumour source changes, so every reused
+    // thread's user_reliability is recomputed (`check` compares with a full
+    // build) over version-4 fingerprints; they are rewritten as version 5.
+    as_version(4);
+    let rumour = threads(&s.corpus)
+        .into_iter()
+        .find(|t| t.to_string_lossy().contains("/rumours/"))
+        .unwrap();
+    let source = first_file(&rumour.join("source-tweets"));
+    let mut tweet: serde_json::Value = serde_json::from_slice(&fs::read(&source).unwrap()).unwrap();
+    tweet["user"]["id_str"] = "777".into();
+    fs::write(&source, serde_json::to_vec(&tweet).unwrap()).unwrap();
+    let (_, note) = s.check("version 4, a rumour source's author changed");
+    assert!(note.contains("user_reliability recomputed"), "{note}");
+    as_version(3);
+    let (reused, note) = s.check("version 3");
+    assert!(
+        note.starts_with("full build") && note.contains("version 3"),
+        "{note}"
+    );
+    assert_eq!(reused, 0, "{note}");
 }
 
 /// `text`, a fingerprints file's JSON, with its checksum set as the writer
