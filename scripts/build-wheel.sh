@@ -4,10 +4,11 @@
 #
 #   bash scripts/build-wheel.sh OUT_DIR
 #
-# - the abi3 wheel (one wheel for every CPython >= 3.9), tagged
-#   cp39-abi3-manylinux_2_17_<arch>, checked with `auditwheel show`;
 # - the sdist (socialctx-<version>.tar.gz: the binding crate, the socialctx
-#   crate it depends on, and Cargo.lock; building it needs Rust).
+#   crate it depends on, and Cargo.lock; building it needs Rust);
+# - the abi3 wheel (one wheel for every CPython >= 3.9), built from that
+#   sdist, tagged cp39-abi3-manylinux_2_17_<arch>, checked with
+#   `auditwheel show`.
 #
 # Why manylinux_2_17 (glibc >= 2.17: CentOS/RHEL 7 and everything newer) and
 # not _2_28: the extension calls nothing newer than glibc 2.17 (renameat2,
@@ -48,8 +49,22 @@ export PATH="$tools/bin:$PATH"
 
 cd "$repo/python"
 rm -f "$out"/socialctx-*.whl "$out"/socialctx-*.tar.gz
-maturin build --release --locked --zig --compatibility "$platform" --out "$out"
 maturin sdist --out "$out"
+# The wheel is built from the sdist, unpacked (as `python -m build` does): a
+# file the sdist lacks fails here, so CI needs no second compile that installs
+# the sdist to find out. Unpacked at one place in the target directory, so
+# that cargo reuses the dependencies between runs; --touch dates the files
+# now, so the workspace crates always compile afresh (an sdist's files may
+# carry old or fixed dates that cargo would take for unchanged).
+sdist=$(ls "$out"/socialctx-*.tar.gz)
+unpacked=$CARGO_TARGET_DIR/sdist-build
+rm -rf "$unpacked"
+mkdir -p "$unpacked"
+tar -xzf "$sdist" -C "$unpacked" --strip-components=1 --touch
+cd "$unpacked"
+maturin build --release --locked --zig --compatibility "$platform" --out "$out"
+cd "$repo"
+rm -rf "$unpacked"
 
 wheel=$(ls "$out"/socialctx-*.whl)
 shown=$(auditwheel show "$wheel")

@@ -66,11 +66,12 @@ else
 fi
 installed=$SECONDS
 
-# -rs: one line per skipped test, with its reason, for the summary below.
+# -rs: one line per skipped test, with its reason, for the summary below;
+# --durations: the slowest tests, to keep CI within its time.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-"$py" -m pytest python/tests -q -rs 2>&1 | tee "$log" || status=$?
+"$py" -m pytest python/tests -q -rs --durations=25 2>&1 | tee "$log" || status=$?
 
 echo
 echo "test-all: Rust $((rust_done - start)) s, Python package $((installed - rust_done)) s," \

@@ -113,7 +113,7 @@ fn a_one_line_edit_of_a_feature_changes_it_and_unrelated_files_do_not() {
         ("src/ingest/plan.rs", "idx.add(author, t)"),
         (
             "src/incremental/reuse.rs",
-            "row[col] = idx.reliability(a, r.created_at);",
+            "row[col] = idx.reliability(r.user_key, r.created_at);",
         ),
         ("src/repack.rs", "fn "),
         ("src/merge.rs", "fn "),
