@@ -62,7 +62,10 @@ rm -rf "$unpacked"
 mkdir -p "$unpacked"
 tar -xzf "$sdist" -C "$unpacked" --strip-components=1 --touch
 cd "$unpacked"
-maturin build --release --locked --zig --compatibility "$platform" --out "$out"
+# Not --locked: the sdist's workspace lacks the benches package, so cargo
+# drops its entries from the sdist's Cargo.lock (the versions stay those of
+# the lock, as when pip builds the sdist).
+maturin build --release --zig --compatibility "$platform" --out "$out"
 cd "$repo"
 rm -rf "$unpacked"
 
