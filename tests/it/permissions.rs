@@ -23,19 +23,35 @@ fn is_root() -> bool {
     unsafe { libc::getuid() == 0 }
 }
 
-/// Newest modification time of the files under `dir`.
-fn newest(dir: &Path) -> std::time::SystemTime {
-    let mut t = std::time::SystemTime::UNIX_EPOCH;
+/// The files `bin` was built from: cargo's dep-info file beside it (only
+/// what the binary compiles, so an edit of a test-only module does not make
+/// it stale), or every source of the crate and the examples without one.
+fn sources_of(bin: &Path) -> Vec<PathBuf> {
+    let Ok(info) = fs::read_to_string(bin.with_extension("d")) else {
+        let mut all = Vec::new();
+        for dir in [repo("src"), repo("examples")] {
+            collect(&dir, &mut all);
+        }
+        return all;
+    };
+    let deps = info.split_once(": ").map_or("", |(_, d)| d);
+    // Paths are separated by spaces; a space inside one is escaped.
+    deps.replace("\\ ", "\0")
+        .split_whitespace()
+        .map(|p| PathBuf::from(p.replace('\0', " ")))
+        .collect()
+}
+
+/// Every file under `dir`.
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in fs::read_dir(dir).unwrap() {
         let e = e.unwrap();
-        let m = if e.file_type().unwrap().is_dir() {
-            newest(&e.path())
+        if e.file_type().unwrap().is_dir() {
+            collect(&e.path(), out);
         } else {
-            e.metadata().unwrap().modified().unwrap()
-        };
-        t = t.max(m);
+            out.push(e.path());
+        }
     }
-    t
 }
 
 /// `precache` run as an unprivileged user.
@@ -51,11 +67,17 @@ fn precache_unprivileged() -> Command {
         .unwrap()
         .join("examples/precache");
     let built = fs::metadata(&bin).unwrap().modified().unwrap();
+    let stale = sources_of(&bin).into_iter().find(|p| {
+        fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t > built)
+    });
     assert!(
-        built >= newest(&repo("src")) && built >= newest(&repo("examples")),
-        "{} is older than the sources: run `cargo build --release --examples` \
+        stale.is_none(),
+        "{} is older than {}: run `cargo build --release --examples` \
          (or `cargo test --release` without --test), which rebuilds it",
-        bin.display()
+        bin.display(),
+        stale.unwrap_or_default().display()
     );
     if is_root() {
         cmd.uid(NOBODY).gid(NOBODY);
