@@ -66,10 +66,9 @@ type Result<T, E = BuildError> = std::result::Result<T, E>;
 /// no author keys (every reaction record of the cache carries its author's
 /// key, format 5, so they were a second copy: ~8 bytes per reaction held,
 /// parsed and written each night).
+/// Only this version is read: a file of an earlier one was written by code
+/// of another definition, whose cache is built again in full anyway.
 const FINGERPRINTS_VERSION: u32 = 5;
-/// The versions read: a version-4 file differs only by its author keys,
-/// which are skipped, so the first build after an upgrade still reuses.
-const FINGERPRINTS_READ: [u32; 2] = [4, FINGERPRINTS_VERSION];
 
 /// The fingerprints of the threads of one cache content, as read back.
 /// Derived data, never trusted as found: the file carries its own checksum
@@ -254,7 +253,7 @@ impl Mapped {
         let file = &self.file;
         let fp: Fingerprints = serde_json::from_slice(&self.map)
             .map_err(|e| format!("fingerprints unreadable ({}: {e})", file.display()))?;
-        if !FINGERPRINTS_READ.contains(&fp.version) {
+        if fp.version != FINGERPRINTS_VERSION {
             return Err(format!(
                 "the fingerprints are of version {} (this build writes {FINGERPRINTS_VERSION})",
                 fp.version
