@@ -425,17 +425,28 @@ impl Written<'_> {
     }
 }
 
-/// The file system's clock now: the mtime of a stamp file created (and
-/// removed at once) in `dir` beside the cache. File times come from the
-/// kernel's coarse clock (a tick behind the wall clock) in the file
-/// system's granularity; `None` if no stamp could be written.
+/// The file system's clock now: the mtime the kernel gives the directory
+/// `dir` (the build's staging directory) when told to set it to now. File
+/// times come from the kernel's coarse clock (a tick behind the wall
+/// clock) in the file system's granularity (on NFS the server's); `None` if
+/// the time could not be set. No file is made: a stamp file, created and
+/// removed, outlived a build killed in between and was published with the
+/// next build's cache as if the operator's.
 fn file_clock(dir: &Path) -> Option<i128> {
-    let stamp = dir.join(".build-start");
-    let t = fs::File::create(&stamp)
-        .and_then(|f| f.metadata())
-        .map(|m| i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()));
-    let _ = fs::remove_file(&stamp);
-    t.ok()
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT, utimensat};
+    let now = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        },
+    };
+    utimensat(CWD, dir, &now, AtFlags::empty()).ok()?;
+    let m = fs::metadata(dir).ok()?;
+    Some(i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()))
 }
 
 /// Waits until file times have moved past every time the fingerprints saw
@@ -874,6 +885,28 @@ impl Old<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The clock is read without making a file (CI, 2026-12-07: a kill
+    /// between a stamp's creation and removal left `.build-start` in the
+    /// staging directory, which the next build published), and it moves
+    /// with the system clock.
+    #[test]
+    fn the_file_clock_makes_no_file_and_tells_the_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let wall = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as i128
+        };
+        let before = wall(std::time::SystemTime::now());
+        let t = file_clock(dir.path()).unwrap();
+        let after = wall(std::time::SystemTime::now());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A coarse tick (at most 10 ms here) behind the wall clock.
+        assert!(
+            t >= before - 20_000_000 && t <= after,
+            "{before} {t} {after}"
+        );
+        assert_eq!(file_clock(&dir.path().join("missing")), None);
+    }
 
     #[test]
     fn a_map_borrows_plain_paths_owns_escaped_ones_and_finds_both() {
