@@ -6,25 +6,27 @@
 //! (name, size, mtime ns, ctime ns, inode) of every file it uses and of which
 //! of its folders exist. ctime catches an in-place edit that restores the
 //! mtime. Before reading any file, a build waits until the file system's
-//! clock (a stamp file's mtime) has passed every time its fingerprints saw,
-//! in whole seconds for files on a device where no corpus file has a
-//! sub-second mtime (a file system with 1-second timestamps), so a change after the fingerprints
-//! always changes them. A file modified at or after that point counts as
-//! changed at the next build (git's racy-clean rule), with or without
-//! content hashes (`--verify`: a file edited and reverted while the build
-//! read it hashes as before). The point is kept in the fingerprints, never
-//! in the cache's bytes. Fingerprints are kept beside the
-//! cache in `derived/fingerprints-<content id>.json`, so they belong to
-//! exactly one cache content.
+//! clock (its staging directory's mtime, set to now) has passed every time
+//! its fingerprints saw, in whole seconds for files on a device where no
+//! corpus file has a sub-second mtime (a file system with 1-second
+//! timestamps), so a change after the fingerprints always changes them. A
+//! file modified at or after that point counts as changed at the next build
+//! (git's racy-clean rule), with or without content hashes (`--verify`: a
+//! file edited and reverted while the build read it hashes as before). The
+//! point is kept in the fingerprints, never in the cache's bytes.
+//! Fingerprints are kept beside the cache in
+//! `derived/fingerprints-<content id>.json`, so they belong to exactly one
+//! cache content.
 //!
 //! `user_reliability` depends on every rumour source of the corpus. The new
 //! rumour index is computed from the old cache for reused threads and from
 //! the files for the others; if it differs from the old one, the reused
 //! threads' values are recomputed from their reactions' author keys (each
-//! reaction record of the cache carries its own). A full build is done when anything makes reuse
-//! unsafe (no or a damaged old cache, other options, another corpus root, no
-//! fingerprints, values computed by another definition of the features:
-//! `crate::definition`), and the summary says why.
+//! reaction record of the cache carries its own). A full build is done
+//! when anything makes reuse unsafe (no or a damaged old cache, other
+//! options, another corpus root, no fingerprints, values computed by
+//! another definition of the features: `crate::definition`), and the
+//! summary says why.
 //!
 //! With the crawler's change list (`BuildOptions::changed`, `changed.rs`)
 //! the threads it does not name are taken as the fingerprints left them:
@@ -433,19 +435,8 @@ impl Written<'_> {
 /// removed, outlived a build killed in between and was published with the
 /// next build's cache as if the operator's.
 fn file_clock(dir: &Path) -> Option<i128> {
-    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, UTIME_NOW, UTIME_OMIT, utimensat};
-    let now = Timestamps {
-        last_access: Timespec {
-            tv_sec: 0,
-            tv_nsec: UTIME_OMIT,
-        },
-        last_modification: Timespec {
-            tv_sec: 0,
-            tv_nsec: UTIME_NOW,
-        },
-    };
-    utimensat(CWD, dir, &now, AtFlags::empty()).ok()?;
-    let m = fs::metadata(dir).ok()?;
+    // Opened read-only: a directory can be, and its times set through it.
+    let m = crate::output::touch_now(&fs::File::open(dir).ok()?).ok()?;
     Some(i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()))
 }
 

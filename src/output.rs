@@ -45,6 +45,29 @@ pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::from_raw_os_error(libc::ELOOP))
 }
 
+/// The file system's clock now: sets the mtime of the open file or
+/// directory `f` to now (`UTIME_NOW`; the access time kept) and returns its
+/// metadata, whose mtime is that time as the file system keeps it (the
+/// kernel's coarse clock, in the file system's granularity; on NFS the
+/// server's). The one way this project reads the clock that file times are
+/// compared with (the incremental build's racy-clean rule, the store's
+/// verified record): no stamp file is made that a kill could leave behind.
+pub fn touch_now(f: &File) -> io::Result<Metadata> {
+    use rustix::fs::{Timespec, Timestamps, UTIME_NOW, UTIME_OMIT, futimens};
+    let now = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        },
+    };
+    futimens(f, &now)?;
+    f.metadata()
+}
+
 /// The descriptor `path` names when it is one of this process's own
 /// (`/dev/stdin|stdout|stderr`, `/dev/fd/N`, `/proc/self/fd/N`,
 /// `/proc/<our pid>/fd/N`, or a chain of links reaching one), duplicated.

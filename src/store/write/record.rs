@@ -80,20 +80,7 @@ fn try_write(record: &Path, target: &Path, meta: &StoreMeta) -> std::io::Result<
     let mut f = File::options().write(true).create_new(true).open(&tmp)?;
     let started = std::time::Instant::now();
     let at_ns = loop {
-        rustix::fs::futimens(
-            &f,
-            &rustix::fs::Timestamps {
-                last_access: rustix::fs::Timespec {
-                    tv_sec: 0,
-                    tv_nsec: rustix::fs::UTIME_OMIT,
-                },
-                last_modification: rustix::fs::Timespec {
-                    tv_sec: 0,
-                    tv_nsec: rustix::fs::UTIME_NOW,
-                },
-            },
-        )?;
-        let m = f.metadata()?;
+        let m = crate::output::touch_now(&f)?;
         let now = stat_ns(m.mtime(), m.mtime_nsec());
         if now > newest || started.elapsed() >= CLOCK_WAIT {
             break now;
