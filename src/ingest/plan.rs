@@ -129,7 +129,28 @@ pub struct Plan {
     /// [`load`](Plan::load).
     #[serde(default)]
     checksum: String,
+    /// Its id and inputs digest, computed once: each is a serialization of
+    /// the whole plan (megabytes at 10^5 threads) that a partition needs
+    /// more than once. No method changes a plan once made.
+    #[serde(skip)]
+    memo: Memo,
 }
+
+/// [`Plan::id`] and [`Plan::inputs`], once computed; not part of a plan's
+/// value (equal plans are equal whichever were asked for).
+#[derive(Clone, Debug, Default)]
+struct Memo {
+    id: std::sync::OnceLock<String>,
+    inputs: std::sync::OnceLock<String>,
+}
+
+impl PartialEq for Memo {
+    fn eq(&self, _: &Memo) -> bool {
+        true
+    }
+}
+
+impl Eq for Memo {}
 
 /// What a partition finds of one of its own threads before reading it: its
 /// pin (plans that pin files) and (extended plans) its rumour entry.
@@ -221,6 +242,7 @@ impl Plan {
             bad,
             definition: crate::definition::definition().to_owned(),
             checksum: String::new(),
+            memo: Memo::default(),
         })
     }
 
@@ -242,26 +264,36 @@ impl Plan {
     pub fn load(path: impl AsRef<Path>) -> Result<Plan> {
         let path = path.as_ref();
         let bytes = fs::read(path).map_err(|e| BuildError::io(path, e))?;
-        // The format and version first: an older plan has other fields, and
-        // is refused as that version, not as "missing field".
-        #[derive(Deserialize)]
-        struct Header {
-            format: String,
-            version: u32,
-        }
-        let head: Header = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
-        if head.format != PLAN_FORMAT || head.version != PLAN_VERSION {
-            return Err(invalid(
+        let refused = |format: &str, version: u32| {
+            invalid(
                 path,
                 format!(
-                    "plan format {:?} version {}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}; make the plan again",
-                    head.format, head.version
+                    "plan format {format:?} version {version}, expected {PLAN_FORMAT:?} version {PLAN_VERSION}; make the plan again"
                 ),
-            ));
+            )
+        };
+        // Parsed once (megabytes at 10^5 threads); only when that fails is
+        // the header read alone: an older plan has other fields, and is
+        // refused as that version, not as "missing field".
+        let plan: Plan = match serde_json::from_slice(&bytes) {
+            Ok(plan) => plan,
+            Err(e) => {
+                #[derive(Deserialize)]
+                struct Header {
+                    format: String,
+                    version: u32,
+                }
+                return Err(match serde_json::from_slice::<Header>(&bytes) {
+                    Ok(h) if h.format != PLAN_FORMAT || h.version != PLAN_VERSION => {
+                        refused(&h.format, h.version)
+                    }
+                    _ => invalid(path, format!("not a plan: {e}")),
+                });
+            }
+        };
+        if plan.format != PLAN_FORMAT || plan.version != PLAN_VERSION {
+            return Err(refused(&plan.format, plan.version));
         }
-        let plan: Plan = serde_json::from_slice(&bytes)
-            .map_err(|e| invalid(path, format!("not a plan: {e}")))?;
         if plan.checksum != plan.id() {
             return Err(invalid(
                 path,
@@ -356,12 +388,17 @@ impl Plan {
     /// The plan's identity: 16 hex digits of the xxh3 of its JSON (without
     /// its checksum field's value, which is this id).
     pub fn id(&self) -> String {
-        let mut unsealed = self.clone();
-        unsealed.checksum.clear();
-        format!(
-            "{:016x}",
-            xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
-        )
+        self.memo
+            .id
+            .get_or_init(|| {
+                let mut unsealed = self.clone();
+                unsealed.checksum.clear();
+                format!(
+                    "{:016x}",
+                    xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
+                )
+            })
+            .clone()
     }
 
     /// For tests: `json` (a plan's JSON, possibly edited) with its checksum
@@ -599,11 +636,16 @@ impl Plan {
     /// rumour entries, discovery report) every partition records; a merge
     /// compares them.
     pub(super) fn inputs(&self) -> String {
-        let inputs = (&self.threads, &self.bad);
-        format!(
-            "{:016x}",
-            xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
-        )
+        self.memo
+            .inputs
+            .get_or_init(|| {
+                let inputs = (&self.threads, &self.bad);
+                format!(
+                    "{:016x}",
+                    xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
+                )
+            })
+            .clone()
     }
 
     /// `base` with the options this plan fixes (everything that shapes the
