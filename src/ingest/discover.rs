@@ -141,9 +141,10 @@ fn name_of(path: Option<&Path>) -> String {
 pub(crate) type Hook<'h, E> = &'h (dyn Fn(&ThreadDir, usize) -> E + Sync);
 
 /// A partition's walk (issue 47): for a directory's path relative to the
-/// root, the thread another partition reads there, taken as found without
-/// listing it (its own partition lists it and refuses what changed).
-pub(crate) type Skip<'h> = &'h (dyn Fn(&str) -> Option<ThreadDir> + Sync);
+/// root, whether another partition reads a thread there, which the walk
+/// then neither lists nor records (the skip keeps account; its own
+/// partition lists it and refuses what changed).
+pub(crate) type Skip<'h> = &'h (dyn Fn(&str) -> bool + Sync);
 
 /// One walk's shared results.
 struct Walk<'a, 'h, E> {
@@ -184,9 +185,9 @@ impl<E> Walk<'_, '_, E> {
         let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
         if thread_name
             && let Some(skip) = self.skip
-            && let Some(td) = skip(&relative(self.root, dir))
+            && skip(&relative(self.root, dir))
         {
-            return self.found(td);
+            return;
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let opened = match (parent.and_then(|p| p.fd().ok()), dir.file_name()) {

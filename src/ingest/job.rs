@@ -166,7 +166,7 @@ impl<'a> BuildJob<'a> {
                     };
                     Some((at, p, rumour))
                 };
-                let others = plan.others(range.clone(), &self.corpus);
+                let others = plan.others(range.clone());
                 let skip = |rel: &str| others.skip(rel);
                 let (found, found_bad, _, values) = discover_checked_with(
                     &self.corpus,

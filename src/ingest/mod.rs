@@ -336,6 +336,7 @@ pub(crate) fn discover_checked_with<P: Send>(
     Option<RumourIndex>,
     Vec<(P, Option<(u64, i64)>)>,
 )> {
+    let skipping = skip.is_some();
     let (found, index, pres) =
         extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre, skip)?;
     let mut report = found.bad;
@@ -348,7 +349,9 @@ pub(crate) fn discover_checked_with<P: Send>(
             reason: first.reason.clone(),
         });
     }
-    if found.threads.is_empty() && report.is_empty() {
+    // A partition's walk records only its own threads (none, in an empty
+    // partition); its plan says what the corpus must hold.
+    if found.threads.is_empty() && report.is_empty() && !skipping {
         return Err(BuildError::EmptyCorpus(corpus.to_path_buf()));
     }
     Ok((found.threads, report, index, pres))

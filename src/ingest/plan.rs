@@ -136,6 +136,45 @@ pub struct Plan {
     memo: Memo,
 }
 
+/// A JSON serializer's output hashed as it is written (xxh3-64, the same
+/// digest as of the whole text at once), less its last `keep` bytes, held
+/// in `held` for the caller to compare.
+struct HashWriter {
+    hash: xxhash_rust::xxh3::Xxh3Default,
+    held: Vec<u8>,
+    keep: usize,
+}
+
+impl HashWriter {
+    fn holding_back(keep: usize) -> HashWriter {
+        HashWriter {
+            hash: xxhash_rust::xxh3::Xxh3Default::new(),
+            held: Vec::with_capacity(2 * keep + 64),
+            keep,
+        }
+    }
+}
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.keep == 0 {
+            self.hash.update(buf);
+            return Ok(buf.len());
+        }
+        self.held.extend_from_slice(buf);
+        if self.held.len() > self.keep {
+            let n = self.held.len() - self.keep;
+            self.hash.update(&self.held[..n]);
+            self.held.drain(..n);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// [`Plan::id`] and [`Plan::inputs`], once computed; not part of a plan's
 /// value (equal plans are equal whichever were asked for).
 #[derive(Clone, Debug, Default)]
@@ -215,16 +254,17 @@ impl Plan {
                 ),
             ));
         }
+        // The walk's list is consumed: its strings move into the plan.
         let threads = list
-            .iter()
+            .into_iter()
             .zip(found)
             .map(|(td, (l, rumour))| PlanThread {
-                rel: td.rel.clone(),
+                layout: StoredLayout::of(&td),
+                rel: td.rel,
                 source_id: td.source_id,
-                label: td.label.clone(),
-                event: td.event.clone(),
+                label: td.label,
+                event: td.event,
                 entries: td.entries,
-                layout: StoredLayout::of(td),
                 files: l.map_or(0, |l| l.files),
                 listing: l.map_or_else(String::new, |l| format!("{:016x}", l.digest)),
                 rumour,
@@ -390,15 +430,35 @@ impl Plan {
     pub fn id(&self) -> String {
         self.memo
             .id
-            .get_or_init(|| {
-                let mut unsealed = self.clone();
-                unsealed.checksum.clear();
-                format!(
-                    "{:016x}",
-                    xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
-                )
-            })
+            .get_or_init(|| format!("{:016x}", self.unsealed_hash()))
             .clone()
+    }
+
+    /// xxh3-64 of the plan's JSON with its checksum empty, streamed into
+    /// the hash: no copy of the plan and no JSON held (each is tens of
+    /// megabytes at 10^5 threads). The checksum is the JSON's last field,
+    /// so the writer holds back the tail it would end with and hashes the
+    /// empty field's tail in its place; should the JSON end otherwise, the
+    /// plan is copied with its checksum cleared and hashed whole.
+    fn unsealed_hash(&self) -> u64 {
+        self.streamed_unsealed_hash().unwrap_or_else(|| {
+            let mut unsealed = self.clone();
+            unsealed.checksum.clear();
+            xxh3_64(&serde_json::to_vec(&unsealed).unwrap_or_default())
+        })
+    }
+
+    /// [`unsealed_hash`](Plan::unsealed_hash) streamed, or `None` where the
+    /// JSON does not end with the checksum.
+    fn streamed_unsealed_hash(&self) -> Option<u64> {
+        let value = serde_json::to_string(&self.checksum).ok()?;
+        let sealed_tail = format!(",\"checksum\":{value}}}");
+        let mut w = HashWriter::holding_back(sealed_tail.len());
+        serde_json::to_writer(&mut w, self).ok()?;
+        (w.held == sealed_tail.as_bytes()).then(|| {
+            w.hash.update(br#","checksum":""}"#);
+            w.hash.digest()
+        })
     }
 
     /// For tests: `json` (a plan's JSON, possibly edited) with its checksum
@@ -493,8 +553,15 @@ impl Plan {
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
             list.iter().map(|t| (t.rel.as_str(), t)).collect();
         let mut planned = std::collections::BTreeSet::new();
-        for t in &self.threads {
+        for (at, t) in self.threads.iter().enumerate() {
             planned.insert(t.rel.as_str());
+            if others.takes(at) {
+                // Taken as planned where the walk found its folder.
+                if !others.seen[at].load(std::sync::atomic::Ordering::Relaxed) {
+                    changed.push(format!("{} (gone)", t.rel));
+                }
+                continue;
+            }
             match found.get(t.rel.as_str()) {
                 None => changed.push(format!("{} (gone)", t.rel)),
                 Some(td)
@@ -590,11 +657,7 @@ impl Plan {
 
     /// The threads partition `range`'s walk takes as found without listing
     /// them (see [`Others`]).
-    pub(super) fn others<'p>(
-        &'p self,
-        range: std::ops::Range<usize>,
-        corpus: &'p Path,
-    ) -> Others<'p> {
+    pub(super) fn others(&self, range: std::ops::Range<usize>) -> Others<'_> {
         // A thread with a planned thread below it is listed (the walk goes
         // on below it): rare, and found from the ids in the paths.
         let mut nested = vec![false; self.threads.len()];
@@ -611,8 +674,10 @@ impl Plan {
         Others {
             plan: self,
             range,
-            corpus,
             nested,
+            seen: (0..self.threads.len())
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect(),
         }
     }
 
@@ -640,10 +705,12 @@ impl Plan {
             .inputs
             .get_or_init(|| {
                 let inputs = (&self.threads, &self.bad);
-                format!(
-                    "{:016x}",
-                    xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default())
-                )
+                let mut w = HashWriter::holding_back(0);
+                let hash = match serde_json::to_writer(&mut w, &inputs) {
+                    Ok(()) => w.hash.digest(),
+                    Err(_) => xxh3_64(&serde_json::to_vec(&inputs).unwrap_or_default()),
+                };
+                format!("{hash:016x}")
             })
             .clone()
     }
@@ -715,28 +782,31 @@ impl Plan {
 pub(super) struct Others<'p> {
     plan: &'p Plan,
     range: std::ops::Range<usize>,
-    corpus: &'p Path,
     /// Per planned thread: another planned thread lies below it.
     nested: Vec<bool>,
+    /// Per planned thread: the walk took it as found ([`Others::skip`]).
+    seen: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl Others<'_> {
-    /// The thread at `rel`, as planned, if another partition lists it.
-    pub(super) fn skip(&self, rel: &str) -> Option<ThreadDir> {
-        let at = self.plan.by_rel(rel)?;
-        if self.range.contains(&at) || self.nested[at] {
-            return None;
+    /// Whether the folder at `rel` is another partition's planned thread,
+    /// which the walk then takes as found without listing it; it is marked
+    /// seen for [`Plan::verify_listing`] (no copy of it is made: at 10^5
+    /// threads those copies were tens of megabytes in every partition).
+    pub(super) fn skip(&self, rel: &str) -> bool {
+        let Some(at) = self.plan.by_rel(rel) else {
+            return false;
+        };
+        if !self.takes(at) {
+            return false;
         }
-        let t = &self.plan.threads[at];
-        Some(ThreadDir {
-            source_id: t.source_id,
-            path: self.corpus.join(&t.rel),
-            rel: t.rel.clone(),
-            label: t.label.clone(),
-            event: t.event.clone(),
-            entries: t.entries,
-            layout: layout_index(t.layout.as_ref()).unwrap_or_default(),
-        })
+        self.seen[at].store(true, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+
+    /// Whether planned thread `at` is one the walk takes as found.
+    fn takes(&self, at: usize) -> bool {
+        !self.range.contains(&at) && !self.nested[at]
     }
 
     /// Whether `path` (relative to the corpus) is a thread `skip` takes or
@@ -746,8 +816,7 @@ impl Others<'_> {
         loop {
             let prefix = &path[..end];
             if let Some(at) = self.plan.by_rel(prefix)
-                && !self.range.contains(&at)
-                && !self.nested[at]
+                && self.takes(at)
             {
                 return true;
             }
@@ -847,6 +916,47 @@ mod tests {
             r#"{{"created_at": "{AT}", "text": "a tweet", "user": {{"id_str": "3", "screen_name": "s"}}}}"#
         );
         fs::write(pheme.join("source-tweets/5.json"), src).unwrap();
+    }
+
+    /// The id and inputs digest streamed into the hash equal those of the
+    /// whole JSON: of a plan as made (checksum empty), as loaded (checksum
+    /// set), and with any checksum text (escaped in its JSON).
+    #[test]
+    fn streamed_digests_equal_the_whole_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("corpus");
+        corpus(&root);
+        let whole_id = |p: &Plan| {
+            let mut unsealed = p.clone();
+            unsealed.checksum.clear();
+            format!("{:016x}", xxh3_64(&serde_json::to_vec(&unsealed).unwrap()))
+        };
+        let made = Plan::create(&root, &BuildOptions::default()).unwrap();
+        // The streamed path, not the copy it falls back to.
+        assert_eq!(
+            made.streamed_unsealed_hash().map(|h| format!("{h:016x}")),
+            Some(whole_id(&made))
+        );
+        assert_eq!(made.id(), whole_id(&made));
+        let inputs = (&made.threads, &made.bad);
+        let whole_inputs = format!("{:016x}", xxh3_64(&serde_json::to_vec(&inputs).unwrap()));
+        assert_eq!(made.inputs(), whole_inputs);
+        let file = dir.path().join("plan.json");
+        made.save(&file).unwrap();
+        let loaded = Plan::load(&file).unwrap();
+        assert!(!loaded.checksum.is_empty());
+        assert_eq!(loaded.id(), made.id());
+        assert_eq!(loaded.inputs(), whole_inputs);
+        for checksum in ["x", "a\"quote", "back\\slash", "\u{e9}t\u{e9}", "\n"] {
+            let mut odd: Plan = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+            odd.checksum = checksum.into();
+            let streamed = odd.streamed_unsealed_hash().map(|h| format!("{h:016x}"));
+            assert_eq!(
+                streamed.as_deref(),
+                Some(made.id().as_str()),
+                "{checksum:?}"
+            );
+        }
     }
 
     /// A plan stores a layout by its name (PHEME's by nothing, as before
