@@ -254,6 +254,21 @@ impl Plan {
                 ),
             ));
         }
+        // The corpus folder itself a thread: a plan holds threads by their
+        // paths inside the corpus, and its partitions would refuse a thread
+        // at "." (no folder named by its source id) as not inside it.
+        if let Some(td) = list
+            .iter()
+            .find(|td| td.path.strip_prefix(corpus) == Ok(Path::new("")))
+        {
+            return Err(BuildError::io(
+                &td.path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "the corpus folder is itself a thread, and a plan holds threads inside its corpus: plan the folder that holds it, or build this thread without partitions",
+                ),
+            ));
+        }
         // The walk's list is consumed: its strings move into the plan.
         let threads = list
             .into_iter()
@@ -957,6 +972,26 @@ mod tests {
                 "{checksum:?}"
             );
         }
+    }
+
+    /// A corpus folder that is itself a thread (a single build takes it) is
+    /// refused when planned, naming it: its partitions would refuse the
+    /// thread at "." as not inside the corpus.
+    #[test]
+    fn a_corpus_that_is_one_thread_is_not_planned() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("corpus");
+        corpus(&root);
+        let thread = root.join("ev/rumours/5");
+        let e = Plan::create(&thread, &BuildOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is itself a thread") && e.contains("ev/rumours/5"),
+            "{e}"
+        );
+        // The folder that holds it plans.
+        Plan::create(root.join("ev"), &BuildOptions::default()).unwrap();
     }
 
     /// A plan stores a layout by its name (PHEME's by nothing, as before
