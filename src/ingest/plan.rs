@@ -567,9 +567,7 @@ impl Plan {
         let mut changed = Vec::new();
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
             list.iter().map(|t| (t.rel.as_str(), t)).collect();
-        let mut planned = std::collections::BTreeSet::new();
         for (at, t) in self.threads.iter().enumerate() {
-            planned.insert(t.rel.as_str());
             if others.takes(at) {
                 // Taken as planned where the walk found its folder.
                 if !others.seen[at].load(std::sync::atomic::Ordering::Relaxed) {
@@ -591,7 +589,8 @@ impl Plan {
                 Some(_) => {}
             }
         }
-        for rel in found.keys().filter(|r| !planned.contains(*r)) {
+        // A planned thread is found by its folder's name (its source id).
+        for rel in found.keys().filter(|r| self.by_rel(r).is_none()) {
             changed.push(format!("{rel} (new)"));
         }
         // What was reported inside the threads this walk did not list is
