@@ -1,6 +1,10 @@
 //! Merging partition caches into one: re-packs their threads, in source-id
 //! order, into shards exactly as a single build would, so the merged cache
-//! is byte-identical to a single build of the same corpus.
+//! is byte-identical to a single build of the same corpus. A merged shard
+//! that is one whole partition shard (the writer cuts a partition's shards
+//! where a single build does from its first thread that starts a shard:
+//! `ingest::writer::cut_before`) is that partition's files, hard-linked;
+//! the others, around the partitions' edges, are copied.
 //!
 //! A partition is a cache built by [`build_partition`](crate::build_partition)
 //! whose manifest records which part of which plan it is (checksummed). The
@@ -17,7 +21,9 @@ use crate::format::MAX_SHARD_BYTES;
 use crate::format::gather::{self, Run};
 use crate::format::manifest::PartitionInfo;
 use crate::format::report::BadInput;
-use crate::ingest::writer::{CacheWriter, ThreadData, WriterOptions, estimated_bytes};
+use crate::ingest::writer::{
+    CacheWriter, Gathered, ThreadData, WholeShard, WriterOptions, cut_before, estimated_bytes,
+};
 use crate::ingest::{BuildSummary, Phases, Tally};
 use crate::read::{Cache, ThreadSource};
 use crate::repack::refill;
@@ -275,14 +281,16 @@ impl Partitions {
             return self.repack_each(out, start);
         }
         let extended = self.options.extended;
-        let cap = self.options.shard_bytes.min(MAX_SHARD_BYTES);
         let mut tally = Tally::default();
         let mut report = self.discovered;
         let mut last_id = None;
         // The new shards, each as runs of the partitions' shards, cut where
         // the writer cuts a build's (`CacheWriter::push_ref`).
-        let mut shards: Vec<Vec<Run<'_>>> = Vec::new();
+        let mut shards: Vec<Gathered<'_>> = Vec::new();
         let mut runs: Vec<Run<'_>> = Vec::new();
+        // The partition shard each of `runs` is of (a shard that is one
+        // whole partition shard is linked).
+        let mut origins: Vec<(&Cache, usize)> = Vec::new();
         let (mut bytes_in, mut reactions_in, mut arena_in, mut longest) = (0usize, 0usize, 0, 0);
         for (_, p, cache) in &self.parts {
             report.extend_from_slice(cache.report());
@@ -315,9 +323,13 @@ impl Partitions {
                         });
                     }
                     if !runs.is_empty()
-                        && (bytes_in + bytes > cap || reactions_in + n > u32::MAX as usize)
+                        && cut_before(&self.options, (1, bytes_in, reactions_in), id, bytes, n)
                     {
-                        shards.push(std::mem::take(&mut runs));
+                        shards.push(Gathered {
+                            whole: whole_shard(&runs, &origins),
+                            runs: std::mem::take(&mut runs),
+                        });
+                        origins.clear();
                         longest = longest.max(arena_in);
                         (bytes_in, reactions_in, arena_in) = (0, 0, 0);
                     }
@@ -325,11 +337,14 @@ impl Partitions {
                         Some(r) if std::ptr::eq(r.numbers, numbers) && r.threads.end == i => {
                             r.threads.end = i + 1;
                         }
-                        _ => runs.push(Run {
-                            numbers,
-                            text,
-                            threads: i..i + 1,
-                        }),
+                        _ => {
+                            runs.push(Run {
+                                numbers,
+                                text,
+                                threads: i..i + 1,
+                            });
+                            origins.push((cache, s));
+                        }
                     }
                     bytes_in += bytes;
                     reactions_in += n;
@@ -338,7 +353,10 @@ impl Partitions {
             }
         }
         if !runs.is_empty() {
-            shards.push(runs);
+            shards.push(Gathered {
+                whole: whole_shard(&runs, &origins),
+                runs,
+            });
             longest = longest.max(arena_in);
         }
         report.sort();
@@ -416,5 +434,22 @@ impl Partitions {
             workers: 1,
             warnings,
         })
+    }
+}
+
+/// The partition shard that a merged shard of `runs` (each of the shard
+/// beside it in `origins`) is whole, if it is one and its files are open.
+fn whole_shard<'c>(runs: &[Run<'c>], origins: &[(&'c Cache, usize)]) -> Option<WholeShard<'c>> {
+    match (runs, origins) {
+        ([run], [(cache, s)]) if run.threads == (0..run.numbers.threads.len()) => {
+            let (numbers, text) = cache.shard_files(*s)?;
+            let info = cache.manifest().shards.get(*s)?;
+            Some(WholeShard {
+                numbers,
+                text,
+                info,
+            })
+        }
+        _ => None,
     }
 }

@@ -62,8 +62,9 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 /// file-system step of publishing in this process fails with an I/O
 /// error), `N:kill` (the process is killed with `SIGKILL` just before the
 /// N-th step), `trace` (each step is printed to stderr as `publish step N:
-/// OP PATH`) and `no-exchange` (behave as on a file system without an
-/// atomic exchange). Read once per process. It is always compiled in: one
+/// OP PATH`), `no-exchange` (behave as on a file system without an
+/// atomic exchange) and `no-link` (behave as on a file system without hard
+/// links: a merge copies every shard). Read once per process. It is always compiled in: one
 /// environment look-up per process costs nothing, the tests exercise the
 /// very binary users run, and a cargo feature would mean a second full
 /// build of the crate in CI.
@@ -75,6 +76,7 @@ struct Faults {
     kill: bool,
     trace: bool,
     no_exchange: bool,
+    no_link: bool,
 }
 
 fn faults() -> Option<&'static Faults> {
@@ -87,6 +89,7 @@ fn faults() -> Option<&'static Faults> {
                 match token.trim() {
                     "trace" => f.trace = true,
                     "no-exchange" => f.no_exchange = true,
+                    "no-link" => f.no_link = true,
                     t => {
                         if let Some((n, how)) = t.split_once(':') {
                             f.at = n.parse().unwrap_or(0);
@@ -98,6 +101,32 @@ fn faults() -> Option<&'static Faults> {
             Some(f)
         })
         .as_ref()
+}
+
+/// Makes `to` (in a staging directory) a hard link to the open file
+/// `from`: the very file opened, whatever its path names now (through
+/// `/proc/self/fd`, which needs no privilege, unlike `AT_EMPTY_PATH`).
+/// One step of publishing ([`step`]); fails on a file system without hard
+/// links, across file systems, without `/proc`, or when the file was
+/// deleted since it was opened, and the caller then copies it.
+pub(crate) fn link_open_file(from: &File, to: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    step("link", to, || {
+        if faults().is_some_and(|f| f.no_link) {
+            return Err(std::io::Error::from_raw_os_error(
+                rustix::io::Errno::XDEV.raw_os_error(),
+            ));
+        }
+        let proc = format!("/proc/self/fd/{}", from.as_raw_fd());
+        rustix::fs::linkat(
+            rustix::fs::CWD,
+            proc.as_str(),
+            rustix::fs::CWD,
+            to,
+            rustix::fs::AtFlags::SYMLINK_FOLLOW,
+        )
+        .map_err(std::io::Error::from)
+    })
 }
 
 /// Runs `op`, one file-system step of publishing (`what` on `path`),

@@ -26,12 +26,14 @@ use std::thread::JoinHandle;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::parse::DEFAULT_MAX_FILE_BYTES;
-use super::publish::{Staging, io};
+use super::publish::{Staging, io, link_open_file};
 pub(crate) use super::record::estimated_bytes;
 use super::record::input_keys;
 pub use super::record::{ThreadData, ThreadText};
 use crate::error::BuildError;
-use crate::format::files::{DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file};
+use crate::format::files::{
+    DERIVED_DIR, MANIFEST_FILE, REPORT_FILE, fingerprints_id, shard_file, text_file,
+};
 use crate::format::gather;
 use crate::format::manifest::{BuildInfo, FileInfo, Manifest, PartitionInfo, ShardInfo, hex64};
 use crate::format::report::{BadInput, write_jsonl};
@@ -70,6 +72,39 @@ impl Default for WriterOptions {
             extended: true,
         }
     }
+}
+
+/// One thread in this many, on average, starts a shard whatever the
+/// shard holds ([`starts_shard`]).
+pub(crate) const SHARD_START_EVERY: u64 = 2048;
+
+/// Whether thread `source_id` starts a shard whatever the shard before it
+/// holds: one thread in [`SHARD_START_EVERY`], chosen by a hash of its
+/// source id alone (content-defined cut points, as rsync's and restic's
+/// chunkers cut). A build's cuts are otherwise decided by what the shard
+/// already holds, so a partition, which starts elsewhere than a single
+/// build, cut every shard elsewhere too; from its first such thread on, it
+/// cuts where the single build does, and a merge links those shards
+/// instead of copying them (`crate::merge`).
+pub(crate) fn starts_shard(source_id: u64) -> bool {
+    xxh3_64(&source_id.to_le_bytes()).is_multiple_of(SHARD_START_EVERY)
+}
+
+/// Whether thread `source_id` of `bytes` (estimated) and `reactions`
+/// reactions starts a new shard after one that holds `held` (threads,
+/// estimated bytes, reactions): the one rule where shards are cut, in
+/// builds, incremental builds and merges alike.
+pub(crate) fn cut_before(
+    opts: &WriterOptions,
+    (threads, held_bytes, held_reactions): (u64, usize, usize),
+    source_id: u64,
+    bytes: usize,
+    reactions: usize,
+) -> bool {
+    threads > 0
+        && (starts_shard(source_id)
+            || held_bytes + bytes > opts.shard_bytes.min(MAX_SHARD_BYTES)
+            || held_reactions + reactions > u32::MAX as usize)
 }
 
 /// Builds a cache directory shard by shard and publishes it atomically.
@@ -180,7 +215,7 @@ impl CacheWriter {
                 ),
             ));
         }
-        if self.full_before(bytes, n) {
+        if self.full_before(t.record.source_id, bytes, n) {
             self.flush()?;
         }
         let mut record = t.record;
@@ -255,12 +290,20 @@ impl CacheWriter {
             .or_else(|| self.shards.last().map(|s| s.last_source_id))
     }
 
-    /// Whether a thread of `bytes` (estimated) and `reactions` reactions
-    /// starts a new shard: the one rule where shards are cut.
-    fn full_before(&self, bytes: usize, reactions: usize) -> bool {
-        self.current_count.threads > 0
-            && (self.current_bytes + bytes > self.opts.shard_bytes.min(MAX_SHARD_BYTES)
-                || self.current_count.reactions as usize + reactions > u32::MAX as usize)
+    /// Whether thread `source_id`, of `bytes` (estimated) and `reactions`
+    /// reactions, starts a new shard ([`cut_before`]).
+    fn full_before(&self, source_id: u64, bytes: usize, reactions: usize) -> bool {
+        cut_before(
+            &self.opts,
+            (
+                self.current_count.threads,
+                self.current_bytes,
+                self.current_count.reactions as usize,
+            ),
+            source_id,
+            bytes,
+            reactions,
+        )
     }
 
     /// Lets [`push_carried`](Self::push_carried) copy threads of `cache`
@@ -297,7 +340,7 @@ impl CacheWriter {
                 ),
             });
         }
-        if self.full_before(c.bytes, c.reactions) {
+        if self.full_before(c.source_id, c.bytes, c.reactions) {
             self.flush()?;
         }
         match self.pieces.last_mut() {
@@ -313,23 +356,21 @@ impl CacheWriter {
         Ok(())
     }
 
-    /// Writes whole shards, each of `runs` of other caches' checked shards,
+    /// Writes whole shards, each of runs of other caches' checked shards,
     /// by copying their archived bytes ([`gather`](crate::format::gather):
     /// a merge; every thread [`canonical`](gather::canonical), in ascending
     /// source-id order, each shard cut where [`push_ref`](Self::push_ref)
-    /// would cut it). The bytes are those `push_ref` of each thread's
-    /// re-pack and a flush would write. `ruler`: a string at least as long
-    /// as any shard's text arena (only its length is read).
+    /// would cut it), or, for a shard that is one whole shard of another
+    /// cache ([`Gathered::whole`]), by linking that shard's files. The
+    /// bytes are those `push_ref` of each thread's re-pack and a flush
+    /// would write. `ruler`: a string at least as long as any shard's text
+    /// arena (only its length is read).
     ///
     /// Up to [`GATHER_AT_ONCE`] shards are written at once, each on threads
     /// of its own: a merge's copying costs little CPU, and one shard at a
     /// time left the CPU idle while each `O_DIRECT` write waited on the disk
     /// and the disk idle while the next chunk was gathered.
-    pub(crate) fn push_gathered(
-        &mut self,
-        shards: &[Vec<gather::Run<'_>>],
-        ruler: &str,
-    ) -> Result<()> {
+    pub(crate) fn push_gathered(&mut self, shards: &[Gathered<'_>], ruler: &str) -> Result<()> {
         if self.current_count.threads > 0 {
             self.flush()?;
         }
@@ -341,7 +382,8 @@ impl CacheWriter {
                 .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
         };
         let mut pending = Vec::new();
-        for runs in shards {
+        for shard in shards {
+            let runs = &shard.runs;
             let (Some(first), Some(last)) = (
                 runs.iter().find_map(ids).map(|(a, _)| a),
                 runs.iter().rev().find_map(ids).map(|(_, b)| b),
@@ -365,7 +407,7 @@ impl CacheWriter {
                 self.retweets += retweets;
                 self.replies += reactions.len() as u64 - retweets;
             }
-            pending.push((runs.as_slice(), counts));
+            pending.push((shard, counts));
         }
         let columns = if self.opts.extended {
             (REACTION_EXTRA, THREAD_EXTRA)
@@ -375,7 +417,13 @@ impl CacheWriter {
         let dir = self.staging.dir().to_path_buf();
         for group in pending.chunks(GATHER_AT_ONCE) {
             let base = self.shards.len();
-            let write = |k: usize, runs: &[gather::Run<'_>]| {
+            let write = |k: usize, shard: &Gathered<'_>| {
+                if let Some(whole) = &shard.whole
+                    && let Some(linked) = link_whole(&dir, base + k, whole)
+                {
+                    return linked;
+                }
+                let runs = &shard.runs;
                 let numbers = gather::ShardGather { runs, columns };
                 let text = gather::TextGather { runs, ruler };
                 write_shard_files(&dir, base + k, &numbers, &text)
@@ -384,11 +432,11 @@ impl CacheWriter {
                 let handles: Vec<_> = group
                     .iter()
                     .enumerate()
-                    .map(|(k, (runs, _))| {
+                    .map(|(k, (shard, _))| {
                         std::thread::Builder::new()
                             .name("socialctx-gather".into())
-                            .spawn_scoped(scope, move || write(k, runs))
-                            .map_err(|_| (k, *runs))
+                            .spawn_scoped(scope, move || write(k, shard))
+                            .map_err(|_| (k, *shard))
                     })
                     .collect();
                 handles
@@ -402,7 +450,7 @@ impl CacheWriter {
                             (Err(e()), Err(e()))
                         }),
                         // No thread to be had: written here.
-                        Err((k, runs)) => write(k, runs),
+                        Err((k, shard)) => write(k, shard),
                     })
                     .collect()
             });
@@ -736,6 +784,59 @@ fn write_mixed(
     Ok((numbers, text_info, shard, text))
 }
 
+/// One shard of a merged cache ([`CacheWriter::push_gathered`]): the runs
+/// of other caches' threads it holds, in order.
+#[derive(Debug)]
+pub(crate) struct Gathered<'a> {
+    /// Its threads.
+    pub runs: Vec<gather::Run<'a>>,
+    /// Set when `runs` is exactly one whole shard of another cache and that
+    /// cache's files are open: a shard's bytes are a function of its
+    /// threads alone (every offset in it is relative to it), so the merged
+    /// shard is that file, byte for byte, and is linked rather than
+    /// written.
+    pub whole: Option<WholeShard<'a>>,
+}
+
+/// A shard of another cache, checked, with its open files.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WholeShard<'a> {
+    /// Its numbers file, as opened and checked.
+    pub numbers: &'a File,
+    /// Its text file, as opened and checked.
+    pub text: &'a File,
+    /// Its record in that cache's manifest.
+    pub info: &'a ShardInfo,
+}
+
+/// Links `whole`'s two files into `dir` as shard `n`, or `None` where a
+/// link cannot be made (then nothing is left of it and the shard is
+/// written).
+fn link_whole(
+    dir: &Path,
+    n: usize,
+    whole: &WholeShard<'_>,
+) -> Option<(Result<FileInfo>, Result<FileInfo>)> {
+    let (numbers, text) = (shard_file(n), text_file(n));
+    let linked = |from: &File, name: &str| link_open_file(from, &dir.join(name)).is_ok();
+    if !linked(whole.numbers, &numbers) {
+        return None;
+    }
+    if !linked(whole.text, &text) {
+        let _ = std::fs::remove_file(dir.join(&numbers));
+        return None;
+    }
+    let info = |file: String, of: &FileInfo| FileInfo {
+        file,
+        bytes: of.bytes,
+        xxh3: of.xxh3.clone(),
+    };
+    Some((
+        Ok(info(numbers, &whole.info.numbers)),
+        Ok(info(text, &whole.info.text)),
+    ))
+}
+
 /// Shards a merge writes at once ([`CacheWriter::push_gathered`]): each
 /// takes two threads and two `O_DIRECT` chunks of memory.
 const GATHER_AT_ONCE: usize = 4;
@@ -783,5 +884,35 @@ impl Drop for PendingFlush {
         if let Some((_, handle)) = self.0.take() {
             let _ = handle.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One thread in about [`SHARD_START_EVERY`] starts a shard, whatever
+    /// the shard before it holds, and never the first shard's first; the
+    /// others start one only when it is full.
+    #[test]
+    fn a_shard_starts_where_its_thread_says_or_when_full() {
+        let opts = WriterOptions {
+            shard_bytes: 1000,
+            ..WriterOptions::default()
+        };
+        let starting: Vec<u64> = (0..1u64 << 21).filter(|&id| starts_shard(id)).collect();
+        let expected = (1u64 << 21) / SHARD_START_EVERY;
+        assert!(
+            (starting.len() as u64).abs_diff(expected) < expected / 5,
+            "{} of 2^21 ids start a shard",
+            starting.len()
+        );
+        let (start, plain) = (starting[0], (0..).find(|&i| !starts_shard(i)).unwrap());
+        assert!(cut_before(&opts, (1, 0, 0), start, 1, 1));
+        assert!(!cut_before(&opts, (0, 0, 0), start, 1, 1));
+        assert!(!cut_before(&opts, (1, 0, 0), plain, 1, 1));
+        assert!(!cut_before(&opts, (5, 900, 9), plain, 100, 1));
+        assert!(cut_before(&opts, (5, 900, 9), plain, 101, 1));
+        assert!(cut_before(&opts, (5, 0, u32::MAX as usize), plain, 1, 1));
     }
 }

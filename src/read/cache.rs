@@ -316,16 +316,68 @@ impl Core {
     /// Validates every file, and the manifest's retweet count against the
     /// shards' reactions (replies are the rest: the manifest's totals are
     /// checked against each other when it is read).
+    /// Checks every file, on up to as many threads as there are cores
+    /// (scoped threads, no pool that a forked worker would inherit dead):
+    /// checking is hashing and walking the archives, and a merge opens
+    /// whole partitions. The first error in shard order is the one
+    /// returned, whatever thread found it.
     fn validate_all(&self) -> Result<()> {
-        let mut retweets = 0u64;
-        for i in 0..self.shards.len() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let n = self.shards.len();
+        let check = |i: usize| -> Result<u64> {
             let shard = self.numbers(i)?;
-            retweets += shard
+            self.text(i)?;
+            Ok(shard
                 .reactions
                 .iter()
                 .filter(|r| r.kind == crate::schema::ReactionKind::Retweet as u8)
-                .count() as u64;
-            self.text(i)?;
+                .count() as u64)
+        };
+        let next = AtomicUsize::new(0);
+        let worker = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return out;
+                }
+                out.push((i, check(i)));
+            }
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |c| c.get())
+            .min(n)
+            .min(8);
+        let mut results: Vec<(usize, Result<u64>)> = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("socialctx-check".into())
+                        .spawn_scoped(scope, worker)
+                        .ok()
+                })
+                .collect();
+            let mut all = worker();
+            for h in helpers {
+                // A checker that panicked left its shards unchecked: they
+                // are checked again below.
+                all.extend(h.join().unwrap_or_default());
+            }
+            all
+        });
+        results.sort_by_key(|(i, _)| *i);
+        let mut retweets = 0u64;
+        let mut at = 0;
+        for (i, r) in results {
+            // Shards a panicked checker took are checked here, in order.
+            for j in at..i {
+                retweets += check(j)?;
+            }
+            retweets += r?;
+            at = i + 1;
+        }
+        for j in at..n {
+            retweets += check(j)?;
         }
         if retweets != self.manifest.retweets {
             return Err(OpenError::corrupt(
@@ -467,6 +519,15 @@ impl Cache {
     /// bytes: `format::gather`).
     pub(crate) fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
         Some((self.core.numbers(i).ok()?, self.core.text(i).ok()?))
+    }
+
+    /// Shard `i`'s two files as opened with the manifest (the generation
+    /// this cache checked), if they are held open (they are unless the
+    /// process ran out of descriptors): a merge links them into its cache
+    /// instead of copying their bytes.
+    pub(crate) fn shard_files(&self, i: usize) -> Option<(&File, &File)> {
+        let s = self.core.shards.get(i)?;
+        Some((s.numbers_file.as_ref()?, s.text_file.as_ref()?))
     }
 
     /// The shard holding thread `i` (0-based, source-id order) and the

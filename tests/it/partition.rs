@@ -438,3 +438,159 @@ fn the_writer_refuses_out_of_order_source_ids() {
         "the cache and its lock, no staging directory"
     );
 }
+
+/// The rule behind linking (`starts_shard` in src/ingest/writer.rs): one
+/// thread in 2,048, by a hash of its source id, starts a shard whatever
+/// the shard before it holds.
+fn starts_shard(source_id: u64) -> bool {
+    xxhash_rust::xxh3::xxh3_64(&source_id.to_le_bytes()).is_multiple_of(2048)
+}
+
+/// A merge links every shard a partition wrote exactly as the single build
+/// writes it, and copies the others: partition 0's shards (it starts where
+/// the single build does) and every partition's from its first thread that
+/// starts a shard on, but for a last shard the next partition does not
+/// start a shard after. Counted from the single build's own shards, so the
+/// rule is checked, not its output; and the copy (a file system without
+/// hard links, or a link that fails) writes the same bytes.
+#[test]
+fn a_merge_links_the_shards_partitions_cut_as_a_single_build() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    let mut gen_opts = gen_corpus::Options::new(5000);
+    gen_opts.seed = 3;
+    gen_corpus::generate(&corpus, &gen_opts).unwrap();
+    let opts = BuildOptions::default().threads(2).shard_bytes(1 << 20);
+    let single = tmp.path().join("single");
+    build(&corpus, &single, &opts, &NoProgress).unwrap();
+    let want = files(&single);
+
+    // The single build's shards, as ranges of thread positions, and the
+    // threads that start a shard whatever it holds.
+    let cache = socialctx::Cache::open(&single).unwrap();
+    let ids: Vec<u64> = cache.iter().map(|t| t.source_id()).collect();
+    let n = ids.len();
+    let mut shards = Vec::new();
+    let mut at = 0;
+    for s in &cache.manifest().shards {
+        shards.push(at..at + s.threads as usize);
+        at += s.threads as usize;
+    }
+    assert_eq!(at, n);
+    let plan_file = tmp.path().join("plan.json");
+    Plan::create(&corpus, &opts)
+        .unwrap()
+        .save(&plan_file)
+        .unwrap();
+    let plan = Plan::load(&plan_file).unwrap();
+    let count = 3;
+    let ranges: Vec<_> = (0..count).map(|i| plan.partition_range(i, count)).collect();
+    // Partition `p` cuts as the single build from `aligned[p]` on: its start
+    // (partition 0, or a first thread that starts a shard), else its first
+    // thread that starts a shard.
+    let expected = shards
+        .iter()
+        .filter(|s| {
+            let Some(r) = ranges.iter().find(|r| r.contains(&s.start)) else {
+                return false;
+            };
+            let aligned = (r.start..r.end)
+                .find(|&i| i == 0 || starts_shard(ids[i]))
+                .unwrap_or(r.end);
+            s.start >= aligned
+                && s.end <= r.end
+                && (s.end < r.end || r.end == n || starts_shard(ids[r.end]))
+        })
+        .count();
+    let parts = partitions(&corpus, &plan, count, tmp.path());
+    let part_inodes: std::collections::BTreeSet<(u64, u64)> = parts
+        .iter()
+        .flat_map(|p| fs::read_dir(p).unwrap())
+        .map(|e| fs::metadata(e.unwrap().path()).unwrap())
+        .map(|m| (m.dev(), m.ino()))
+        .collect();
+    let linked = |dir: &Path| {
+        (0..shards.len())
+            .filter(|k| {
+                let m = |name: String| fs::metadata(dir.join(name)).unwrap();
+                let (a, b) = (
+                    m(format!("shard-{k:05}.rkyv")),
+                    m(format!("text-{k:05}.rkyv")),
+                );
+                let shared = |m: &fs::Metadata| part_inodes.contains(&(m.dev(), m.ino()));
+                assert_eq!(shared(&a), shared(&b), "shard {k}: one file linked");
+                shared(&a)
+            })
+            .count()
+    };
+    let out = tmp.path().join("merged");
+    merge(&out, &parts).unwrap();
+    assert_eq!(files(&out), want);
+    assert!(
+        expected > shards.len() / 2 && expected < shards.len(),
+        "{expected} of {} shards linkable: the test needs both kinds",
+        shards.len()
+    );
+    assert_eq!(linked(&out), expected, "of {} shards", shards.len());
+
+    // Where links cannot be made, every shard is written: the same bytes.
+    let copied = tmp.path().join("copied");
+    let status = crate::common::example("merge")
+        .env("SOCIALCTX_TEST_PUBLISH_FAULT", "no-link")
+        .arg(&copied)
+        .args(&parts)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(files(&copied), want);
+    assert_eq!(linked(&copied), 0);
+
+    // Every link step failing, or the merge killed just before it: a
+    // failed link is copied instead (the same bytes, published); a kill
+    // publishes nothing, leaves the partitions as they were, and the next
+    // merge publishes the single build and leaves no temporary directory.
+    let part_files: Vec<_> = parts.iter().map(|p| files(p)).collect();
+    let run = |out: &Path, fault: &str| {
+        crate::common::example("merge")
+            .env("SOCIALCTX_TEST_PUBLISH_FAULT", fault)
+            .arg(out)
+            .args(&parts)
+            .output()
+            .unwrap()
+    };
+    let traced = run(&tmp.path().join("traced"), "trace");
+    assert!(traced.status.success());
+    let link_steps: Vec<u64> = String::from_utf8_lossy(&traced.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix("publish step "))
+        .filter_map(|l| l.split_once(": link "))
+        .map(|(n, _)| n.parse().unwrap())
+        .collect();
+    assert_eq!(link_steps.len(), 2 * expected);
+    for n in link_steps {
+        let out = tmp.path().join(format!("fault-{n}"));
+        let failed = run(&out, &format!("{n}:error"));
+        assert!(failed.status.success(), "step {n}: a failed link is copied");
+        assert_eq!(files(&out), want, "step {n}");
+        assert_eq!(linked(&out), expected - 1, "step {n}: that shard copied");
+        let out = tmp.path().join(format!("kill-{n}"));
+        let killed = run(&out, &format!("{n}:kill"));
+        assert!(!killed.status.success(), "step {n}: killed");
+        assert!(!out.exists(), "step {n}: nothing published");
+        let again = run(&out, "");
+        assert!(again.status.success(), "step {n}: the next merge");
+        assert_eq!(files(&out), want, "step {n}: the next merge");
+        let left: Vec<_> = fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "step {n}: left {left:?}");
+        fs::remove_dir_all(&out).unwrap();
+        fs::remove_dir_all(tmp.path().join(format!("fault-{n}"))).unwrap();
+    }
+    for (p, before) in parts.iter().zip(&part_files) {
+        assert_eq!(&files(p), before, "{}: untouched", p.display());
+    }
+}
