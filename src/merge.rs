@@ -3,8 +3,10 @@
 //! is byte-identical to a single build of the same corpus. A merged shard
 //! that is one whole partition shard (the writer cuts a partition's shards
 //! where a single build does from its first thread that starts a shard:
-//! `ingest::writer::cut_before`) is that partition's files, hard-linked;
-//! the others, around the partitions' edges, are copied.
+//! `ingest::writer::cut_before`) is that partition's files, hard-linked
+//! and not read (their bytes are checked by every reader, against the
+//! checksums the partition wrote); the others, around the partitions'
+//! edges, are read, checked and copied.
 //!
 //! A partition is a cache built by [`build_partition`](crate::build_partition)
 //! whose manifest records which part of which plan it is (checksummed). The
@@ -18,14 +20,17 @@ use std::time::Instant;
 
 use crate::error::BuildError;
 use crate::format::MAX_SHARD_BYTES;
-use crate::format::gather::{self, Run};
+use crate::format::footer::{self, Footer};
+use crate::format::gather::{self, Archives, Run};
 use crate::format::manifest::PartitionInfo;
+use crate::format::manifest::hex64;
 use crate::format::report::BadInput;
 use crate::ingest::writer::{
-    CacheWriter, Gathered, ThreadData, WholeShard, WriterOptions, cut_before, estimated_bytes,
+    CacheWriter, Gathered, ThreadData, WholeShard, WriterOptions, anon_ruler, cut_before,
+    estimated_bytes, starts_shard,
 };
 use crate::ingest::{BuildSummary, Phases, Tally};
-use crate::read::{Cache, ThreadSource};
+use crate::read::{LazyCache, ThreadSource};
 use crate::repack::refill;
 
 type Result<T, E = BuildError> = std::result::Result<T, E>;
@@ -73,8 +78,9 @@ pub fn merge(out: impl AsRef<Path>, parts: &[impl AsRef<Path>]) -> Result<BuildS
 /// A complete, consistent set of partition caches of one plan, in
 /// partition order.
 struct Partitions {
-    /// Each partition's record, directory and cache.
-    parts: Vec<(PartitionInfo, PathBuf, Cache)>,
+    /// Each partition's record, directory and cache (its manifest read and
+    /// checked, its shards each read and checked only if it is copied).
+    parts: Vec<(PartitionInfo, PathBuf, LazyCache)>,
     /// What the plan's discovery reported.
     discovered: Vec<BadInput>,
     /// The options every partition was built with.
@@ -92,9 +98,9 @@ impl Partitions {
         }
         // Each partition proves what it holds with the record its manifest
         // carries (written and published with the cache, checksummed).
-        let mut infos: Vec<(PartitionInfo, PathBuf, Cache)> = Vec::new();
+        let mut infos: Vec<(PartitionInfo, PathBuf, LazyCache)> = Vec::new();
         for &p in parts {
-            let cache = Cache::open(p).map_err(|e| bad(p, e.to_string()))?;
+            let cache = LazyCache::open(p).map_err(|e| bad(p, e.to_string()))?;
             let m = cache.manifest();
             let Some(info) = m.partition.clone() else {
                 return Err(bad(
@@ -217,17 +223,26 @@ impl Partitions {
                     ),
                 ));
             }
-            if let Some(t) = cache
-                .iter()
-                .find(|t| !(info.first_source_id..=info.last_source_id).contains(&t.source_id()))
+            // The manifest's shards are in order, each its first and last
+            // source id (checked when it was read; each shard's file
+            // against its entry when it is read, here or by any reader of
+            // the merged cache).
+            let range = info.first_source_id..=info.last_source_id;
+            if let Some(s) =
+                cache.manifest().shards.iter().find(|s| {
+                    !range.contains(&s.first_source_id) || !range.contains(&s.last_source_id)
+                })
             {
+                let outside = if range.contains(&s.first_source_id) {
+                    s.last_source_id
+                } else {
+                    s.first_source_id
+                };
                 return Err(bad(
                     p,
                     format!(
-                        "holds thread {}, outside its range of the plan ({}..={})",
-                        t.source_id(),
-                        info.first_source_id,
-                        info.last_source_id
+                        "holds thread {outside}, outside its range of the plan ({}..={})",
+                        info.first_source_id, info.last_source_id
                     ),
                 ));
             }
@@ -241,7 +256,7 @@ impl Partitions {
                 ),
             ));
         }
-        let caches: Vec<&Cache> = infos.iter().map(|(_, _, c)| c).collect();
+        let caches: Vec<&LazyCache> = infos.iter().map(|(_, _, c)| c).collect();
         let options = &caches[0].manifest().options;
         let extended = !caches[0].manifest().reaction_columns.is_empty();
         for (c, (_, p, _)) in caches.iter().zip(&infos) {
@@ -263,41 +278,129 @@ impl Partitions {
         })
     }
 
-    /// Writes every partition's threads, in order, into the cache at `out`
-    /// and publishes it: by copying their archived bytes, run by run
-    /// ([`gather`]), when every thread is laid out as this library's
-    /// writer lays it out (always, for partitions it built), else by
-    /// re-packing each thread ([`repack_each`](Self::repack_each)). Both
-    /// write the same bytes.
-    fn repack(self, out: &Path, start: Instant) -> Result<BuildSummary> {
-        let canonical = self.parts.iter().all(|(_, _, cache)| {
-            (0..cache.shard_count()).all(|s| {
-                cache
-                    .archives(s)
-                    .is_some_and(|(n, t)| (0..n.threads.len()).all(|i| gather::canonical(n, t, i)))
+    /// Which shards of each partition a single build writes as they are,
+    /// from the manifests alone: a partition cuts where the single build
+    /// does once its state is the single build's, at its start when no
+    /// thread comes before it, else from its first shard whose first thread
+    /// starts a shard whatever precedes it (`starts_shard`); its last shard
+    /// ends where the single build cuts when it is the corpus's last or the
+    /// next partition's first thread starts a shard. A shard whose files
+    /// are not held open is copied.
+    fn linkable(&self) -> Vec<Vec<bool>> {
+        let firsts: Vec<Option<u64>> = self
+            .parts
+            .iter()
+            .map(|(_, _, c)| c.manifest().shards.first().map(|s| s.first_source_id))
+            .collect();
+        self.parts
+            .iter()
+            .enumerate()
+            .map(|(k, (_, _, cache))| {
+                let shards = &cache.manifest().shards;
+                let mut aligned = firsts[..k].iter().all(Option::is_none);
+                let end_cut = firsts[k + 1..]
+                    .iter()
+                    .flatten()
+                    .next()
+                    .is_none_or(|&id| starts_shard(id));
+                shards
+                    .iter()
+                    .enumerate()
+                    .map(|(s, info)| {
+                        aligned |= starts_shard(info.first_source_id);
+                        let last = s + 1 == shards.len();
+                        aligned && (!last || end_cut) && cache.shard_files(s).is_some()
+                    })
+                    .collect()
             })
-        });
+            .collect()
+    }
+
+    /// Writes every partition's threads, in order, into the cache at `out`
+    /// and publishes it. The shards a single build writes as a partition
+    /// wrote them ([`linkable`](Self::linkable)) are linked, checked
+    /// against their records (size and footer: their bytes are checked by
+    /// every reader, against the checksums the partition wrote), and not
+    /// read; the others are read, checked and copied run by run
+    /// ([`gather`]) when every thread is laid out as this library's writer
+    /// lays it out (always, for partitions it built), else every thread is
+    /// re-packed ([`repack_each`](Self::repack_each)). Both write the same
+    /// bytes.
+    fn repack(self, out: &Path, start: Instant) -> Result<BuildSummary> {
+        let linkable = self.linkable();
+        // The copied shards read and checked first: a thread laid out
+        // otherwise sends the merge down the slow path.
+        let mut canonical = true;
+        for ((_, p, cache), links) in self.parts.iter().zip(&linkable) {
+            for (s, &link) in links.iter().enumerate() {
+                if link {
+                    check_footers(p, cache, s)?;
+                    continue;
+                }
+                let (n, t) = cache.checked(s).map_err(|e| bad(p, e))?;
+                canonical &= (0..n.threads.len()).all(|i| gather::canonical(n, t, i));
+            }
+        }
         if !canonical {
             return self.repack_each(out, start);
         }
         let extended = self.options.extended;
+        // The tally from the partitions' records where every partition
+        // holding threads has one (else counted from the threads, read).
+        let recorded = self
+            .parts
+            .iter()
+            .all(|(info, _, c)| c.is_empty() || !info.threads_by_event.is_empty());
         let mut tally = Tally::default();
-        let mut report = self.discovered;
+        if recorded {
+            for (info, _, _) in &self.parts {
+                tally.add_counts(&info.threads_by_event);
+            }
+        }
+        let (replies, retweets) = self.parts.iter().fold((0, 0), |(r, t), (_, _, c)| {
+            (r + c.manifest().replies, t + c.manifest().retweets)
+        });
+        let mut report = self.discovered.clone();
         let mut last_id = None;
-        // The new shards, each as runs of the partitions' shards, cut where
-        // the writer cuts a build's (`CacheWriter::push_ref`).
+        // The new shards: whole partition shards, and runs of the others'
+        // threads cut where the writer cuts a build's (`cut_before`).
         let mut shards: Vec<Gathered<'_>> = Vec::new();
         let mut runs: Vec<Run<'_>> = Vec::new();
-        // The partition shard each of `runs` is of (a shard that is one
-        // whole partition shard is linked).
-        let mut origins: Vec<(&Cache, usize)> = Vec::new();
         let (mut bytes_in, mut reactions_in, mut arena_in, mut longest) = (0usize, 0usize, 0, 0);
-        for (_, p, cache) in &self.parts {
-            report.extend_from_slice(cache.report());
-            for s in 0..cache.shard_count() {
-                let Some((numbers, text)) = cache.archives(s) else {
-                    return Err(bad(p, "a shard checked at open could not be read"));
-                };
+        for ((_, p, cache), links) in self.parts.iter().zip(&linkable) {
+            report.extend(cache.read_report().map_err(|e| bad(p, e.to_string()))?);
+            for (s, &link) in links.iter().enumerate() {
+                let info = &cache.manifest().shards[s];
+                if link {
+                    if last_id.is_some_and(|l| l >= info.first_source_id) {
+                        return Err(bad(p, "threads overlap another partition's"));
+                    }
+                    last_id = Some(info.last_source_id);
+                    if !recorded {
+                        let (numbers, text) = cache.checked(s).map_err(|e| bad(p, e))?;
+                        tally_threads(&mut tally, numbers, text);
+                    }
+                    // A single build cuts before it: the runs before it are
+                    // a shard.
+                    if !runs.is_empty() {
+                        shards.push(Gathered::Runs(std::mem::take(&mut runs)));
+                        longest = longest.max(arena_in);
+                        (bytes_in, reactions_in, arena_in) = (0, 0, 0);
+                    }
+                    let Some((numbers, text)) = cache.shard_files(s) else {
+                        return Err(bad(p, "a shard file held open was closed"));
+                    };
+                    shards.push(Gathered::Whole(WholeShard {
+                        numbers,
+                        text,
+                        info,
+                        from: cache,
+                        index: s,
+                        dir: p,
+                    }));
+                    continue;
+                }
+                let (numbers, text) = cache.checked(s).map_err(|e| bad(p, e))?;
                 for (i, rec) in numbers.threads.iter().enumerate() {
                     let id = rec.source_id.to_native();
                     if last_id.is_some_and(|l| l >= id) {
@@ -305,14 +408,16 @@ impl Partitions {
                     }
                     last_id = Some(id);
                     let arena = text.arena.as_str();
-                    let event = &text.threads[i].event;
-                    let event_start = event.start.to_native() as usize;
-                    tally.add(
-                        rec.label_code,
-                        arena
-                            .get(event_start..event_start + event.len.to_native() as usize)
-                            .unwrap_or(""),
-                    );
+                    if !recorded {
+                        let event = &text.threads[i].event;
+                        let event_start = event.start.to_native() as usize;
+                        tally.add(
+                            rec.label_code,
+                            arena
+                                .get(event_start..event_start + event.len.to_native() as usize)
+                                .unwrap_or(""),
+                        );
+                    }
                     let region = gather::thread_arena(text, i).len();
                     let n = rec.reaction_count.to_native() as usize;
                     let bytes = estimated_bytes(region, n, if extended { n } else { 0 });
@@ -325,11 +430,7 @@ impl Partitions {
                     if !runs.is_empty()
                         && cut_before(&self.options, (1, bytes_in, reactions_in), id, bytes, n)
                     {
-                        shards.push(Gathered {
-                            whole: whole_shard(&runs, &origins),
-                            runs: std::mem::take(&mut runs),
-                        });
-                        origins.clear();
+                        shards.push(Gathered::Runs(std::mem::take(&mut runs)));
                         longest = longest.max(arena_in);
                         (bytes_in, reactions_in, arena_in) = (0, 0, 0);
                     }
@@ -337,14 +438,11 @@ impl Partitions {
                         Some(r) if std::ptr::eq(r.numbers, numbers) && r.threads.end == i => {
                             r.threads.end = i + 1;
                         }
-                        _ => {
-                            runs.push(Run {
-                                numbers,
-                                text,
-                                threads: i..i + 1,
-                            });
-                            origins.push((cache, s));
-                        }
+                        _ => runs.push(Run {
+                            numbers,
+                            text,
+                            threads: i..i + 1,
+                        }),
                     }
                     bytes_in += bytes;
                     reactions_in += n;
@@ -353,23 +451,14 @@ impl Partitions {
             }
         }
         if !runs.is_empty() {
-            shards.push(Gathered {
-                whole: whole_shard(&runs, &origins),
-                runs,
-            });
+            shards.push(Gathered::Runs(runs));
             longest = longest.max(arena_in);
         }
         report.sort();
-        // Only the length of the ruler is read (`TextGather`): zeros, mapped
-        // and never written, so the kernel's zero page backs it.
-        let ruler_map =
-            memmap2::MmapMut::map_anon(longest.max(1)).map_err(|e| BuildError::io(out, e))?;
-        let ruler = std::str::from_utf8(&ruler_map).map_err(|e| BuildError::Internal {
-            path: out.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let mut writer = CacheWriter::create(out, self.options)?;
-        writer.push_gathered(&shards, ruler)?;
+        let ruler = anon_ruler(longest).map_err(|e| BuildError::io(out, e))?;
+        let mut writer = CacheWriter::create(out, self.options.clone())?;
+        writer.set_reaction_totals(replies, retweets);
+        writer.push_gathered(&shards, ruler.as_str())?;
         let t = Instant::now();
         let (manifest, warnings) = writer.finish_with(&report, None)?;
         Self::summary(manifest, report, tally, warnings, start, t)
@@ -380,6 +469,14 @@ impl Partitions {
     /// texts are laid out otherwise than this library's writer does).
     fn repack_each(self, out: &Path, start: Instant) -> Result<BuildSummary> {
         let extended = self.options.extended;
+        let parts = self
+            .parts
+            .into_iter()
+            .map(|(_, p, c)| match c.validate_all() {
+                Ok(c) => Ok((p, c)),
+                Err(e) => Err(bad(&p, e.to_string())),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let mut writer = CacheWriter::create(out, self.options)?;
         let mut tally = Tally::default();
         let mut report = self.discovered;
@@ -388,7 +485,7 @@ impl Partitions {
         // per thread).
         let mut data = ThreadData::default();
         let mut rel = String::new();
-        for (_, p, cache) in &self.parts {
+        for (p, cache) in &parts {
             report.extend_from_slice(cache.report());
             for t in cache.iter() {
                 if last_id.is_some_and(|l| l >= t.source_id()) {
@@ -437,19 +534,56 @@ impl Partitions {
     }
 }
 
-/// The partition shard that a merged shard of `runs` (each of the shard
-/// beside it in `origins`) is whole, if it is one and its files are open.
-fn whole_shard<'c>(runs: &[Run<'c>], origins: &[(&'c Cache, usize)]) -> Option<WholeShard<'c>> {
-    match (runs, origins) {
-        ([run], [(cache, s)]) if run.threads == (0..run.numbers.threads.len()) => {
-            let (numbers, text) = cache.shard_files(*s)?;
-            let info = cache.manifest().shards.get(*s)?;
-            Some(WholeShard {
-                numbers,
-                text,
-                info,
-            })
-        }
-        _ => None,
+/// Counts the threads of a shard into `tally`.
+fn tally_threads(
+    tally: &mut Tally,
+    numbers: &crate::format::ArchivedShard,
+    text: &crate::format::ArchivedTextShard,
+) {
+    let arena = text.arena.as_str();
+    for (rec, spans) in numbers.threads.iter().zip(text.threads.iter()) {
+        let start = spans.event.start.to_native() as usize;
+        let event = arena
+            .get(start..start + spans.event.len.to_native() as usize)
+            .unwrap_or("");
+        tally.add(rec.label_code, event);
     }
+}
+
+/// Checks shard `s` of `cache` (at `p`), which a merge links without
+/// reading it, against its record: each file's size and footer (its
+/// archive's length and checksum). Its bytes are checked against that
+/// checksum by every reader of the merged cache. A file that fails is
+/// read and checked whole, for the error that says what is wrong.
+fn check_footers(p: &Path, cache: &LazyCache, s: usize) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let info = &cache.manifest().shards[s];
+    let Some((numbers, text)) = cache.shard_files(s) else {
+        return Ok(());
+    };
+    let matches = |file: &std::fs::File, of: &crate::format::manifest::FileInfo| {
+        let len = file.metadata().map_or(0, |m| m.len());
+        let mut tail = [0u8; footer::LEN];
+        len == of.bytes
+            && len >= footer::LEN as u64
+            && file
+                .read_exact_at(&mut tail, len - footer::LEN as u64)
+                .is_ok()
+            && Footer::decode(&tail).is_ok_and(|f| {
+                f.archive_len + footer::LEN as u64 == len && hex64(f.xxh3) == of.xxh3
+            })
+    };
+    if matches(numbers, &info.numbers) && matches(text, &info.text) {
+        return Ok(());
+    }
+    Err(bad(
+        p,
+        match cache.checked(s) {
+            Err(why) => why,
+            Ok(_) => format!(
+                "{} or {} does not end as its manifest entry says",
+                info.numbers.file, info.text.file
+            ),
+        },
+    ))
 }

@@ -79,6 +79,13 @@ impl Run<'_> {
 pub trait Archives: Send + Sync + std::fmt::Debug {
     /// Shard `i`'s numbers and texts, checked.
     fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)>;
+
+    /// [`archives`](Self::archives), or why they cannot be had (the file
+    /// and what is wrong with it).
+    fn checked(&self, i: usize) -> Result<(&ArchivedShard, &ArchivedTextShard), String> {
+        self.archives(i)
+            .ok_or_else(|| format!("shard {i} could not be read"))
+    }
 }
 
 /// A thread to copy from an [`Archives`]: where it is, and what the writer

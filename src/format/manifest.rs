@@ -86,6 +86,13 @@ pub struct PartitionInfo {
     /// against the plan (16 hex digits): a merge requires all partitions to
     /// have seen the same.
     pub inputs: String,
+    /// Its threads per event and label (`[unknown, non-rumour, rumour]`,
+    /// as `Tally::event_labels`), counted as they were written: the merge's
+    /// summary, without reading the threads of the shards it links. Absent
+    /// in an empty partition, and in those of versions before it (whose
+    /// merge reads every thread).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub threads_by_event: std::collections::BTreeMap<String, [u64; 3]>,
     /// xxh3-64 of this record (with this field empty) and of the cache's
     /// file checksums, 16 hex digits: an edit of the record is detected.
     pub xxh3: String,

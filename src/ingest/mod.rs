@@ -282,6 +282,25 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Adds counts of threads per event and label (as
+    /// [`event_labels`](Self::event_labels)).
+    pub(crate) fn add_counts(&mut self, event_labels: &BTreeMap<String, [u64; 3]>) {
+        for (event, counts) in event_labels {
+            let n: u64 = counts.iter().sum();
+            if n == 0 {
+                continue;
+            }
+            *self.events.entry(event.clone()).or_insert(0) += n;
+            let by_label = self.event_labels.entry(event.clone()).or_insert([0; 3]);
+            for (slot, &c) in counts.iter().enumerate() {
+                by_label[slot] += c;
+                if c > 0 {
+                    *self.labels.entry(slot as i8 - 1).or_insert(0) += c;
+                }
+            }
+        }
+    }
+
     /// Counts one thread of label code `label` in `event`.
     pub fn add(&mut self, label: i8, event: &str) {
         *self.labels.entry(label).or_insert(0) += 1;

@@ -804,6 +804,7 @@ impl Plan {
             last_source_id: planned.last().map_or(0, |t| t.source_id),
             bad: self.bad.clone(),
             inputs: String::new(),
+            threads_by_event: Default::default(),
             xxh3: String::new(),
         };
         let list = planned

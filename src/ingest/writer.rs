@@ -136,6 +136,12 @@ pub struct CacheWriter {
     retweets: u64,
     /// The partition record for the manifest (partition builds only).
     partition: Option<PartitionInfo>,
+    /// Its threads per event and label, as they are pushed (partition
+    /// builds only).
+    partition_tally: super::Tally,
+    /// The cache's replies and retweets when the caller knows them rather
+    /// than the writer counting them (a merge: its partitions' sums).
+    reaction_totals: Option<(u64, u64)>,
 }
 
 impl CacheWriter {
@@ -160,6 +166,8 @@ impl CacheWriter {
             replies: 0,
             retweets: 0,
             partition: None,
+            partition_tally: super::Tally::default(),
+            reaction_totals: None,
         })
     }
 
@@ -167,6 +175,13 @@ impl CacheWriter {
     /// with its checksum computed at [`finish`](Self::finish).
     pub fn set_partition(&mut self, info: PartitionInfo) {
         self.partition = Some(info);
+    }
+
+    /// Sets the cache's reply and retweet counts, which the writer then
+    /// does not count (a merge, which links shards it does not read: the
+    /// sums of its partitions').
+    pub(crate) fn set_reaction_totals(&mut self, replies: u64, retweets: u64) {
+        self.reaction_totals = Some((replies, retweets));
     }
 
     /// The temporary directory being written (for tests).
@@ -253,6 +268,9 @@ impl CacheWriter {
                 Some(Piece::Native(r)) if r.end == i => r.end = i + 1,
                 _ => self.pieces.push(Piece::Native(i..i + 1)),
             }
+        }
+        if self.partition.is_some() {
+            self.partition_tally.add(record.label_code, &t.text.event);
         }
         self.current_count.add(record.source_id, n);
         self.current.threads.push(record);
@@ -356,15 +374,17 @@ impl CacheWriter {
         Ok(())
     }
 
-    /// Writes whole shards, each of runs of other caches' checked shards,
-    /// by copying their archived bytes ([`gather`](crate::format::gather):
-    /// a merge; every thread [`canonical`](gather::canonical), in ascending
-    /// source-id order, each shard cut where [`push_ref`](Self::push_ref)
-    /// would cut it), or, for a shard that is one whole shard of another
-    /// cache ([`Gathered::whole`]), by linking that shard's files. The
-    /// bytes are those `push_ref` of each thread's re-pack and a flush
-    /// would write. `ruler`: a string at least as long as any shard's text
-    /// arena (only its length is read).
+    /// Writes whole shards in order ([`Gathered`]): each either runs of
+    /// other caches' checked shards, written by copying their archived
+    /// bytes ([`gather`](crate::format::gather): every thread
+    /// [`canonical`](gather::canonical), in ascending source-id order, each
+    /// shard cut where [`push_ref`](Self::push_ref) would cut it), or one
+    /// whole shard of another cache, whose files are linked (copied where a
+    /// link cannot be made). The bytes are those `push_ref` of each
+    /// thread's re-pack and a flush would write. `ruler`: a string at least
+    /// as long as any shard's text arena (only its length is read). The
+    /// caller gives the reply and retweet counts
+    /// ([`set_reaction_totals`](Self::set_reaction_totals)).
     ///
     /// Up to [`GATHER_AT_ONCE`] shards are written at once, each on threads
     /// of its own: a merge's copying costs little CPU, and one shard at a
@@ -375,64 +395,70 @@ impl CacheWriter {
             self.flush()?;
         }
         self.wait_flushed()?;
-        let ids = |r: &gather::Run<'_>| {
-            let ts = &r.numbers.threads[r.threads.clone()];
-            ts.first()
-                .zip(ts.last())
-                .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
-        };
-        let mut pending = Vec::new();
-        for shard in shards {
-            let runs = &shard.runs;
-            let (Some(first), Some(last)) = (
-                runs.iter().find_map(ids).map(|(a, _)| a),
-                runs.iter().rev().find_map(ids).map(|(_, b)| b),
-            ) else {
-                continue;
-            };
-            let mut counts = ShardCounts {
-                threads: 0,
-                reactions: 0,
-                first_source_id: first,
-                last_source_id: last,
-            };
-            for r in runs {
-                counts.threads += r.threads.len() as u64;
-                let reactions = &r.numbers.reactions[r.reactions()];
-                counts.reactions += reactions.len() as u64;
-                let retweets = reactions
-                    .iter()
-                    .filter(|x| x.kind == ReactionKind::Retweet as u8)
-                    .count() as u64;
-                self.retweets += retweets;
-                self.replies += reactions.len() as u64 - retweets;
-            }
-            pending.push((shard, counts));
-        }
         let columns = if self.opts.extended {
             (REACTION_EXTRA, THREAD_EXTRA)
         } else {
             (0, 0)
         };
         let dir = self.staging.dir().to_path_buf();
-        for group in pending.chunks(GATHER_AT_ONCE) {
+        let shards: Vec<&Gathered<'_>> = shards.iter().filter(|g| g.threads() > 0).collect();
+        for group in shards.chunks(GATHER_AT_ONCE) {
             let base = self.shards.len();
-            let write = |k: usize, shard: &Gathered<'_>| {
-                if let Some(whole) = &shard.whole
-                    && let Some(linked) = link_whole(&dir, base + k, whole)
-                {
-                    return linked;
+            let write = |k: usize, shard: &Gathered<'_>| -> (Result<FileInfo>, Result<FileInfo>) {
+                let copy = |runs: &[gather::Run<'_>]| {
+                    let numbers = gather::ShardGather { runs, columns };
+                    let text = gather::TextGather { runs, ruler };
+                    write_shard_files(&dir, base + k, &numbers, &text)
+                };
+                match shard {
+                    Gathered::Runs(runs) => copy(runs),
+                    Gathered::Whole(whole) => {
+                        if let Some(linked) = link_whole(&dir, base + k, whole) {
+                            return linked;
+                        }
+                        match whole.runs() {
+                            // Its own ruler: `ruler` covers the shards that
+                            // were to be copied.
+                            Ok(runs) => match anon_ruler(runs[0].arena().len()) {
+                                Ok(own) => {
+                                    let text = gather::TextGather {
+                                        runs: &runs,
+                                        ruler: own.as_str(),
+                                    };
+                                    let numbers = gather::ShardGather {
+                                        runs: &runs,
+                                        columns,
+                                    };
+                                    write_shard_files(&dir, base + k, &numbers, &text)
+                                }
+                                Err(e) => {
+                                    let e2 =
+                                        BuildError::io(&dir, std::io::Error::other(e.to_string()));
+                                    (Err(BuildError::io(&dir, e)), Err(e2))
+                                }
+                            },
+                            Err(e) => {
+                                let e2 = BuildError::BadPartition {
+                                    path: e.0.clone(),
+                                    reason: e.1.clone(),
+                                };
+                                (
+                                    Err(BuildError::BadPartition {
+                                        path: e.0,
+                                        reason: e.1,
+                                    }),
+                                    Err(e2),
+                                )
+                            }
+                        }
+                    }
                 }
-                let runs = &shard.runs;
-                let numbers = gather::ShardGather { runs, columns };
-                let text = gather::TextGather { runs, ruler };
-                write_shard_files(&dir, base + k, &numbers, &text)
             };
             let written: Vec<_> = std::thread::scope(|scope| {
                 let handles: Vec<_> = group
                     .iter()
                     .enumerate()
-                    .map(|(k, (shard, _))| {
+                    .map(|(k, shard)| {
                         std::thread::Builder::new()
                             .name("socialctx-gather".into())
                             .spawn_scoped(scope, move || write(k, shard))
@@ -454,15 +480,9 @@ impl CacheWriter {
                     })
                     .collect()
             });
-            for ((numbers, text), (_, counts)) in written.into_iter().zip(group) {
-                self.shards.push(ShardInfo {
-                    numbers: numbers?,
-                    text: text?,
-                    threads: counts.threads,
-                    reactions: counts.reactions,
-                    first_source_id: counts.first_source_id,
-                    last_source_id: counts.last_source_id,
-                });
+            for ((numbers, text), shard) in written.into_iter().zip(group) {
+                let (numbers, text) = (numbers?, text?);
+                self.shards.push(shard.info(numbers, text));
             }
         }
         Ok(())
@@ -605,8 +625,8 @@ impl CacheWriter {
             feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
             threads: self.shards.iter().map(|s| s.threads).sum(),
             reactions: self.shards.iter().map(|s| s.reactions).sum(),
-            replies: self.replies,
-            retweets: self.retweets,
+            replies: self.reaction_totals.map_or(self.replies, |(r, _)| r),
+            retweets: self.reaction_totals.map_or(self.retweets, |(_, r)| r),
             skipped: report.len() as u64,
             options: BuildInfo {
                 strict: self.opts.strict,
@@ -630,7 +650,10 @@ impl CacheWriter {
                 Vec::new()
             },
             definition: crate::definition::definition().to_owned(),
-            partition: self.partition.take(),
+            partition: self.partition.take().map(|mut p| {
+                p.threads_by_event = std::mem::take(&mut self.partition_tally.event_labels);
+                p
+            }),
             checksum: String::new(),
         };
         if let Some(sum) = manifest.partition_checksum()
@@ -770,8 +793,8 @@ fn write_mixed(
         });
     }
     let arena: usize = runs.iter().map(|r| r.arena().len()).sum();
-    let ruler_map = memmap2::MmapMut::map_anon(arena.max(1)).map_err(|e| BuildError::io(dir, e))?;
-    let ruler = std::str::from_utf8(&ruler_map).map_err(|e| internal(e.to_string()))?;
+    let ruler = anon_ruler(arena).map_err(|e| BuildError::io(dir, e))?;
+    let ruler = ruler.as_str();
     let numbers_out = gather::ShardGather {
         runs: &runs,
         columns,
@@ -784,29 +807,112 @@ fn write_mixed(
     Ok((numbers, text_info, shard, text))
 }
 
-/// One shard of a merged cache ([`CacheWriter::push_gathered`]): the runs
-/// of other caches' threads it holds, in order.
+/// One shard of a merged cache ([`CacheWriter::push_gathered`]).
 #[derive(Debug)]
-pub(crate) struct Gathered<'a> {
-    /// Its threads.
-    pub runs: Vec<gather::Run<'a>>,
-    /// Set when `runs` is exactly one whole shard of another cache and that
-    /// cache's files are open: a shard's bytes are a function of its
-    /// threads alone (every offset in it is relative to it), so the merged
-    /// shard is that file, byte for byte, and is linked rather than
-    /// written.
-    pub whole: Option<WholeShard<'a>>,
+pub(crate) enum Gathered<'a> {
+    /// Runs of other caches' threads, in order: copied.
+    Runs(Vec<gather::Run<'a>>),
+    /// One whole shard of another cache, its files open: a shard's bytes
+    /// are a function of its threads alone (every offset in it is relative
+    /// to it), so where that shard holds exactly the threads a build would
+    /// cut into this one, it is this shard, byte for byte, and is linked.
+    Whole(WholeShard<'a>),
 }
 
-/// A shard of another cache, checked, with its open files.
-#[derive(Clone, Copy, Debug)]
+impl Gathered<'_> {
+    fn threads(&self) -> u64 {
+        match self {
+            Gathered::Runs(runs) => runs.iter().map(|r| r.threads.len() as u64).sum(),
+            Gathered::Whole(w) => w.info.threads,
+        }
+    }
+
+    /// Its record in the new manifest, its files written as `numbers` and
+    /// `text`.
+    fn info(&self, numbers: FileInfo, text: FileInfo) -> ShardInfo {
+        match self {
+            Gathered::Whole(w) => ShardInfo {
+                numbers,
+                text,
+                ..w.info.clone()
+            },
+            Gathered::Runs(runs) => {
+                let ids = |r: &gather::Run<'_>| {
+                    let ts = &r.numbers.threads[r.threads.clone()];
+                    ts.first()
+                        .zip(ts.last())
+                        .map(|(a, b)| (a.source_id.to_native(), b.source_id.to_native()))
+                };
+                ShardInfo {
+                    numbers,
+                    text,
+                    threads: self.threads(),
+                    reactions: runs.iter().map(|r| r.reactions().len() as u64).sum(),
+                    first_source_id: runs.iter().find_map(ids).map_or(0, |(a, _)| a),
+                    last_source_id: runs.iter().rev().find_map(ids).map_or(0, |(_, b)| b),
+                }
+            }
+        }
+    }
+}
+
+/// A shard of another cache, with its open files: checked against its
+/// record (sizes and footers) but not read, and read (checked whole) only
+/// should a link fail and its bytes be copied.
+#[derive(Clone, Copy)]
 pub(crate) struct WholeShard<'a> {
-    /// Its numbers file, as opened and checked.
+    /// Its numbers file, as opened with that cache's manifest.
     pub numbers: &'a File,
-    /// Its text file, as opened and checked.
+    /// Its text file, as opened with that cache's manifest.
     pub text: &'a File,
     /// Its record in that cache's manifest.
     pub info: &'a ShardInfo,
+    /// That cache, and the shard's index in it.
+    pub from: &'a dyn gather::Archives,
+    /// See `from`.
+    pub index: usize,
+    /// That cache's directory, for errors.
+    pub dir: &'a Path,
+}
+
+impl std::fmt::Debug for WholeShard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WholeShard")
+            .field("dir", &self.dir)
+            .field("index", &self.index)
+            .finish()
+    }
+}
+
+impl<'a> WholeShard<'a> {
+    /// The shard as one run, to copy: its files read and checked whole.
+    fn runs(&self) -> std::result::Result<Vec<gather::Run<'a>>, (PathBuf, String)> {
+        match self.from.checked(self.index) {
+            Ok((numbers, text)) => Ok(vec![gather::Run {
+                numbers,
+                text,
+                threads: 0..numbers.threads.len(),
+            }]),
+            Err(why) => Err((self.dir.to_path_buf(), why)),
+        }
+    }
+}
+
+/// A string of `len` zero bytes, mapped and never written (the kernel's
+/// zero page backs it): a ruler for [`gather::TextGather`], which reads
+/// only its length.
+pub(crate) struct Ruler(memmap2::MmapMut);
+
+impl Ruler {
+    pub(crate) fn as_str(&self) -> &str {
+        // Zero bytes are UTF-8 (NUL characters).
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+/// A [`Ruler`] of at least `len` bytes.
+pub(crate) fn anon_ruler(len: usize) -> std::io::Result<Ruler> {
+    memmap2::MmapMut::map_anon(len.max(1)).map(Ruler)
 }
 
 /// Links `whole`'s two files into `dir` as shard `n`, or `None` where a

@@ -274,6 +274,23 @@ impl Core {
         }
     }
 
+    /// Shard `i`'s two archives, each checked on its first use.
+    fn archives(&self, i: usize) -> Result<(&ArchivedShard, &ArchivedTextShard)> {
+        if i >= self.shards.len() {
+            return Err(OpenError::corrupt(&self.dir, format!("no shard {i}")));
+        }
+        Ok((self.numbers(i)?, self.text(i)?))
+    }
+
+    /// Shard `i`'s two files as opened with the manifest (the generation
+    /// the cache read), if they are held open (they are unless the process
+    /// ran out of descriptors): a merge links them into its cache instead
+    /// of copying their bytes.
+    fn shard_files(&self, i: usize) -> Option<(&File, &File)> {
+        let s = self.shards.get(i)?;
+        Some((s.numbers_file.as_ref()?, s.text_file.as_ref()?))
+    }
+
     /// The bad-input report, checked against the manifest.
     pub(super) fn report(&self) -> Result<Vec<BadInput>> {
         if let Some(report) = &self.report {
@@ -521,24 +538,10 @@ impl Cache {
         Some((self.core.numbers(i).ok()?, self.core.text(i).ok()?))
     }
 
-    /// Shard `i`'s two files as opened with the manifest (the generation
-    /// this cache checked), if they are held open (they are unless the
-    /// process ran out of descriptors): a merge links them into its cache
-    /// instead of copying their bytes.
-    pub(crate) fn shard_files(&self, i: usize) -> Option<(&File, &File)> {
-        let s = self.core.shards.get(i)?;
-        Some((s.numbers_file.as_ref()?, s.text_file.as_ref()?))
-    }
-
     /// The shard holding thread `i` (0-based, source-id order) and the
     /// thread's index in it.
     pub(crate) fn shard_of(&self, i: usize) -> Option<(usize, usize)> {
         self.core.locate(i)
-    }
-
-    /// How many shards the cache has.
-    pub(crate) fn shard_count(&self) -> usize {
-        self.core.shards.len()
     }
 
     /// All threads in source-id order.
@@ -553,6 +556,26 @@ impl Cache {
 impl crate::format::gather::Archives for Cache {
     fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
         Cache::archives(self, i)
+    }
+
+    fn checked(
+        &self,
+        i: usize,
+    ) -> std::result::Result<(&ArchivedShard, &ArchivedTextShard), String> {
+        self.core.archives(i).map_err(|e| e.to_string())
+    }
+}
+
+impl crate::format::gather::Archives for LazyCache {
+    fn archives(&self, i: usize) -> Option<(&ArchivedShard, &ArchivedTextShard)> {
+        self.core.archives(i).ok()
+    }
+
+    fn checked(
+        &self,
+        i: usize,
+    ) -> std::result::Result<(&ArchivedShard, &ArchivedTextShard), String> {
+        self.core.archives(i).map_err(|e| e.to_string())
     }
 }
 
@@ -580,6 +603,17 @@ impl LazyCache {
         Ok(LazyCache {
             core: Core::open(dir.as_ref())?,
         })
+    }
+
+    /// Shard `i`'s two files as opened with the manifest (see
+    /// `Core::shard_files`).
+    pub(crate) fn shard_files(&self, i: usize) -> Option<(&File, &File)> {
+        self.core.shard_files(i)
+    }
+
+    /// The bad-input report, read and checked against the manifest.
+    pub(crate) fn read_report(&self) -> Result<Vec<BadInput>> {
+        self.core.report()
     }
 
     /// Validates every file and the report, giving a [`Cache`].

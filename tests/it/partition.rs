@@ -594,3 +594,125 @@ fn a_merge_links_the_shards_partitions_cut_as_a_single_build() {
         assert_eq!(&files(p), before, "{}: untouched", p.display());
     }
 }
+
+/// A merge reads only the shards it copies: the ones it links are checked
+/// against their records (size, footer) and their bytes by every reader,
+/// against the checksums the partition wrote, so damage is never laundered
+/// into a cache that opens. The summary's tally comes from the partitions'
+/// records, or, for records of earlier versions (none), from the threads.
+#[test]
+fn a_merge_reads_what_it_copies_and_damage_never_opens() {
+    use std::os::unix::fs::MetadataExt;
+    let corpus = repo("data-samples/corpus");
+    let tmp = tempfile::tempdir().unwrap();
+    let single = tmp.path().join("single");
+    let want_summary = build(&corpus, &single, &opts(), &NoProgress).unwrap();
+    let want = files(&single);
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let parts = partitions(&corpus, &plan, 3, tmp.path());
+    let out = tmp.path().join("merged");
+    let summary = merge(&out, &parts).unwrap();
+    assert_eq!(files(&out), want);
+    assert_eq!(
+        (&summary.labels, &summary.events),
+        (&want_summary.labels, &want_summary.events)
+    );
+    let merged_inodes: std::collections::BTreeSet<u64> = fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().ino())
+        .collect();
+    let shard_files = |p: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|f| f.extension().is_some_and(|x| x == "rkyv"))
+            .collect();
+        v.sort();
+        v
+    };
+    let is_linked = |f: &Path| merged_inodes.contains(&fs::metadata(f).unwrap().ino());
+    let linked: Vec<PathBuf> = parts
+        .iter()
+        .flat_map(|p| shard_files(p))
+        .filter(|f| is_linked(f))
+        .collect();
+    let copied: Vec<PathBuf> = parts
+        .iter()
+        .flat_map(|p| shard_files(p))
+        .filter(|f| !is_linked(f))
+        .collect();
+    assert!(!linked.is_empty() && !copied.is_empty());
+
+    // Partitions recorded without their tally (as earlier versions wrote
+    // them): the merge counts the threads, the same summary.
+    let fresh = |name: &str| -> Vec<PathBuf> {
+        let root = tmp.path().join(name);
+        parts
+            .iter()
+            .map(|p| {
+                let to = root.join(p.file_name().unwrap());
+                crate::common::corpus::copy_tree(p, &to);
+                to
+            })
+            .collect()
+    };
+    let old = fresh("old");
+    for p in &old {
+        let path = p.join("manifest.json");
+        let mut m: socialctx::Manifest = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        let rec = m.partition.as_mut().unwrap();
+        assert!(!rec.threads_by_event.is_empty());
+        rec.threads_by_event.clear();
+        let sum = m.partition_checksum().unwrap();
+        m.partition.as_mut().unwrap().xxh3 = sum;
+        m.seal();
+        fs::write(&path, m.to_bytes().unwrap()).unwrap();
+    }
+    let out = tmp.path().join("merged-old");
+    let s = merge(&out, &old).unwrap();
+    assert_eq!(files(&out), want);
+    assert_eq!((&s.labels, &s.events), (&summary.labels, &summary.events));
+
+    // Damage: a byte flipped in the middle of any shard file, or one cut
+    // short. The merge refuses, or the merged cache does not open; never a
+    // cache that opens with other values.
+    let mut cases = 0;
+    for (k, victim) in linked.iter().chain(&copied).enumerate() {
+        for cut in [false, true] {
+            let set = fresh(&format!("damaged-{k}-{cut}"));
+            let p = parts.iter().position(|p| victim.starts_with(p)).unwrap();
+            let file = set[p].join(victim.file_name().unwrap());
+            let mut bytes = fs::read(&file).unwrap();
+            if cut {
+                bytes.truncate(bytes.len() - 7);
+            } else {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+            }
+            fs::write(&file, bytes).unwrap();
+            let out = tmp.path().join(format!("out-{k}-{cut}"));
+            match merge(&out, &set) {
+                Err(e) => {
+                    assert!(matches!(e, BuildError::BadPartition { .. }), "{e}");
+                    assert!(!out.exists());
+                }
+                Ok(_) => {
+                    assert!(!cut, "{}: a file cut short is refused", file.display());
+                    // It linked the damaged file, and the merged cache
+                    // names it.
+                    let ino = fs::metadata(&file).unwrap().ino();
+                    let name = fs::read_dir(&out)
+                        .unwrap()
+                        .map(|e| e.unwrap())
+                        .find(|e| e.metadata().unwrap().ino() == ino)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .expect("merged without refusing, so it linked the file");
+                    let e = socialctx::Cache::open(&out).unwrap_err().to_string();
+                    assert!(e.contains(&name), "{e}");
+                }
+            }
+            cases += 1;
+        }
+    }
+    assert!(cases >= 4);
+}
