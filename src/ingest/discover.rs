@@ -211,6 +211,9 @@ impl<E> Walk<'_, '_, E> {
         // (a file named source-tweets, a directory or FIFO named
         // structure.json): reported, not silently absent.
         let mut odd: Vec<(PathBuf, &'static str, usize, u16)> = Vec::new();
+        // The folder's path relative to the root and its length with a
+        // slash, then each child's appended in place (partition walks).
+        let mut child_rel: Option<(String, usize)> = None;
         let mut listing = match Dir::new(fd) {
             Ok(listing) => listing,
             Err(e) => {
@@ -281,6 +284,30 @@ impl<E> Walk<'_, '_, E> {
                 }
             }
             if is_dir {
+                // Another partition's thread is skipped here, by its name,
+                // rather than queued, opened as a path and skipped there
+                // (two thirds of a corpus's folders, for each of three
+                // partitions).
+                if let Some(skip) = self.skip
+                    && is_thread_name(name)
+                {
+                    let parent = child_rel.get_or_insert_with(|| {
+                        let rel = relative(self.root, dir);
+                        let len = if rel == "." { 0 } else { rel.len() + 1 };
+                        (rel, len)
+                    });
+                    let (buf, len) = parent;
+                    if *len == 0 {
+                        buf.clear();
+                    } else {
+                        buf.truncate(*len - 1);
+                        buf.push('/');
+                    }
+                    buf.push_str(&name.to_string_lossy());
+                    if skip(buf) {
+                        continue;
+                    }
+                }
                 children.push(dir.join(name));
             } else if file_type == FileType::Symlink {
                 // Not walked (as the reference's `os.walk`), but said: a

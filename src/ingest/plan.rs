@@ -305,11 +305,33 @@ impl Plan {
     /// write leaves no partial plan behind).
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let mut sealed = self.clone();
-        sealed.checksum = self.id();
-        let json = serde_json::to_vec(&sealed).map_err(|e| BuildError::io(path, e.into()))?;
+        let json = self
+            .sealed_json()
+            .map_err(|e| BuildError::io(path, e.into()))?;
         crate::output::replace_file(path, |f| std::io::Write::write_all(f, &json))
             .map_err(|e| BuildError::io(path, e))
+    }
+
+    /// The plan's JSON with its checksum. A plan made here (checksum
+    /// empty) is serialized once: those bytes, whose last field is the
+    /// empty checksum, are what its id hashes, and the id then goes into
+    /// that field. Any other is copied with its checksum set.
+    fn sealed_json(&self) -> serde_json::Result<Vec<u8>> {
+        const EMPTY: &[u8] = br#","checksum":""}"#;
+        if self.checksum.is_empty() {
+            let mut json = serde_json::to_vec(self)?;
+            if json.ends_with(EMPTY) {
+                let id = format!("{:016x}", xxh3_64(&json));
+                let _ = self.memo.id.set(id.clone());
+                json.truncate(json.len() - 2);
+                json.extend_from_slice(id.as_bytes());
+                json.extend_from_slice(b"\"}");
+                return Ok(json);
+            }
+        }
+        let mut sealed = self.clone();
+        sealed.checksum = self.id();
+        serde_json::to_vec(&sealed)
     }
 
     /// Reads a plan written by [`save`](Plan::save), and checks it: its
@@ -1002,6 +1024,24 @@ mod tests {
         assert_eq!(made.inputs(), whole_inputs);
         let file = dir.path().join("plan.json");
         made.save(&file).unwrap();
+        // Saved from one serialization: the bytes of a copy sealed whole.
+        let mut sealed = made.clone();
+        sealed.checksum = whole_id(&made);
+        assert_eq!(
+            fs::read(&file).unwrap(),
+            serde_json::to_vec(&sealed).unwrap()
+        );
+        let fresh = Plan::create(&root, &BuildOptions::default()).unwrap();
+        fresh.save(&file).unwrap();
+        assert_eq!(
+            fresh.memo.id.get(),
+            Some(&whole_id(&made)),
+            "set by the save"
+        );
+        assert_eq!(
+            fs::read(&file).unwrap(),
+            serde_json::to_vec(&sealed).unwrap()
+        );
         let loaded = Plan::load(&file).unwrap();
         assert!(!loaded.checksum.is_empty());
         // Taken from the bytes as saved, not serialized again.
