@@ -93,8 +93,10 @@ pub struct PartitionInfo {
     /// merge reads every thread).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub threads_by_event: std::collections::BTreeMap<String, [u64; 3]>,
-    /// xxh3-64 of this record (with this field empty) and of the cache's
-    /// file checksums, 16 hex digits: an edit of the record is detected.
+    /// xxh3-64 of this record (with this field empty) and of what a merge
+    /// takes from the manifest (the files' checksums, the counts, the
+    /// options, the columns, the definition), 16 hex digits: an edit of
+    /// any of them is detected.
     pub xxh3: String,
 }
 
@@ -142,7 +144,17 @@ impl Manifest {
     pub fn partition_checksum(&self) -> Option<String> {
         let mut p = self.partition.clone()?;
         p.xxh3.clear();
-        let covered = (&p, &self.shards, &self.report, self.threads, self.reactions);
+        // Everything a merge takes from a partition's manifest rather than
+        // its shards' bytes: it links shards it does not read.
+        let covered = (
+            (&p, &self.shards, &self.report, self.threads, self.reactions),
+            (self.replies, self.retweets, &self.options),
+            (
+                &self.reaction_columns,
+                &self.thread_columns,
+                &self.definition,
+            ),
+        );
         let bytes = serde_json::to_vec(&covered).ok()?;
         Some(hex64(xxh3_64(&bytes)))
     }

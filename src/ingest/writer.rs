@@ -402,6 +402,13 @@ impl CacheWriter {
         };
         let dir = self.staging.dir().to_path_buf();
         let shards: Vec<&Gathered<'_>> = shards.iter().filter(|g| g.threads() > 0).collect();
+        // What a file written here gets (the staging directory's owner and
+        // group, the umask's mode): a linked file must have it too.
+        let like = {
+            use std::os::unix::fs::MetadataExt;
+            let m = io(&dir, std::fs::metadata(&dir))?;
+            (m.uid(), m.gid(), m.mode() & 0o666)
+        };
         for group in shards.chunks(GATHER_AT_ONCE) {
             let base = self.shards.len();
             let write = |k: usize, shard: &Gathered<'_>| -> (Result<FileInfo>, Result<FileInfo>) {
@@ -413,7 +420,7 @@ impl CacheWriter {
                 match shard {
                     Gathered::Runs(runs) => copy(runs),
                     Gathered::Whole(whole) => {
-                        if let Some(linked) = link_whole(&dir, base + k, whole) {
+                        if let Some(linked) = link_whole(&dir, base + k, whole, like) {
                             return linked;
                         }
                         match whole.runs() {
@@ -917,13 +924,25 @@ pub(crate) fn anon_ruler(len: usize) -> std::io::Result<Ruler> {
 
 /// Links `whole`'s two files into `dir` as shard `n`, or `None` where a
 /// link cannot be made (then nothing is left of it and the shard is
-/// written).
+/// written). A linked file is the other cache's inode, its owner and mode
+/// included: only a file with those a written one would have (`like`:
+/// owner, group, mode) is linked, so that the cache's files are alike and
+/// no other user owns (and may write) a file in it.
 fn link_whole(
     dir: &Path,
     n: usize,
     whole: &WholeShard<'_>,
+    like: (u32, u32, u32),
 ) -> Option<(Result<FileInfo>, Result<FileInfo>)> {
+    use std::os::unix::fs::MetadataExt;
     let (numbers, text) = (shard_file(n), text_file(n));
+    let alike = |f: &File| {
+        f.metadata()
+            .is_ok_and(|m| (m.uid(), m.gid(), m.mode() & 0o7777) == like)
+    };
+    if !alike(whole.numbers) || !alike(whole.text) {
+        return None;
+    }
     let linked = |from: &File, name: &str| link_open_file(from, &dir.join(name)).is_ok();
     if !linked(whole.numbers, &numbers) {
         return None;

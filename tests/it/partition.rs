@@ -673,6 +673,64 @@ fn a_merge_reads_what_it_copies_and_damage_never_opens() {
     assert_eq!(files(&out), want);
     assert_eq!((&s.labels, &s.events), (&summary.labels, &summary.events));
 
+    // The options, counts and columns a merge takes from a manifest are
+    // under the partition record's checksum: edited (and the manifest
+    // sealed again), refused.
+    type Edit = (&'static str, fn(&mut socialctx::Manifest));
+    let edits: [Edit; 4] = [
+        ("shard_bytes", |m| m.options.shard_bytes *= 2),
+        ("replies", |m| {
+            m.replies -= 1;
+            m.retweets += 1
+        }),
+        ("strict", |m| m.options.strict = !m.options.strict),
+        ("columns", |m| {
+            m.reaction_columns.pop();
+        }),
+    ];
+    for (what, edit) in edits {
+        let set = fresh(&format!("edited-{what}"));
+        for p in &set {
+            let path = p.join("manifest.json");
+            let mut m: socialctx::Manifest =
+                serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            edit(&mut m);
+            m.seal();
+            fs::write(&path, m.to_bytes().unwrap()).unwrap();
+        }
+        let out = tmp.path().join(format!("out-{what}"));
+        match merge(&out, &set) {
+            // Columns this library does not write are refused as such.
+            Err(BuildError::BadPartition { reason, .. }) => assert!(
+                reason.contains("checksum") || what == "columns",
+                "{what}: {reason}"
+            ),
+            other => panic!("{what}: {:?}", other.map(|_| ())),
+        }
+    }
+
+    // A partition shard whose mode (or owner) is not what a file the merge
+    // writes gets is copied, not linked: the cache's files stay alike.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let set = fresh("modes");
+        let l = &linked[0];
+        let k = parts.iter().position(|p| l.starts_with(p)).unwrap();
+        let odd = set[k].join(l.file_name().unwrap());
+        fs::set_permissions(&odd, fs::Permissions::from_mode(0o600)).unwrap();
+        let out = tmp.path().join("out-modes");
+        merge(&out, &set).unwrap();
+        assert_eq!(files(&out), want);
+        let ino = fs::metadata(&odd).unwrap().ino();
+        let mut modes = std::collections::BTreeSet::new();
+        for e in fs::read_dir(&out).unwrap() {
+            let m = e.unwrap().metadata().unwrap();
+            assert_ne!(m.ino(), ino, "the file of another mode was linked");
+            modes.insert(m.mode() & 0o7777);
+        }
+        assert_eq!(modes.len(), 1, "{modes:?}");
+    }
+
     // Damage: a byte flipped in the middle of any shard file, or one cut
     // short. The merge refuses, or the merged cache does not open; never a
     // cache that opens with other values.
