@@ -457,8 +457,7 @@ impl Partitions {
         report.sort();
         let ruler = anon_ruler(longest).map_err(|e| BuildError::io(out, e))?;
         let mut writer = CacheWriter::create(out, self.options.clone())?;
-        writer.set_reaction_totals(replies, retweets);
-        writer.push_gathered(&shards, ruler.as_str())?;
+        writer.push_gathered(&shards, ruler.as_str(), (replies, retweets))?;
         let t = Instant::now();
         let (manifest, warnings) = writer.finish_with(&report, None)?;
         Self::summary(manifest, report, tally, warnings, start, t)

@@ -139,9 +139,6 @@ pub struct CacheWriter {
     /// Its threads per event and label, as they are pushed (partition
     /// builds only).
     partition_tally: super::Tally,
-    /// The cache's replies and retweets when the caller knows them rather
-    /// than the writer counting them (a merge: its partitions' sums).
-    reaction_totals: Option<(u64, u64)>,
 }
 
 impl CacheWriter {
@@ -167,7 +164,6 @@ impl CacheWriter {
             retweets: 0,
             partition: None,
             partition_tally: super::Tally::default(),
-            reaction_totals: None,
         })
     }
 
@@ -175,13 +171,6 @@ impl CacheWriter {
     /// with its checksum computed at [`finish`](Self::finish).
     pub fn set_partition(&mut self, info: PartitionInfo) {
         self.partition = Some(info);
-    }
-
-    /// Sets the cache's reply and retweet counts, which the writer then
-    /// does not count (a merge, which links shards it does not read: the
-    /// sums of its partitions').
-    pub(crate) fn set_reaction_totals(&mut self, replies: u64, retweets: u64) {
-        self.reaction_totals = Some((replies, retweets));
     }
 
     /// The temporary directory being written (for tests).
@@ -382,19 +371,27 @@ impl CacheWriter {
     /// whole shard of another cache, whose files are linked (copied where a
     /// link cannot be made). The bytes are those `push_ref` of each
     /// thread's re-pack and a flush would write. `ruler`: a string at least
-    /// as long as any shard's text arena (only its length is read). The
-    /// caller gives the reply and retweet counts
-    /// ([`set_reaction_totals`](Self::set_reaction_totals)).
+    /// as long as any shard's text arena (only its length is read).
+    /// `(replies, retweets)`: what the shards hold, which the caller knows
+    /// (a merge: its partitions' sums) and the writer does not count, since
+    /// it does not read the shards it links.
     ///
     /// Up to [`GATHER_AT_ONCE`] shards are written at once, each on threads
     /// of its own: a merge's copying costs little CPU, and one shard at a
     /// time left the CPU idle while each `O_DIRECT` write waited on the disk
     /// and the disk idle while the next chunk was gathered.
-    pub(crate) fn push_gathered(&mut self, shards: &[Gathered<'_>], ruler: &str) -> Result<()> {
+    pub(crate) fn push_gathered(
+        &mut self,
+        shards: &[Gathered<'_>],
+        ruler: &str,
+        (replies, retweets): (u64, u64),
+    ) -> Result<()> {
         if self.current_count.threads > 0 {
             self.flush()?;
         }
         self.wait_flushed()?;
+        self.replies += replies;
+        self.retweets += retweets;
         let columns = if self.opts.extended {
             (REACTION_EXTRA, THREAD_EXTRA)
         } else {
@@ -412,54 +409,31 @@ impl CacheWriter {
         for group in shards.chunks(GATHER_AT_ONCE) {
             let base = self.shards.len();
             let write = |k: usize, shard: &Gathered<'_>| -> (Result<FileInfo>, Result<FileInfo>) {
-                let copy = |runs: &[gather::Run<'_>]| {
+                let copy = |runs: &[gather::Run<'_>], ruler: &str| {
                     let numbers = gather::ShardGather { runs, columns };
                     let text = gather::TextGather { runs, ruler };
                     write_shard_files(&dir, base + k, &numbers, &text)
                 };
-                match shard {
-                    Gathered::Runs(runs) => copy(runs),
-                    Gathered::Whole(whole) => {
-                        if let Some(linked) = link_whole(&dir, base + k, whole, like) {
-                            return linked;
-                        }
-                        match whole.runs() {
-                            // Its own ruler: `ruler` covers the shards that
-                            // were to be copied.
-                            Ok(runs) => match anon_ruler(runs[0].arena().len()) {
-                                Ok(own) => {
-                                    let text = gather::TextGather {
-                                        runs: &runs,
-                                        ruler: own.as_str(),
-                                    };
-                                    let numbers = gather::ShardGather {
-                                        runs: &runs,
-                                        columns,
-                                    };
-                                    write_shard_files(&dir, base + k, &numbers, &text)
-                                }
-                                Err(e) => {
-                                    let e2 =
-                                        BuildError::io(&dir, std::io::Error::other(e.to_string()));
-                                    (Err(BuildError::io(&dir, e)), Err(e2))
-                                }
-                            },
-                            Err(e) => {
-                                let e2 = BuildError::BadPartition {
-                                    path: e.0.clone(),
-                                    reason: e.1.clone(),
-                                };
-                                (
-                                    Err(BuildError::BadPartition {
-                                        path: e.0,
-                                        reason: e.1,
-                                    }),
-                                    Err(e2),
-                                )
-                            }
-                        }
-                    }
+                let whole = match shard {
+                    Gathered::Runs(runs) => return copy(runs, ruler),
+                    Gathered::Whole(whole) => whole,
+                };
+                if let Some(linked) = link_whole(&dir, base + k, whole, like) {
+                    return linked;
                 }
+                // Not linked: read, checked and copied, with a ruler of its
+                // own (`ruler` covers the shards that were to be copied).
+                let copied = whole.runs().and_then(|runs| {
+                    let own = anon_ruler(runs[0].arena().len()).map_err(|e| e.to_string())?;
+                    Ok(copy(&runs, own.as_str()))
+                });
+                copied.unwrap_or_else(|why| {
+                    let e = || BuildError::BadPartition {
+                        path: whole.dir.to_path_buf(),
+                        reason: why.clone(),
+                    };
+                    (Err(e()), Err(e()))
+                })
             };
             let written: Vec<_> = std::thread::scope(|scope| {
                 let handles: Vec<_> = group
@@ -632,8 +606,8 @@ impl CacheWriter {
             feature_names: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
             threads: self.shards.iter().map(|s| s.threads).sum(),
             reactions: self.shards.iter().map(|s| s.reactions).sum(),
-            replies: self.reaction_totals.map_or(self.replies, |(r, _)| r),
-            retweets: self.reaction_totals.map_or(self.retweets, |(_, r)| r),
+            replies: self.replies,
+            retweets: self.retweets,
             skipped: report.len() as u64,
             options: BuildInfo {
                 strict: self.opts.strict,
@@ -892,16 +866,15 @@ impl std::fmt::Debug for WholeShard<'_> {
 }
 
 impl<'a> WholeShard<'a> {
-    /// The shard as one run, to copy: its files read and checked whole.
-    fn runs(&self) -> std::result::Result<Vec<gather::Run<'a>>, (PathBuf, String)> {
-        match self.from.checked(self.index) {
-            Ok((numbers, text)) => Ok(vec![gather::Run {
-                numbers,
-                text,
-                threads: 0..numbers.threads.len(),
-            }]),
-            Err(why) => Err((self.dir.to_path_buf(), why)),
-        }
+    /// The shard as one run, to copy: its files read and checked whole
+    /// (or why they cannot be).
+    fn runs(&self) -> std::result::Result<Vec<gather::Run<'a>>, String> {
+        let (numbers, text) = self.from.checked(self.index)?;
+        Ok(vec![gather::Run {
+            numbers,
+            text,
+            threads: 0..numbers.threads.len(),
+        }])
     }
 }
 
