@@ -937,6 +937,7 @@ mod tests {
                 event: "e".into(),
                 entries: 3,
                 layout: 0,
+                listed: true,
             })
             .collect();
         let order = [1u32, 0];

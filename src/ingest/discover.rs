@@ -47,6 +47,12 @@ pub struct ThreadDir {
     /// Its layout: an index into [`LAYOUTS`], in this process only (what
     /// plans and fingerprints store is the layout's name).
     pub layout: u8,
+    /// Whether its folder was listed. A plan's walk ([`Scope::Plan`])
+    /// takes a thread in a label folder by its name and its source folder
+    /// without listing it: then `entries` holds that source folder only
+    /// and `layout` is the first that has one so named, a guess the
+    /// partition that lists the thread checks (see `plan.rs`).
+    pub listed: bool,
 }
 
 impl ThreadDir {
@@ -146,6 +152,22 @@ pub(crate) type Hook<'h, E> = &'h (dyn Fn(&ThreadDir, usize) -> E + Sync);
 /// partition lists it and refuses what changed).
 pub(crate) type Skip<'h> = &'h (dyn Fn(&str) -> bool + Sync);
 
+/// What a walk lists.
+#[derive(Clone, Copy)]
+pub(crate) enum Scope<'h> {
+    /// Every folder down to the threads (a build's walk).
+    All,
+    /// A plan's walk (issue 47: listing every thread folder was most of a
+    /// plan): an all-digit folder in a label folder (`rumours`,
+    /// `non-rumours`) with a source folder of some layout is taken as a
+    /// thread by its name, unlisted ([`ThreadDir::listed`]); one without
+    /// is listed as any folder. Its partition lists it and refuses a plan
+    /// that took it wrongly.
+    Plan,
+    /// A partition's walk: the folders [`Skip`] names are not listed.
+    Partition(Skip<'h>),
+}
+
 /// One walk's shared results.
 struct Walk<'a, 'h, E> {
     root: &'a Path,
@@ -153,7 +175,7 @@ struct Walk<'a, 'h, E> {
     found: Mutex<Vec<(ThreadDir, E)>>,
     bad: Mutex<Vec<BadInput>>,
     hook: Hook<'h, E>,
-    skip: Option<Skip<'h>>,
+    scope: Scope<'h>,
 }
 
 impl<E> Walk<'_, '_, E> {
@@ -174,6 +196,40 @@ impl<E> Walk<'_, '_, E> {
             .push((td, e));
     }
 
+    /// Thread folder `dir` taken without listing it ([`Scope::Plan`]):
+    /// where its parent is a label folder and it has a source folder of
+    /// some layout (a `stat` through `parent`, the link followed as the
+    /// listing follows it), the first such folder in [`LAYOUTS`] order.
+    /// `None`: list it (no such folder, or one that cannot be `stat`ted,
+    /// which the listing reports).
+    fn unlisted(&self, parent: &Dir, dir: &Path) -> Option<ThreadDir> {
+        use rustix::fs::{AtFlags, FileType, statat};
+        let label = dir.parent().and_then(Path::file_name)?.to_str()?;
+        if crate::schema::Label::from_folder(label) == crate::schema::Label::Unknown {
+            return None;
+        }
+        let fd = parent.fd().ok()?;
+        let name = dir.file_name()?;
+        let mut path = PathBuf::with_capacity(name.len() + 16);
+        for (k, layout) in LAYOUTS.iter().enumerate() {
+            for (bit, folder) in layout.source_dirs().iter().enumerate() {
+                path.clear();
+                path.push(name);
+                path.push(folder);
+                match statat(fd, &path, AtFlags::empty()) {
+                    Ok(st) if FileType::from_raw_mode(st.st_mode).is_dir() => {
+                        let mut td = thread_dir(self.root, dir, 1 << bit, k as u8).ok()?;
+                        td.listed = false;
+                        return Some(td);
+                    }
+                    Err(rustix::io::Errno::NOENT) => {}
+                    _ => return None,
+                }
+            }
+        }
+        None
+    }
+
     /// Lists `dir`, records it if it is a thread directory, and pushes the
     /// subdirectories to walk onto `subdirs`, each with this directory open
     /// (`dir` is opened relative to `parent`, its parent directory, when
@@ -183,11 +239,14 @@ impl<E> Walk<'_, '_, E> {
         use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, openat, statat};
         use std::os::unix::ffi::OsStrExt;
         let thread_name = is_thread_name(dir.file_name().unwrap_or_default());
-        if thread_name
-            && let Some(skip) = self.skip
-            && skip(&relative(self.root, dir))
-        {
-            return;
+        match self.scope {
+            Scope::Partition(skip) if thread_name && skip(&relative(self.root, dir)) => return,
+            Scope::Plan if thread_name => {
+                if let Some(td) = parent.and_then(|p| self.unlisted(p, dir)) {
+                    return self.found(td);
+                }
+            }
+            _ => {}
         }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let opened = match (parent.and_then(|p| p.fd().ok()), dir.file_name()) {
@@ -288,7 +347,7 @@ impl<E> Walk<'_, '_, E> {
                 // rather than queued, opened as a path and skipped there
                 // (two thirds of a corpus's folders, for each of three
                 // partitions).
-                if let Some(skip) = self.skip
+                if let Scope::Partition(skip) = self.scope
                     && is_thread_name(name)
                 {
                     let parent = child_rel.get_or_insert_with(|| {
@@ -497,16 +556,17 @@ pub(crate) fn discover_with<E: Send>(
     threads: usize,
     hook: Hook<'_, E>,
 ) -> Result<(Discovery, Vec<E>)> {
-    discover_skipping(root, threads, hook, None)
+    discover_scoped(root, threads, hook, Scope::All)
 }
 
-/// [`discover_with`], taking the threads `skip` names as found without
-/// listing their folders (nor walking below them).
-pub(crate) fn discover_skipping<E: Send>(
+/// [`discover_with`], listing what `scope` says (a partition's walk takes
+/// the threads its skip names as found without listing their folders, nor
+/// walking below them).
+pub(crate) fn discover_scoped<E: Send>(
     root: &Path,
     threads: usize,
     hook: Hook<'_, E>,
-    skip: Option<Skip<'_>>,
+    scope: Scope<'_>,
 ) -> Result<(Discovery, Vec<E>)> {
     // `build` has checked that `root` is a directory before taking the lock;
     // if it vanished since, the walk reports it like any unreadable directory.
@@ -515,7 +575,7 @@ pub(crate) fn discover_skipping<E: Send>(
         found: Mutex::default(),
         bad: Mutex::default(),
         hook,
-        skip,
+        scope,
     };
     // A pool that will not start (memory or process limits) means a serial
     // walk, never rayon's global pool, which panics when it cannot start.
@@ -592,6 +652,7 @@ pub(crate) fn thread_dir(
         rel,
         entries,
         layout,
+        listed: true,
     })
 }
 

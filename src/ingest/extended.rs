@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use super::discover::{Discovery, Skip, ThreadDir, discover_skipping};
+use super::discover::{Discovery, Scope, ThreadDir, discover_scoped};
 use super::features::labels::Annotation;
 use super::features::relations::FollowGraph;
 use super::features::reliability::RumourIndex;
@@ -101,7 +101,19 @@ fn rumour_entry(
     if !is_rumour {
         return None;
     }
-    read_source(td, reader, names, max_file_bytes).ok()?;
+    // A thread a plan took unlisted: its source file is taken to be the
+    // one PHEME's collector writes, named after the thread (three system
+    // calls where listing the folder took seven). A guess, checked by the
+    // partition that lists the thread and reads its entry by the rule
+    // below, which refuses a plan whose entry is not that one.
+    let guessed = !td.listed
+        && td.source_dir().is_some_and(|dir| {
+            let file = td.path.join(dir).join(format!("{}.json", td.source_id));
+            reader.read_file(&file, max_file_bytes).is_ok()
+        });
+    if !guessed {
+        read_source(td, reader, names, max_file_bytes).ok()?;
+    }
     reader
         .parse(|v| {
             (td.layout().source_fields(v))
@@ -156,16 +168,16 @@ pub(crate) fn discover_indexed_with<P: Send>(
     max_file_bytes: u64,
     index: bool,
     pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
-    skip: Option<Skip<'_>>,
+    scope: Scope<'_>,
 ) -> Result<(Discovery, Option<RumourIndex>, Vec<(P, Option<(u64, i64)>)>), BuildError> {
     if !index {
         let hook = |td: &ThreadDir, w| (pre(td, w), None);
-        let (found, pres) = discover_skipping(root, threads, &hook, skip)?;
+        let (found, pres) = discover_scoped(root, threads, &hook, scope)?;
         return Ok((found, None, pres));
     }
     let readers = EntryReaders::new(threads, max_file_bytes);
     let hook = |td: &ThreadDir, worker: usize| (pre(td, worker), readers.entry(td, worker));
-    let (found, values) = discover_skipping(root, threads, &hook, skip)?;
+    let (found, values) = discover_scoped(root, threads, &hook, scope)?;
     let mut index = RumourIndex::default();
     for (author, at) in values.iter().filter_map(|(_, e)| *e) {
         index.add(author, at);

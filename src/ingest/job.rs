@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::discover::ThreadDir;
+use super::discover::{Scope, ThreadDir};
 use super::extended::EntryReaders;
 use super::features::reliability::RumourIndex;
 use super::pin::{Pin, pin, pins};
@@ -174,16 +174,19 @@ impl<'a> BuildJob<'a> {
                     &started.opts,
                     false,
                     &own,
-                    Some(&skip),
+                    Scope::Partition(&skip),
                 )?;
                 drop(readers);
                 let stale = |changed| BuildError::PlanStale {
                     corpus: self.corpus.clone(),
                     changed,
                 };
-                plan.verify_listing(&found, &found_bad, &others)
+                // Reports inside threads the plan took unlisted are this
+                // partition's (the plan has none of them).
+                let report = plan
+                    .verify_listing(&found, &found_bad, &others)
                     .map_err(stale)?;
-                drop((found, others));
+                drop(others);
                 // The listing is the plan's: each own thread was found once.
                 let mut before: Vec<Option<Own>> = vec![None; range.len()];
                 for (at, p, rumour) in values.into_iter().filter_map(|(v, _)| v) {
@@ -198,7 +201,8 @@ impl<'a> BuildJob<'a> {
                 }
                 plan.verify_own(range.clone(), &before).map_err(stale)?;
                 let before: Option<Vec<Pin>> = before.into_iter().map(|(p, _)| p).collect();
-                let (list, rumours, mut info) = plan.partition(&self.corpus, index, count);
+                let (list, rumours, mut info) = plan.partition(&self.corpus, index, count, &found);
+                drop(found);
                 info.inputs = plan.inputs();
                 started.writer.set_partition(info);
                 let workers = started.workers;
@@ -214,7 +218,7 @@ impl<'a> BuildJob<'a> {
                 started.execute(Supply {
                     list: &list,
                     index: rumours.as_ref(),
-                    report: Vec::new(),
+                    report,
                     reuse: None,
                     before_publish: Some(&mut check),
                 })

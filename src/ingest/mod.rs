@@ -334,8 +334,15 @@ pub(crate) fn discover_checked(
     opts: &BuildOptions,
     index: bool,
 ) -> Result<(Vec<ThreadDir>, Vec<BadInput>, Option<RumourIndex>)> {
-    discover_checked_with(corpus, threads, opts, index, &|_, _| (), None)
-        .map(|(list, report, index, _)| (list, report, index))
+    discover_checked_with(
+        corpus,
+        threads,
+        opts,
+        index,
+        &|_, _| (),
+        discover::Scope::All,
+    )
+    .map(|(list, report, index, _)| (list, report, index))
 }
 
 /// [`discover_checked`], also computing `pre` of each thread on the walk's
@@ -348,16 +355,16 @@ pub(crate) fn discover_checked_with<P: Send>(
     opts: &BuildOptions,
     index: bool,
     pre: &(dyn Fn(&ThreadDir, usize) -> P + Sync),
-    skip: Option<discover::Skip<'_>>,
+    scope: discover::Scope<'_>,
 ) -> Result<(
     Vec<ThreadDir>,
     Vec<BadInput>,
     Option<RumourIndex>,
     Vec<(P, Option<(u64, i64)>)>,
 )> {
-    let skipping = skip.is_some();
+    let skipping = matches!(scope, discover::Scope::Partition(_));
     let (found, index, pres) =
-        extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre, skip)?;
+        extended::discover_indexed_with(corpus, threads, opts.max_file_bytes, index, pre, scope)?;
     let mut report = found.bad;
     report.sort();
     if opts.strict

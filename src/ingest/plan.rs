@@ -51,7 +51,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::discover::ThreadDir;
+use super::discover::{Scope, ThreadDir};
 use super::features::reliability::RumourIndex;
 use super::layout::pheme::Pheme;
 use super::layout::{Layout, layout_named};
@@ -70,18 +70,35 @@ const PLAN_FORMAT: &str = "socialctx-plan";
 /// 5: a listing per thread (names, no `stat`) and each thread's rumour
 /// entry instead of fingerprints and one index: an older plan is refused,
 /// naming its version; 6: listings only in plans that pin files
-/// (`pin_files`), the others a listing of thread folders.
-const PLAN_VERSION: u32 = 6;
+/// (`pin_files`), the others a listing of thread folders; 7: threads in
+/// label folders taken unlisted (no `entries`) in plans that do not pin
+/// files.
+const PLAN_VERSION: u32 = 7;
 
 /// One thread of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredThread")]
 struct PlanThread {
     rel: String,
+    /// Its folder's name, not stored (read from `rel`; one that is no
+    /// source id reads as 0, which [`Plan::check`] refuses).
+    #[serde(skip)]
     source_id: u64,
-    label: String,
-    event: String,
-    entries: u16,
-    /// Its layout by name (absent for PHEME's, so that a PHEME plan reads
+    /// Its parent folder's name, stored only where `rel` does not end
+    /// with it (a thread less than two folders deep); see
+    /// [`label`](PlanThread::label). Stored, a plan was twice the size,
+    /// and every partition parses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    label: Option<String>,
+    /// Its grandparent folder's name, stored likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event: Option<String>,
+    /// What its listing found (`ThreadDir::entries`); absent where the
+    /// plan took the thread unlisted ([`Scope::Plan`]): its partition
+    /// reads its folders as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    entries: Option<u16>,
+    /// Its layout by name (absent for PHEME's and for unlisted threads, so that a PHEME plan reads
     /// and writes as it did before layouts had a seam).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<StoredLayout>,
@@ -98,6 +115,45 @@ struct PlanThread {
     /// author key and time, if the thread is a rumour source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rumour: Option<(u64, i64)>,
+}
+
+/// A [`PlanThread`] as stored: the same fields less its source id.
+#[derive(Deserialize)]
+struct StoredThread {
+    rel: String,
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    entries: Option<u16>,
+    #[serde(default)]
+    layout: Option<StoredLayout>,
+    #[serde(default)]
+    files: u64,
+    #[serde(default)]
+    listing: String,
+    #[serde(default)]
+    rumour: Option<(u64, i64)>,
+}
+
+impl From<StoredThread> for PlanThread {
+    fn from(t: StoredThread) -> PlanThread {
+        PlanThread {
+            source_id: ancestor(&t.rel, 0)
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_default(),
+            rel: t.rel,
+            label: t.label,
+            event: t.event,
+            entries: t.entries,
+            layout: t.layout,
+            files: t.files,
+            listing: t.listing,
+            rumour: t.rumour,
+        }
+    }
 }
 
 /// What a build of the whole corpus will do, computed once by
@@ -181,6 +237,10 @@ impl std::io::Write for HashWriter {
 struct Memo {
     id: std::sync::OnceLock<String>,
     inputs: std::sync::OnceLock<String>,
+    /// The threads' source ids, dense: a partition's walk looks up a
+    /// planned thread for every thread folder of the corpus, and a binary
+    /// search over the threads themselves missed the cache at every step.
+    ids: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl PartialEq for Memo {
@@ -197,6 +257,30 @@ pub(super) type Own = (Option<Pin>, Option<(u64, i64)>);
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// The name of `rel`'s `up`-th ancestor inside the corpus (1: its parent),
+/// `None` where it has no such one.
+fn ancestor(rel: &str, up: usize) -> Option<&str> {
+    rel.rsplit('/').nth(up)
+}
+
+impl PlanThread {
+    /// Its parent folder's name (its label folder).
+    fn label(&self) -> &str {
+        self.label
+            .as_deref()
+            .or_else(|| ancestor(&self.rel, 1))
+            .unwrap_or_default()
+    }
+
+    /// Its grandparent folder's name (its event folder).
+    fn event(&self) -> &str {
+        self.event
+            .as_deref()
+            .or_else(|| ancestor(&self.rel, 2))
+            .unwrap_or_default()
+    }
 }
 
 /// An `InvalidData` error about the plan file `path`.
@@ -235,10 +319,13 @@ impl Plan {
         }
         let threads = super::threads_that_fit(opts.threads.max(1));
         // One walk: each thread's listing (plans that pin files) and
-        // (extended) rumour entry taken as it is found.
+        // (extended) rumour entry taken as it is found. Plans that pin
+        // files list every thread folder; the others take threads in
+        // label folders unlisted (`Scope::Plan`).
         let look = |td: &ThreadDir, _| pin_files.then(|| listing(td));
+        let scope = if pin_files { Scope::All } else { Scope::Plan };
         let (list, bad, _, found) =
-            discover_checked_with(corpus, threads, opts, opts.extended, &look, None)?;
+            discover_checked_with(corpus, threads, opts, opts.extended, &look, scope)?;
         // A plan holds paths as text: a thread under a name that is not
         // UTF-8 would be planned under another (lossy) path, and read by
         // no partition.
@@ -274,12 +361,12 @@ impl Plan {
             .into_iter()
             .zip(found)
             .map(|(td, (l, rumour))| PlanThread {
-                layout: StoredLayout::of(&td),
-                rel: td.rel,
+                layout: td.listed.then(|| StoredLayout::of(&td)).flatten(),
+                entries: td.listed.then_some(td.entries),
                 source_id: td.source_id,
-                label: td.label,
-                event: td.event,
-                entries: td.entries,
+                label: (ancestor(&td.rel, 1) != Some(td.label.as_str())).then_some(td.label),
+                event: (ancestor(&td.rel, 2) != Some(td.event.as_str())).then_some(td.event),
+                rel: td.rel,
                 files: l.map_or(0, |l| l.files),
                 listing: l.map_or_else(String::new, |l| format!("{:016x}", l.digest)),
                 rumour,
@@ -430,15 +517,6 @@ impl Plan {
     pub(super) fn check(&self) -> std::result::Result<(), String> {
         let mut last: Option<&PlanThread> = None;
         for t in &self.threads {
-            if let Some(prev) = last
-                && prev.source_id >= t.source_id
-            {
-                return Err(format!(
-                    "threads out of order or repeated: {} ({}) after {} ({})",
-                    t.source_id, t.rel, prev.source_id, prev.rel
-                ));
-            }
-            last = Some(t);
             let rel = Path::new(&t.rel);
             let inside = !t.rel.is_empty()
                 && rel
@@ -450,14 +528,35 @@ impl Plan {
                     t.rel
                 ));
             }
+            // The source id is read from the name (0 where it is none).
             let name = rel.file_name().unwrap_or_default().to_string_lossy();
             if !name.bytes().all(|b| b.is_ascii_digit()) || name.parse::<u64>() != Ok(t.source_id) {
                 return Err(format!(
-                    "thread {:?} has source id {}, but its folder is named {name:?}",
-                    t.rel, t.source_id
+                    "thread {:?}: its folder is named {name:?}, not by a source id",
+                    t.rel
                 ));
             }
+            if let Some(prev) = last
+                && prev.source_id >= t.source_id
+            {
+                return Err(format!(
+                    "threads out of order or repeated: {} ({}) after {} ({})",
+                    t.source_id, t.rel, prev.source_id, prev.rel
+                ));
+            }
+            last = Some(t);
             layout_index(t.layout.as_ref()).map_err(|why| format!("thread {:?}: {why}", t.rel))?;
+            if t.entries.is_none() && (self.pin_files || t.layout.is_some()) {
+                return Err(format!(
+                    "thread {:?} is unlisted (no entries) but {}",
+                    t.rel,
+                    if self.pin_files {
+                        "the plan pins files"
+                    } else {
+                        "has a layout"
+                    }
+                ));
+            }
             if t.listing.is_empty() == self.pin_files {
                 return Err(format!(
                     "thread {:?} {} a listing in a plan that {} files",
@@ -623,13 +722,16 @@ impl Plan {
     /// identity (place, source id, label, event, folders, layout) and what
     /// discovery reported. Cheap, and on every partition: a thread added,
     /// gone or moved since the plan is refused wherever it would land.
-    /// Returns the changes, each naming a path.
+    /// Of a thread of its own the plan took unlisted, its identity only:
+    /// the plan has no folders of it to compare, and what the walk
+    /// reported inside it is the partition's to report (returned, sorted).
+    /// Otherwise returns the changes, each naming a path.
     pub(super) fn verify_listing(
         &self,
         list: &[ThreadDir],
         bad: &[BadInput],
         others: &Others<'_>,
-    ) -> std::result::Result<(), Vec<String>> {
+    ) -> std::result::Result<Vec<BadInput>, Vec<String>> {
         let mut changed = Vec::new();
         let found: std::collections::BTreeMap<&str, &ThreadDir> =
             list.iter().map(|t| (t.rel.as_str(), t)).collect();
@@ -645,10 +747,11 @@ impl Plan {
                 None => changed.push(format!("{} (gone)", t.rel)),
                 Some(td)
                     if td.source_id != t.source_id
-                        || td.label != t.label
-                        || td.event != t.event
-                        || td.entries != t.entries
-                        || Ok(td.layout) != layout_index(t.layout.as_ref()) =>
+                        || td.label != t.label()
+                        || td.event != t.event()
+                        || t.entries.is_some_and(|e| {
+                            td.entries != e || Ok(td.layout) != layout_index(t.layout.as_ref())
+                        }) =>
                 {
                     changed.push(format!("{} (its folders changed)", t.rel));
                 }
@@ -657,10 +760,21 @@ impl Plan {
         }
         // A planned thread is found by its folder's name (its source id).
         for rel in found.keys().filter(|r| self.by_rel(r).is_none()) {
-            changed.push(format!("{rel} (new)"));
+            match self.unlisted_holding(others.range.clone(), rel) {
+                Some(at) => changed.push(format!(
+                    "{rel} (new: inside {}, a thread the plan took without listing its folder; a plan made with --pin-files lists every thread folder)",
+                    self.threads[at].rel
+                )),
+                None => changed.push(format!("{rel} (new)")),
+            }
         }
         // What was reported inside the threads this walk did not list is
-        // their own partitions' to compare.
+        // their own partitions' to compare; inside its own unlisted
+        // threads, this partition's to report.
+        let (own, bad): (Vec<BadInput>, Vec<BadInput>) = bad.iter().cloned().partition(|b| {
+            self.unlisted_holding(others.range.clone(), &b.path)
+                .is_some()
+        });
         let planned_bad: Vec<&BadInput> = self
             .bad
             .iter()
@@ -674,9 +788,25 @@ impl Plan {
             }
         }
         if changed.is_empty() {
-            Ok(())
+            Ok(own)
         } else {
             Err(changed)
+        }
+    }
+
+    /// The thread of `range` the plan took unlisted whose folder is
+    /// `path` (relative to the corpus) or holds it.
+    fn unlisted_holding(&self, range: std::ops::Range<usize>, path: &str) -> Option<usize> {
+        let mut end = path.len();
+        loop {
+            let prefix = &path[..end];
+            if let Some(at) = self.by_rel(prefix)
+                && range.contains(&at)
+                && self.threads[at].entries.is_none()
+            {
+                return Some(at);
+            }
+            end = prefix.rfind('/')?;
         }
     }
 
@@ -763,18 +893,25 @@ impl Plan {
 
     /// The index of the planned thread whose path is `rel`.
     fn by_rel(&self, rel: &str) -> Option<usize> {
-        let id: u64 = Path::new(rel).file_name()?.to_str()?.parse().ok()?;
-        let at = self.threads.partition_point(|t| t.source_id < id);
-        (self.threads.get(at)?.rel == rel).then_some(at)
+        // Sorted by source id; the folder's name is the source id.
+        let name = rel.rsplit('/').next()?;
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let id: u64 = name.parse().ok()?;
+        let ids = self
+            .memo
+            .ids
+            .get_or_init(|| self.threads.iter().map(|t| t.source_id).collect());
+        let at = ids.binary_search(&id).ok()?;
+        (self.threads[at].rel == rel).then_some(at)
     }
 
     /// The index of partition `range`'s thread whose path is `rel`.
     pub(super) fn position_in(&self, range: std::ops::Range<usize>, rel: &str) -> Option<usize> {
-        let planned = &self.threads[range.clone()];
-        // Sorted by source id; the folder's name is the source id.
-        let id: u64 = Path::new(rel).file_name()?.to_str()?.parse().ok()?;
-        let at = planned.partition_point(|t| t.source_id < id);
-        (planned.get(at)?.rel == rel).then_some(at)
+        self.by_rel(rel)
+            .filter(|at| range.contains(at))
+            .map(|at| at - range.start)
     }
 
     /// The digest of the plan's inputs (threads with their listings and
@@ -807,11 +944,15 @@ impl Plan {
     /// Partition `index` of `count` (a valid one) with its threads under
     /// `corpus`: the thread list, the rumour index (extended plans) and the
     /// record its manifest carries.
+    /// `found`: the partition's walk's threads, for those the plan took
+    /// unlisted (their folders as the walk listed them); a planned thread
+    /// missing from it is taken as planned.
     pub(super) fn partition(
         &self,
         corpus: &Path,
         index: usize,
         count: usize,
+        found: &[ThreadDir],
     ) -> (Vec<ThreadDir>, Option<RumourIndex>, PartitionInfo) {
         let range = self.partition_range(index, count);
         let planned = &self.threads[range.clone()];
@@ -829,17 +970,26 @@ impl Plan {
             threads_by_event: Default::default(),
             xxh3: String::new(),
         };
+        let listed: std::collections::HashMap<&str, &ThreadDir> =
+            found.iter().map(|td| (td.rel.as_str(), td)).collect();
         let list = planned
             .iter()
-            .map(|t| ThreadDir {
-                source_id: t.source_id,
-                path: corpus.join(&t.rel),
-                rel: t.rel.clone(),
-                label: t.label.clone(),
-                event: t.event.clone(),
-                entries: t.entries,
-                // `check` has resolved every thread's layout.
-                layout: layout_index(t.layout.as_ref()).unwrap_or_default(),
+            .map(|t| {
+                let walked = listed.get(t.rel.as_str()).filter(|_| t.entries.is_none());
+                ThreadDir {
+                    source_id: t.source_id,
+                    path: corpus.join(&t.rel),
+                    rel: t.rel.clone(),
+                    label: t.label().to_owned(),
+                    event: t.event().to_owned(),
+                    entries: walked.map_or(t.entries.unwrap_or_default(), |td| td.entries),
+                    // `check` has resolved every thread's layout.
+                    layout: walked.map_or_else(
+                        || layout_index(t.layout.as_ref()).unwrap_or_default(),
+                        |td| td.layout,
+                    ),
+                    listed: true,
+                }
             })
             .collect();
         let index = self.extended.then(|| {
@@ -862,6 +1012,7 @@ impl Plan {
 /// anywhere is refused by all.
 pub(super) struct Others<'p> {
     plan: &'p Plan,
+    /// The partition's own threads.
     range: std::ops::Range<usize>,
     /// Per planned thread: another planned thread lies below it.
     nested: Vec<bool>,
@@ -1062,7 +1213,7 @@ mod tests {
         let edited = dir.path().join("edited.json");
         fs::write(&edited, text.replacen("\"entries\":", "\"entries\": ", 1)).unwrap();
         assert!(Plan::load(&edited).is_ok(), "whitespace is no change");
-        let bumped = text.replacen("\"label\":\"rumours\"", "\"label\":\"rumourz\"", 1);
+        let bumped = text.replacen("/rumours/", "/rumourz/", 1);
         assert_ne!(bumped, text);
         fs::write(&edited, bumped).unwrap();
         let e = Plan::load(&edited).unwrap_err().to_string();

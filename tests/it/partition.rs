@@ -301,7 +301,7 @@ fn a_stale_or_edited_partition_record_never_loses_threads() {
 }
 
 /// Issue 25, defect 2b: an edited or stale plan (threads swapped, one
-/// listed twice, a folder that is not its source id, a path leaving the
+/// listed twice, a folder not named by a source id, a path leaving the
 /// corpus) is refused by `Plan::load`, and a valid cache in the output
 /// directory stays as it was.
 #[test]
@@ -352,10 +352,11 @@ fn edited_plans_are_refused_and_the_old_cache_kept() {
     let mut v = json();
     let rel = v["threads"][0]["rel"].as_str().unwrap().to_string();
     let (dir, _) = rel.rsplit_once('/').unwrap();
-    v["threads"][0]["rel"] = format!("{dir}/1").into();
-    refused(v, true, "folder not its source id", "named");
+    // A plan holds no source id apart from the folder's name (version 7).
+    v["threads"][0]["rel"] = format!("{dir}/1x").into();
+    refused(v, true, "folder not a source id", "not by a source id");
     let mut v = json();
-    let id = v["threads"][0]["source_id"].clone();
+    let id = rel.rsplit('/').next().unwrap().to_string();
     v["threads"][0]["rel"] = format!("../elsewhere/{id}").into();
     refused(v, true, "outside the corpus", "inside the corpus");
     // A thread's layout is stored only when it is not the first (PHEME

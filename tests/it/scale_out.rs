@@ -208,9 +208,13 @@ fn an_edit_after_its_partition_gives_the_planned_corpus_never_a_mix() {
 
 /// A thread added or removed after the plan: every partition refuses (the
 /// thread listing is checked everywhere, not only where the thread would
-/// land), naming it; a thread's tweet folder removed (its folders, which
-/// discovery sees): the partition that reads it refuses, the others do not
-/// list it (issue 47). With either kind of plan.
+/// land), naming it; with either kind of plan. A thread's tweet folder
+/// removed (its folders, which discovery sees): with a plan that lists
+/// thread folders (`--pin-files`), the partition that reads it refuses and
+/// the others do not list it (issue 47); with the default plan, which took
+/// the thread unlisted, its partition reads it as it is, like any change
+/// inside one thread, and the merge is the single build of the changed
+/// corpus.
 #[test]
 fn listing_changes_are_refused_by_every_partition() {
     let tmp = tempfile::tempdir().unwrap();
@@ -270,13 +274,22 @@ fn listing_changes_are_refused_by_every_partition() {
                         );
                         refused += 1;
                     }
-                    Ok(_) if what == "emptied" && owner != Some(i) => {}
+                    Ok(_) if what == "emptied" && (owner != Some(i) || !pinned) => {}
                     other => panic!("{what}: partition {i}: {:?}", other.map(|_| ())),
                 }
             }
+            if what == "emptied" && !pinned {
+                let parts: Vec<PathBuf> = (0..3)
+                    .map(|i| tmp.path().join(format!("{what}-{pinned}-{i}")))
+                    .collect();
+                let (m, s) = (tmp.path().join("emptied-m"), tmp.path().join("emptied-s"));
+                merge(&m, &parts).unwrap();
+                build(&corpus, &s, &opts(), &NoProgress).unwrap();
+                assert!(files(&m) == files(&s), "merged != the changed corpus");
+            }
         }
     }
-    assert_eq!(refused, 2 * 7);
+    assert_eq!(refused, 6 + 7);
 }
 
 /// Partitions of two plans of one corpus (pinning files, made before and
@@ -442,9 +455,13 @@ fn files_added_after_a_plan_that_does_not_pin_them_are_read_as_they_are() {
 }
 
 /// A partition does not list another partition's thread folders, except
-/// one with a planned thread below it: a thread nested in another
-/// partition's thread is found by its own partition (and by the others as
-/// planned), and the merge is the single build.
+/// one with a planned thread below it: with a plan that lists every thread
+/// folder (`--pin-files`), a thread nested in another partition's thread
+/// is found by its own partition (and by the others as planned), and the
+/// merge is the single build. A plan that takes threads in label folders
+/// unlisted (the default) does not see it: the partition that lists the
+/// outer thread refuses, naming the nested one and the remedy; the others
+/// build.
 #[test]
 fn a_thread_nested_in_another_partitions_thread_is_found() {
     let tmp = tempfile::tempdir().unwrap();
@@ -458,31 +475,60 @@ fn a_thread_nested_in_another_partitions_thread_is_found() {
     build(&corpus, &single, &opts(), &NoProgress).unwrap();
     let c = socialctx::Cache::open(&single).unwrap();
     assert_eq!(socialctx::ThreadSource::len(&c), all.len());
-    for plan in [
-        Plan::create(&corpus, &opts()).unwrap(),
-        Plan::create_pinned(&corpus, &opts()).unwrap(),
-    ] {
-        let parts: Vec<PathBuf> = (0..3)
-            .map(|i| {
-                let out = tmp.path().join(format!("n{i}"));
-                build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
-                out
-            })
-            .collect();
-        let merged = tmp.path().join("nested-merged");
-        merge(&merged, &parts).unwrap();
-        assert!(
-            files(&merged) == files(&single),
-            "merged != the single build"
-        );
-        fs::remove_dir_all(&merged).unwrap();
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    assert_eq!(
+        plan.len(),
+        all.len() - 1,
+        "the nested thread is not planned"
+    );
+    let rel = |p: &Path| {
+        p.strip_prefix(&corpus)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut refused = 0;
+    for i in 0..3 {
+        let out = tmp.path().join(format!("u{i}"));
+        match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
+            Ok(_) => {}
+            Err(BuildError::PlanStale { changed, .. }) => {
+                assert!(
+                    changed.iter().any(|c| c.contains(&rel(&nested))
+                        && c.contains(&rel(outer))
+                        && c.contains("--pin-files")),
+                    "{changed:?}"
+                );
+                assert!(!out.exists(), "published");
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
+    assert_eq!(refused, 1, "refused by the outer thread's partition only");
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
+    let parts: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let out = tmp.path().join(format!("n{i}"));
+            build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
+            out
+        })
+        .collect();
+    let merged = tmp.path().join("nested-merged");
+    merge(&merged, &parts).unwrap();
+    assert!(
+        files(&merged) == files(&single),
+        "merged != the single build"
+    );
 }
 
 /// What discovery reports inside a thread's folder (here a folder named as
-/// a side file) is compared with the plan by the partition that reads the
-/// thread, which refuses when it changed; the others do not list it and
-/// build.
+/// a side file). A plan that lists thread folders (`--pin-files`) holds
+/// it, and the partition that reads the thread compares it, refusing when
+/// it changed; the others do not list it and build. A plan that takes the
+/// thread unlisted (the default) holds nothing of it: the thread's
+/// partition reports it as it finds it, and the merge is the single build
+/// of the corpus as it was read, before and after the change.
 #[test]
 fn a_report_inside_a_thread_is_compared_by_its_own_partition() {
     let tmp = tempfile::tempdir().unwrap();
@@ -490,24 +536,54 @@ fn a_report_inside_a_thread_is_compared_by_its_own_partition() {
     let all = in_plan_order(&corpus);
     let t = &all[all.len() / 2];
     let odd = t.join("annotation.json");
-    let _ = fs::remove_file(&odd);
-    fs::create_dir(&odd).unwrap();
-    let plan = Plan::create(&corpus, &opts()).unwrap();
     let rel = odd
         .strip_prefix(&corpus)
         .unwrap()
         .to_string_lossy()
         .into_owned();
+    let make_odd = || {
+        let _ = fs::remove_file(&odd);
+        fs::create_dir(&odd).unwrap();
+    };
+    let all_parts = |plan: &Plan, tag: &str| -> Vec<PathBuf> {
+        (0..3)
+            .map(|i| {
+                let out = tmp.path().join(format!("{tag}{i}"));
+                build_partition(&corpus, plan, (i, 3), &out, 1, &NoProgress).unwrap();
+                out
+            })
+            .collect()
+    };
+    let merged_is_single = |parts: &[PathBuf], tag: &str| {
+        let (m, s) = (
+            tmp.path().join(format!("{tag}-m")),
+            tmp.path().join(format!("{tag}-s")),
+        );
+        merge(&m, parts).unwrap();
+        build(&corpus, &s, &opts(), &NoProgress).unwrap();
+        assert!(files(&m) == files(&s), "{tag}: merged != the single build");
+        fs::read_to_string(m.join("report.jsonl")).unwrap()
+    };
+
+    make_odd();
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(!json.contains(&rel), "an unlisted thread: {json}");
+    let report = merged_is_single(&all_parts(&plan, "u"), "unlisted, odd");
+    assert!(report.contains(&rel), "{report}");
+    fs::remove_dir(&odd).unwrap();
+    let report = merged_is_single(&all_parts(&plan, "v"), "unlisted, fixed");
+    assert!(!report.contains(&rel), "{report}");
+
+    make_odd();
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
     let json = serde_json::to_string(&plan).unwrap();
     assert!(json.contains(&rel), "the plan reports {rel}: {json}");
     let owner = (0..3)
         .find(|&i| plan.partition_range(i, 3).contains(&(all.len() / 2)))
         .unwrap();
     // As planned: every partition builds.
-    for i in 0..3 {
-        let out = tmp.path().join(format!("a{i}"));
-        build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
-    }
+    merged_is_single(&all_parts(&plan, "a"), "listed, odd");
     fs::remove_dir(&odd).unwrap();
     for i in 0..3 {
         let out = tmp.path().join(format!("b{i}"));
