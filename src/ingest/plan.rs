@@ -1250,6 +1250,37 @@ mod tests {
         Plan::create(root.join("ev"), &BuildOptions::default()).unwrap();
     }
 
+    /// A thread in a label folder is planned unlisted, its layout guessed
+    /// (the first with such a source folder: PHEME's, labelled by its
+    /// folder). The toy layout's thread there, labelled rumour by its own
+    /// file, has a rumour entry the plan lacks: its partition, which lists
+    /// it, refuses, naming it; a plan that lists threads builds it as the
+    /// toy's, a rumour source.
+    #[test]
+    fn a_wrong_layout_guess_is_refused_by_the_partition_that_lists_the_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("corpus");
+        corpus(&root);
+        fs::create_dir_all(root.join("ev/non-rumours")).unwrap();
+        fs::rename(root.join("forum/threads/7"), root.join("ev/non-rumours/7")).unwrap();
+        let plan = Plan::create(&root, &BuildOptions::default()).unwrap();
+        let t = plan.threads.iter().find(|t| t.source_id == 7).unwrap();
+        assert!(t.entries.is_none() && t.layout.is_none() && t.rumour.is_none());
+        let out = dir.path().join("part");
+        let e = build_partition(&root, &plan, (0, 1), &out, 1, &NoProgress).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("ev/non-rumours/7") && msg.contains("rumour-index entry"),
+            "{msg}"
+        );
+        assert!(!out.exists());
+        let listed = Plan::create_pinned(&root, &BuildOptions::default()).unwrap();
+        build_partition(&root, &listed, (0, 1), &out, 1, &NoProgress).unwrap();
+        let c = Cache::open(&out).unwrap();
+        let got: Vec<_> = c.iter().map(|t| (t.source_id(), t.label_code())).collect();
+        assert_eq!(got, [(5, 1), (7, 1)]);
+    }
+
     /// A plan stores a layout by its name (PHEME's by nothing, as before
     /// layouts were stored); a plan written when it was stored by index
     /// (`"layout": 1`, the toy in that release's unit tests) still loads,

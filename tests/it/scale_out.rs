@@ -597,3 +597,152 @@ fn a_report_inside_a_thread_is_compared_by_its_own_partition() {
         }
     }
 }
+
+/// Plan, all `n` partitions and merge of `corpus` (partitions read from
+/// `read_from`, the corpus as mounted there); the merged cache's files, or
+/// the first refusal.
+fn partitioned(
+    plan: &Plan,
+    read_from: &Path,
+    n: usize,
+    out: &Path,
+) -> Result<BTreeMap<String, Vec<u8>>, BuildError> {
+    let parts: Vec<PathBuf> = (0..n).map(|i| out.join(format!("p{i}"))).collect();
+    for (i, p) in parts.iter().enumerate() {
+        build_partition(read_from, plan, (i, n), p, 1, &NoProgress)?;
+    }
+    let merged = out.join("merged");
+    merge(&merged, &parts)?;
+    Ok(files(&merged))
+}
+
+/// A rumour thread's source folder holding a second source file that
+/// sorts after `<id>.json` (which a build reads: the last name) with
+/// another author: the plan, which read `<id>.json` without listing the
+/// folder, has another rumour entry than the build's rule gives; the
+/// partition that lists the thread refuses, naming it, and the others
+/// build. A plan that lists threads (`--pin-files`) reads it as a build
+/// does, and its merge is the single build.
+#[test]
+fn a_wrong_guess_of_a_rumour_source_is_refused_by_its_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(30)).unwrap();
+    let all = in_plan_order(&corpus);
+    let t = all
+        .iter()
+        .find(|t| {
+            t.parent().unwrap().ends_with("rumours")
+                && !t.parent().unwrap().ends_with("non-rumours")
+        })
+        .expect("a rumour thread");
+    let id = t.file_name().unwrap().to_string_lossy().into_owned();
+    let src = t.join("source-tweets").join(format!("{id}.json"));
+    let text = fs::read_to_string(&src).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let author = v["user"]["id_str"].as_str().unwrap().to_owned();
+    fs::write(
+        t.join("source-tweets/zz.json"),
+        text.replace(&format!("\"{author}\""), "\"777\""),
+    )
+    .unwrap();
+    let single = tmp.path().join("single");
+    build(&corpus, &single, &opts(), &NoProgress).unwrap();
+
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let k = all.iter().position(|x| x == t).unwrap();
+    let rel = t
+        .strip_prefix(&corpus)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    for i in 0..3 {
+        let out = tmp.path().join(format!("p{i}"));
+        match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
+            Ok(_) => assert!(!plan.partition_range(i, 3).contains(&k), "the owner built"),
+            Err(BuildError::PlanStale { changed, .. }) => {
+                assert!(plan.partition_range(i, 3).contains(&k));
+                assert!(
+                    changed
+                        .iter()
+                        .any(|c| c.contains(&rel) && c.contains("rumour-index entry")),
+                    "{changed:?}"
+                );
+                assert!(!out.exists(), "published");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let pinned = Plan::create_pinned(&corpus, &opts()).unwrap();
+    let got = partitioned(&pinned, &corpus, 3, &tmp.path().join("pinned")).unwrap();
+    assert!(got == files(&single), "merged != the single build");
+}
+
+/// All-digit folders in label folders that are no threads (a year folder
+/// holding threads, an empty one) are listed by the plan as any folder is
+/// (it takes a folder unlisted only where it has a source folder), so the
+/// threads below them are planned; and a corpus whose root is a label
+/// folder (threads one folder deep: their label and event lie outside
+/// the corpus and are stored in the plan) merges to the single build,
+/// also when the partitions read a copy of it at another path (under
+/// folders of the same names).
+#[test]
+fn folders_that_are_not_threads_and_shallow_roots_plan_as_a_build_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(30)).unwrap();
+    let all = in_plan_order(&corpus);
+    let mut moved = 0;
+    for t in all.iter().step_by(3) {
+        let year = t.parent().unwrap().join("2015");
+        fs::create_dir_all(&year).unwrap();
+        fs::rename(t, year.join(t.file_name().unwrap())).unwrap();
+        moved += 1;
+    }
+    fs::create_dir_all(all[1].parent().unwrap().join("2016")).unwrap();
+    let check = |root: &Path, tag: &str, threads: usize| {
+        let single = tmp.path().join(format!("{tag}-single"));
+        build(root, &single, &opts(), &NoProgress).unwrap();
+        let plan = Plan::create(root, &opts()).unwrap();
+        assert_eq!(plan.len(), threads, "{tag}");
+        for n in [1, 3] {
+            let got = partitioned(&plan, root, n, &tmp.path().join(format!("{tag}-{n}"))).unwrap();
+            assert!(
+                got == files(&single),
+                "{tag}, {n} partitions: merged != single"
+            );
+        }
+        // The plan saved and loaded; the partitions on a copy elsewhere.
+        let file = tmp.path().join(format!("{tag}.json"));
+        plan.save(&file).unwrap();
+        let loaded = Plan::load(&file).unwrap();
+        // Ending in the same two folders: a thread less than three
+        // folders deep is labelled by folders above the corpus root.
+        let mut copy = tmp.path().join(format!("{tag}-copy"));
+        for up in [2, 1] {
+            copy.push(root.components().rev().nth(up - 1).unwrap());
+        }
+        copy_tree(root, &copy);
+        let got = partitioned(&loaded, &copy, 2, &tmp.path().join(format!("{tag}-c"))).unwrap();
+        assert!(got == files(&single), "{tag}, a copy: merged != single");
+        fs::read_to_string(&file).unwrap()
+    };
+    check(&corpus, "years", all.len());
+    assert!(moved > 0);
+    // A label folder as the corpus root: label and event are stored.
+    let label = all
+        .iter()
+        .map(|t| t.parent().unwrap())
+        .find(|p| p.ends_with("rumours") && !p.ends_with("non-rumours"))
+        .unwrap();
+    let n = fs::read_dir(label)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("source-tweets").is_dir())
+        .count()
+        + fs::read_dir(label.join("2015"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+    let json = check(label, "label-root", n);
+    assert!(json.contains("\"label\":\"rumours\""), "{json}");
+    assert!(json.contains("\"event\":"), "{json}");
+}
