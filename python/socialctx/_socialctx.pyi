@@ -150,8 +150,10 @@ def plan(
     extended: bool = True,
     pin_files: bool = False,
 ) -> PlanSummary:
-    """Walks ``corpus`` once and writes the plan of a partitioned build: a listing of
-    its thread folders; each partition reads its threads' files as they are.
+    """Walks ``corpus`` once and writes the plan of a partitioned build: its thread
+    folders (one in a ``rumours`` or ``non-rumours`` folder taken by its name and
+    source folder, unlisted; its partition lists it and refuses a wrong guess);
+    each partition reads its threads' files as they are.
     ``pin_files=True`` also lists every tweet folder (partitions balanced by file
     count), and each partition refuses a thread of its own with files added or
     removed since the plan or edited during its read."""

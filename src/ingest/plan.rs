@@ -17,17 +17,26 @@
 //! again, kept a scale-out slower than one build): the thread list, the
 //! discovery report, and for extended builds each thread's share of the
 //! rumour index (its source's author and time, if it is a rumour source).
-//! Partitions are balanced by thread count. A plan made with
-//! [`Plan::create_pinned`] also lists every thread's tweet folders (a
-//! [`Listing`](super::pin::Listing) digest of the names and their count,
-//! which balances partitions by file count; no file `stat`ted).
+//! A thread in a label folder (`rumours`, `non-rumours`) it takes by its
+//! name without listing its folder, once a `stat` finds its source folder
+//! ([`Scope::Plan`]; listing every thread folder was most of a plan), and
+//! a rumour source's entry it reads from the file named after the thread;
+//! both are guesses its partition checks (below). Partitions are balanced
+//! by thread count. A plan made with [`Plan::create_pinned`] lists every
+//! thread folder and its tweet folders (a [`Listing`](super::pin::Listing)
+//! digest of the names and their count, which balances partitions by file
+//! count; no file `stat`ted).
 //!
 //! A partition's walk lists every folder that is not another partition's
 //! planned thread ([`Others`]): a thread added, gone or moved, or a
 //! discovery report outside the threads, is refused by every partition.
 //! Its own threads it lists as a build does: one whose folders or reports
 //! changed, or whose rumour-index entry (read then, from the source as it
-//! is) is not the plan's, is refused by it, naming the paths. With a plan
+//! is) is not the plan's, is refused by it, naming the paths (of a thread
+//! the plan took unlisted it compares only the place and the rumour
+//! entry: its folders are read as they are, what the walk reports inside
+//! it is the partition's report, and a thread below it, which the plan did
+//! not see, is refused as new). With a plan
 //! that pins files it also pins each of its threads (listing and the
 //! `stat` of every file) before reading any, refusing one whose files were
 //! added or removed since the plan, and again after reading them, before

@@ -87,8 +87,11 @@ pub(crate) enum Command {
         "Walk CORPUS once and write the plan of a partitioned build to PLAN_FILE (paths ",
         "relative to the corpus root). Then build its partitions anywhere the corpus is mounted ",
         "(`socialctx build-partition`) and join them (`socialctx merge`): byte for byte what ",
-        "one `socialctx build` writes. The plan lists the thread folders (none of their tweet ",
-        "folders: partitions are balanced by thread count) unless --pin-files. ",
+        "one `socialctx build` writes. The plan finds the thread folders without listing their ",
+        "tweet folders (partitions are balanced by thread count), and a thread in a rumours or ",
+        "non-rumours folder by its name and its source folder alone (its partition lists it and ",
+        "refuses a wrong guess; a thread nested inside it needs --pin-files), unless --pin-files, ",
+        "which lists every thread and tweet folder. ",
         exit_status!()
     ))]
     Plan(PlanArgs),
