@@ -753,7 +753,19 @@ impl Plan {
                 continue;
             }
             match found.get(t.rel.as_str()) {
-                None => changed.push(format!("{} (gone)", t.rel)),
+                // Where the walk said why (a folder it could not list, a
+                // source folder that is not one), that is said too: of a
+                // thread the plan took unlisted, the plan has no report.
+                None => match bad.iter().find(|b| {
+                    b.path
+                        .strip_prefix(t.rel.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                }) {
+                    Some(b) if t.entries.is_none() => {
+                        changed.push(format!("{} (gone: {}: {})", t.rel, b.path, b.reason))
+                    }
+                    _ => changed.push(format!("{} (gone)", t.rel)),
+                },
                 Some(td)
                     if td.source_id != t.source_id
                         || td.label != t.label()
