@@ -849,9 +849,16 @@ impl Plan {
                 && format!("{:016x}", p.listing.digest) != t.listing
             {
                 changed.push(format!("{} (files added or removed)", t.rel));
-            } else if self.extended && *rumour != t.rumour {
+            } else if self.extended && *rumour != t.rumour && t.entries.is_some() {
                 changed.push(format!(
                     "{} (its source tweet changed: its rumour-index entry is not the plan's)",
+                    t.rel
+                ));
+            } else if self.extended && *rumour != t.rumour {
+                // The plan read the file named after the thread, unlisted;
+                // the build's rule takes the last source file listed.
+                changed.push(format!(
+                    "{} (its rumour-index entry is not the plan's: its source tweet changed, or the plan, which read the source file named after the thread without listing its folder, read another file than a build takes (the last .json listed) or one it cannot; make the plan again, with --pin-files if the folder holds other source files)",
                     t.rel
                 ));
             }
