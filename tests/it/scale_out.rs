@@ -62,6 +62,49 @@ fn corpus(tmp: &Path) -> (PathBuf, BTreeMap<String, Vec<u8>>) {
     (corpus, files(&single))
 }
 
+/// Plan, all `n` partitions and merge of `corpus` (partitions read from
+/// `read_from`, the corpus as mounted there); the merged cache's files, or
+/// the first refusal.
+fn partitioned(
+    plan: &Plan,
+    read_from: &Path,
+    n: usize,
+    out: &Path,
+) -> Result<BTreeMap<String, Vec<u8>>, BuildError> {
+    let parts: Vec<PathBuf> = (0..n).map(|i| out.join(format!("p{i}"))).collect();
+    for (i, p) in parts.iter().enumerate() {
+        build_partition(read_from, plan, (i, n), p, 1, &NoProgress)?;
+    }
+    let merged = out.join("merged");
+    merge(&merged, &parts)?;
+    Ok(files(&merged))
+}
+
+/// Builds each of 3 partitions of `plan` under `out`: the indexes of those
+/// that refused as stale, each change list passing `names` and nothing
+/// published; any other error fails the test.
+fn stale_partitions(
+    plan: &Plan,
+    corpus: &Path,
+    out: &Path,
+    names: impl Fn(&str) -> bool,
+) -> Vec<usize> {
+    let mut refused = Vec::new();
+    for i in 0..3 {
+        let dir = out.join(format!("p{i}"));
+        match build_partition(corpus, plan, (i, 3), &dir, 1, &NoProgress) {
+            Ok(_) => {}
+            Err(BuildError::PlanStale { changed, .. }) => {
+                assert!(changed.iter().any(|c| names(c)), "{changed:?}");
+                assert!(!dir.exists(), "published");
+                refused.push(i);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    refused
+}
+
 /// Edits a reply of `thread` when the first thread of the partition is
 /// written: after the partition started reading, before it publishes.
 struct EditWhileReading<'a> {
@@ -436,22 +479,11 @@ fn files_added_after_a_plan_that_does_not_pin_them_are_read_as_they_are() {
         fs::copy(last, last.with_file_name("1.json")).unwrap();
         append(&r[0]);
     }
-    let parts: Vec<PathBuf> = (0..3)
-        .map(|i| {
-            let out = tmp.path().join(format!("p{i}"));
-            build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
-            out
-        })
-        .collect();
-    let merged = tmp.path().join("merged");
-    merge(&merged, &parts).unwrap();
+    let merged = partitioned(&plan, &corpus, 3, tmp.path()).unwrap();
     let single = tmp.path().join("changed");
     build(&corpus, &single, &opts(), &NoProgress).unwrap();
-    assert!(
-        files(&merged) == files(&single),
-        "merged != the changed corpus"
-    );
-    assert!(files(&merged) != planned, "the changes are in the cache");
+    assert!(merged == files(&single), "merged != the changed corpus");
+    assert!(merged != planned, "the changes are in the cache");
 }
 
 /// A partition does not list another partition's thread folders, except
@@ -487,39 +519,18 @@ fn a_thread_nested_in_another_partitions_thread_is_found() {
             .to_string_lossy()
             .into_owned()
     };
-    let mut refused = 0;
-    for i in 0..3 {
-        let out = tmp.path().join(format!("u{i}"));
-        match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
-            Ok(_) => {}
-            Err(BuildError::PlanStale { changed, .. }) => {
-                assert!(
-                    changed.iter().any(|c| c.contains(&rel(&nested))
-                        && c.contains(&rel(outer))
-                        && c.contains("--pin-files")),
-                    "{changed:?}"
-                );
-                assert!(!out.exists(), "published");
-                refused += 1;
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-    assert_eq!(refused, 1, "refused by the outer thread's partition only");
-    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
-    let parts: Vec<PathBuf> = (0..3)
-        .map(|i| {
-            let out = tmp.path().join(format!("n{i}"));
-            build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress).unwrap();
-            out
-        })
-        .collect();
-    let merged = tmp.path().join("nested-merged");
-    merge(&merged, &parts).unwrap();
-    assert!(
-        files(&merged) == files(&single),
-        "merged != the single build"
+    let (inner, outer) = (rel(&nested), rel(outer));
+    let refused = stale_partitions(&plan, &corpus, &tmp.path().join("u"), |c| {
+        c.contains(&inner) && c.contains(&outer) && c.contains("--pin-files")
+    });
+    assert_eq!(
+        refused.len(),
+        1,
+        "refused by the outer thread's partition only"
     );
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
+    let merged = partitioned(&plan, &corpus, 3, &tmp.path().join("nested")).unwrap();
+    assert!(merged == files(&single), "merged != the single build");
 }
 
 /// What discovery reports inside a thread's folder (here a folder named as
@@ -598,24 +609,6 @@ fn a_report_inside_a_thread_is_compared_by_its_own_partition() {
     }
 }
 
-/// Plan, all `n` partitions and merge of `corpus` (partitions read from
-/// `read_from`, the corpus as mounted there); the merged cache's files, or
-/// the first refusal.
-fn partitioned(
-    plan: &Plan,
-    read_from: &Path,
-    n: usize,
-    out: &Path,
-) -> Result<BTreeMap<String, Vec<u8>>, BuildError> {
-    let parts: Vec<PathBuf> = (0..n).map(|i| out.join(format!("p{i}"))).collect();
-    for (i, p) in parts.iter().enumerate() {
-        build_partition(read_from, plan, (i, n), p, 1, &NoProgress)?;
-    }
-    let merged = out.join("merged");
-    merge(&merged, &parts)?;
-    Ok(files(&merged))
-}
-
 /// A rumour thread's source folder holding a second source file that
 /// sorts after `<id>.json` (which a build reads: the last name) with
 /// another author: the plan, which read `<id>.json` without listing the
@@ -656,23 +649,11 @@ fn a_wrong_guess_of_a_rumour_source_is_refused_by_its_partition() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    for i in 0..3 {
-        let out = tmp.path().join(format!("p{i}"));
-        match build_partition(&corpus, &plan, (i, 3), &out, 1, &NoProgress) {
-            Ok(_) => assert!(!plan.partition_range(i, 3).contains(&k), "the owner built"),
-            Err(BuildError::PlanStale { changed, .. }) => {
-                assert!(plan.partition_range(i, 3).contains(&k));
-                assert!(
-                    changed
-                        .iter()
-                        .any(|c| c.contains(&rel) && c.contains("rumour-index entry")),
-                    "{changed:?}"
-                );
-                assert!(!out.exists(), "published");
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
+    let refused = stale_partitions(&plan, &corpus, tmp.path(), |c| {
+        c.contains(&rel) && c.contains("rumour-index entry")
+    });
+    let owner = (0..3).find(|&i| plan.partition_range(i, 3).contains(&k));
+    assert_eq!(refused, Vec::from_iter(owner), "refused by its owner only");
     let pinned = Plan::create_pinned(&corpus, &opts()).unwrap();
     let got = partitioned(&pinned, &corpus, 3, &tmp.path().join("pinned")).unwrap();
     assert!(got == files(&single), "merged != the single build");
