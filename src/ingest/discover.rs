@@ -47,7 +47,7 @@ pub struct ThreadDir {
     /// Its layout: an index into [`LAYOUTS`], in this process only (what
     /// plans and fingerprints store is the layout's name).
     pub layout: u8,
-    /// Whether its folder was listed. A plan's walk ([`Scope::Plan`])
+    /// Whether its folder was listed. A plan's walk (`Scope::Plan`)
     /// takes a thread in a label folder by its name and its source folder
     /// without listing it: then `entries` holds that source folder only
     /// and `layout` is the first that has one so named, a guess the
