@@ -935,6 +935,27 @@ impl Plan {
         (self.threads[at].rel == rel).then_some(at)
     }
 
+    /// The planned thread whose source id the folder at `rel` also has,
+    /// where the plan reports that folder (a build keeps one folder of a
+    /// source id, the first by path, and reports the others).
+    fn reported_duplicate(&self, rel: &str) -> Option<usize> {
+        let name = rel.rsplit('/').next()?;
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let id: u64 = name.parse().ok()?;
+        let ids = self
+            .memo
+            .ids
+            .get_or_init(|| self.threads.iter().map(|t| t.source_id).collect());
+        let at = ids.binary_search(&id).ok()?;
+        let reported = self
+            .bad
+            .binary_search_by(|b| b.path.as_str().cmp(rel))
+            .is_ok();
+        (self.threads[at].rel != rel && reported).then_some(at)
+    }
+
     /// The index of partition `range`'s thread whose path is `rel`.
     pub(super) fn position_in(&self, range: std::ops::Range<usize>, rel: &str) -> Option<usize> {
         self.by_rel(rel)
@@ -1055,7 +1076,13 @@ impl Others<'_> {
     /// threads those copies were tens of megabytes in every partition).
     pub(super) fn skip(&self, rel: &str) -> bool {
         let Some(at) = self.plan.by_rel(rel) else {
-            return false;
+            // A duplicate of another partition's thread, as the plan
+            // reported it: that partition lists both and compares the
+            // report (listed here, it would read as a new thread).
+            return self
+                .plan
+                .reported_duplicate(rel)
+                .is_some_and(|at| self.takes(at));
         };
         if !self.takes(at) {
             return false;
@@ -1069,13 +1096,16 @@ impl Others<'_> {
         !self.range.contains(&at) && !self.nested[at]
     }
 
-    /// Whether `path` (relative to the corpus) is a thread `skip` takes or
-    /// lies inside one.
+    /// Whether `path` (relative to the corpus) is a thread or reported
+    /// duplicate `skip` takes, or lies inside one.
     pub(super) fn covers(&self, path: &str) -> bool {
         let mut end = path.len();
         loop {
             let prefix = &path[..end];
-            if let Some(at) = self.plan.by_rel(prefix)
+            if let Some(at) = self
+                .plan
+                .by_rel(prefix)
+                .or_else(|| self.plan.reported_duplicate(prefix))
                 && self.takes(at)
             {
                 return true;

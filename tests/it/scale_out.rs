@@ -727,3 +727,67 @@ fn folders_that_are_not_threads_and_shallow_roots_plan_as_a_build_reads_them() {
     assert!(json.contains("\"label\":\"rumours\""), "{json}");
     assert!(json.contains("\"event\":"), "{json}");
 }
+
+/// A source id found in two places (the same thread in two events, or
+/// `000123` beside `123`): a build keeps the first by path and reports the
+/// others, and so does a plan. Every partition takes a reported duplicate
+/// of another partition's thread as the plan says (that partition lists
+/// both and compares the report), so the merge is the single build, with
+/// either kind of plan; a duplicate made after the plan is refused.
+#[test]
+fn duplicate_source_ids_merge_to_the_single_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(30)).unwrap();
+    let all = in_plan_order(&corpus);
+    let other_event = |t: &Path| -> PathBuf {
+        let label = t.parent().unwrap();
+        let event = label.parent().unwrap();
+        corpus
+            .join(format!(
+                "{}-again",
+                event.file_name().unwrap().to_string_lossy()
+            ))
+            .join(label.file_name().unwrap())
+            .join(t.file_name().unwrap())
+    };
+    // Duplicates of a thread in each third, one also under a zero-padded name.
+    for k in [1, all.len() / 2, all.len() - 2] {
+        copy_tree(&all[k], &other_event(&all[k]));
+    }
+    let padded = all[3].with_file_name(format!(
+        "000{}",
+        all[3].file_name().unwrap().to_string_lossy()
+    ));
+    copy_tree(&all[3], &padded);
+    let single = tmp.path().join("single");
+    build(&corpus, &single, &opts(), &NoProgress).unwrap();
+    let report = fs::read_to_string(single.join("report.jsonl")).unwrap();
+    assert_eq!(report.matches("duplicate source id").count(), 4, "{report}");
+    for (tag, plan) in [
+        ("unlisted", Plan::create(&corpus, &opts()).unwrap()),
+        ("pinned", Plan::create_pinned(&corpus, &opts()).unwrap()),
+    ] {
+        for n in [2, 3] {
+            let got =
+                partitioned(&plan, &corpus, n, &tmp.path().join(format!("{tag}{n}"))).unwrap();
+            assert!(
+                got == files(&single),
+                "{tag}, {n} partitions: merged != single"
+            );
+        }
+    }
+    // A duplicate made after the plan: refused by every partition.
+    let plan = Plan::create(&corpus, &opts()).unwrap();
+    let late = other_event(&all[all.len() / 3]);
+    copy_tree(&all[all.len() / 3], &late);
+    let rel = late
+        .strip_prefix(&corpus)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let refused = stale_partitions(&plan, &corpus, &tmp.path().join("late"), |c| {
+        c.contains(&rel)
+    });
+    assert_eq!(refused, [0, 1, 2]);
+}
