@@ -937,7 +937,9 @@ impl Plan {
 
     /// The planned thread whose source id the folder at `rel` also has,
     /// where the plan reports that folder (a build keeps one folder of a
-    /// source id, the first by path, and reports the others).
+    /// source id, the first by path, and reports the others) and no
+    /// planned thread holds it (the walk of the partition reading that id
+    /// then reaches it: it skips only other partitions' threads).
     fn reported_duplicate(&self, rel: &str) -> Option<usize> {
         let name = rel.rsplit('/').next()?;
         if !name.bytes().all(|b| b.is_ascii_digit()) {
@@ -953,7 +955,9 @@ impl Plan {
             .bad
             .binary_search_by(|b| b.path.as_str().cmp(rel))
             .is_ok();
-        (self.threads[at].rel != rel && reported).then_some(at)
+        let mut held = rel.match_indices('/').map(|(i, _)| &rel[..i]);
+        let free = !held.any(|above| self.by_rel(above).is_some());
+        (self.threads[at].rel != rel && reported && free).then_some(at)
     }
 
     /// The index of partition `range`'s thread whose path is `rel`.

@@ -791,3 +791,47 @@ fn duplicate_source_ids_merge_to_the_single_build() {
     });
     assert_eq!(refused, [0, 1, 2]);
 }
+
+/// A duplicate inside another partition's thread folder (a plan that lists
+/// threads): the partition reading the outer thread lists it, so it is
+/// never taken unseen. As planned, or removed after the plan, every
+/// partitioned build either merges to the single build of the corpus as
+/// read or is refused naming the duplicate's folder.
+#[test]
+fn a_duplicate_inside_another_partitions_thread_is_never_taken_unseen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = tmp.path().join("corpus");
+    gen_corpus::generate(&corpus, &gen_corpus::Options::new(30)).unwrap();
+    let all = in_plan_order(&corpus);
+    let (first, last) = (&all[0], &all[all.len() - 1]);
+    let dup = last.join("more").join(first.file_name().unwrap());
+    copy_tree(first, &dup);
+    let rel = dup
+        .strip_prefix(&corpus)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(json.contains(&rel), "reported: {json}");
+    for (step, tag) in [(0, "as planned"), (1, "removed")] {
+        if step == 1 {
+            fs::remove_dir_all(&dup).unwrap();
+        }
+        let out = tmp.path().join(format!("s{step}"));
+        match partitioned(&plan, &corpus, 3, &out) {
+            Ok(got) => {
+                let single = tmp.path().join(format!("single{step}"));
+                build(&corpus, &single, &opts(), &NoProgress).unwrap();
+                assert!(got == files(&single), "{tag}: merged != the single build");
+            }
+            Err(BuildError::PlanStale { changed, .. }) => {
+                assert!(
+                    changed.iter().any(|c| c.contains(&rel)),
+                    "{tag}: {changed:?}"
+                )
+            }
+            Err(e) => panic!("{tag}: {e}"),
+        }
+    }
+}
