@@ -480,6 +480,10 @@ fn choose(claims: &[u8]) -> Result<Option<usize>, (usize, usize)> {
 /// and says so for each.
 pub const LINKED_DIR: &str = "a symbolic link to a directory: not followed (the corpus is walked without following links, as the reference's os.walk does); put the folder itself here, or build from the link's target";
 
+/// How the report's reason for a folder whose source id was found
+/// elsewhere first begins (the folder found first is kept).
+pub(crate) const DUPLICATE_ID: &str = "duplicate source id";
+
 /// The report's reason for a symbolic link that does not resolve (a loop,
 /// a missing target), followed by the system's error.
 pub const BROKEN_LINK: &str = "a symbolic link that does not resolve: not followed";
@@ -614,7 +618,7 @@ pub(crate) fn discover_scoped<E: Send>(
             Some(first) if first.source_id == t.source_id => bad.push(BadInput::new(
                 t.rel,
                 format!(
-                    "duplicate source id {}: already found at {}, which is kept",
+                    "{DUPLICATE_ID} {}: already found at {}, which is kept",
                     first.source_id, first.rel
                 ),
             )),

@@ -60,7 +60,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::discover::{Scope, ThreadDir};
+use super::discover::{DUPLICATE_ID, Scope, ThreadDir};
 use super::features::reliability::RumourIndex;
 use super::layout::pheme::Pheme;
 use super::layout::{Layout, layout_named};
@@ -936,11 +936,21 @@ impl Plan {
     }
 
     /// The planned thread whose source id the folder at `rel` also has,
-    /// where the plan reports that folder (a build keeps one folder of a
-    /// source id, the first by path, and reports the others) and no
-    /// planned thread holds it (the walk of the partition reading that id
-    /// then reaches it: it skips only other partitions' threads).
+    /// where the plan reports that folder as a duplicate (a build keeps one
+    /// folder of a source id, the first by path, and reports the others)
+    /// and neither a planned thread nor another such folder holds it (the
+    /// walk of the partition reading that id then reaches it: it skips
+    /// only other partitions' threads and duplicates).
     fn reported_duplicate(&self, rel: &str) -> Option<usize> {
+        let at = self.duplicate_of(rel)?;
+        let mut above = rel.match_indices('/').map(|(i, _)| &rel[..i]);
+        let held = above.any(|p| self.by_rel(p).is_some() || self.duplicate_of(p).is_some());
+        (!held).then_some(at)
+    }
+
+    /// The planned thread whose source id the folder at `rel` has, where
+    /// the plan reports that folder as a duplicate of it.
+    fn duplicate_of(&self, rel: &str) -> Option<usize> {
         let name = rel.rsplit('/').next()?;
         if !name.bytes().all(|b| b.is_ascii_digit()) {
             return None;
@@ -951,13 +961,16 @@ impl Plan {
             .ids
             .get_or_init(|| self.threads.iter().map(|t| t.source_id).collect());
         let at = ids.binary_search(&id).ok()?;
-        let reported = self
-            .bad
-            .binary_search_by(|b| b.path.as_str().cmp(rel))
-            .is_ok();
-        let mut held = rel.match_indices('/').map(|(i, _)| &rel[..i]);
-        let free = !held.any(|above| self.by_rel(above).is_some());
-        (self.threads[at].rel != rel && reported && free).then_some(at)
+        if self.threads[at].rel == rel {
+            return None;
+        }
+        // The report is sorted (by path, then reason).
+        let from = self.bad.partition_point(|b| b.path.as_str() < rel);
+        self.bad[from..]
+            .iter()
+            .take_while(|b| b.path == rel)
+            .any(|b| b.reason.starts_with(DUPLICATE_ID))
+            .then_some(at)
     }
 
     /// The index of partition `range`'s thread whose path is `rel`.

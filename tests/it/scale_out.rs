@@ -793,45 +793,112 @@ fn duplicate_source_ids_merge_to_the_single_build() {
 }
 
 /// A duplicate inside another partition's thread folder (a plan that lists
-/// threads): the partition reading the outer thread lists it, so it is
-/// never taken unseen. As planned, or removed after the plan, every
-/// partitioned build either merges to the single build of the corpus as
-/// read or is refused naming the duplicate's folder.
+/// threads), or inside another id's duplicate, and a link named by a planned
+/// id: the partition reading the folder above lists it, so it is never
+/// taken unseen. As planned, removed after the plan, or with a thread made
+/// inside it, every partitioned build either merges to the single build of
+/// the corpus as read or is refused naming the folder.
 #[test]
 fn a_duplicate_inside_another_partitions_thread_is_never_taken_unseen() {
     let tmp = tempfile::tempdir().unwrap();
-    let corpus = tmp.path().join("corpus");
-    gen_corpus::generate(&corpus, &gen_corpus::Options::new(30)).unwrap();
-    let all = in_plan_order(&corpus);
-    let (first, last) = (&all[0], &all[all.len() - 1]);
-    let dup = last.join("more").join(first.file_name().unwrap());
-    copy_tree(first, &dup);
-    let rel = dup
-        .strip_prefix(&corpus)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
-    let json = serde_json::to_string(&plan).unwrap();
-    assert!(json.contains(&rel), "reported: {json}");
-    for (step, tag) in [(0, "as planned"), (1, "removed")] {
-        if step == 1 {
-            fs::remove_dir_all(&dup).unwrap();
-        }
-        let out = tmp.path().join(format!("s{step}"));
-        match partitioned(&plan, &corpus, 3, &out) {
-            Ok(got) => {
-                let single = tmp.path().join(format!("single{step}"));
-                build(&corpus, &single, &opts(), &NoProgress).unwrap();
-                assert!(got == files(&single), "{tag}: merged != the single build");
-            }
-            Err(BuildError::PlanStale { changed, .. }) => {
-                assert!(
-                    changed.iter().any(|c| c.contains(&rel)),
-                    "{tag}: {changed:?}"
+    let base = tmp.path().join("base");
+    gen_corpus::generate(&base, &gen_corpus::Options::new(30)).unwrap();
+    let all: Vec<PathBuf> = in_plan_order(&base);
+    let name = |t: &PathBuf| t.file_name().unwrap().to_owned();
+    type Place = fn(&Path, &[PathBuf]) -> (PathBuf, PathBuf);
+    let places: [(&str, Place); 3] = [
+        // The first thread's copy inside the last thread's folder.
+        ("in a thread", |c, all| {
+            (
+                all[0].clone(),
+                c.join(
+                    all[all.len() - 1]
+                        .strip_prefix(c.parent().unwrap().join("base"))
+                        .unwrap(),
                 )
+                .join("more"),
+            )
+        }),
+        // The middle thread's copy inside a copy of the last one, itself a
+        // duplicate in another event.
+        ("in a duplicate", |c, all| {
+            let last = all[all.len() - 1]
+                .strip_prefix(c.parent().unwrap().join("base"))
+                .unwrap();
+            (
+                all[all.len() / 2].clone(),
+                c.join("zz-again").join(last).join("more"),
+            )
+        }),
+        // No copy: a link named by the first thread's id.
+        ("a link", |c, _| (PathBuf::new(), c.join("zz-links"))),
+    ];
+    for (what, place) in places {
+        for step in ["as planned", "removed", "a thread inside"] {
+            let corpus = tmp.path().join("corpus");
+            let _ = fs::remove_dir_all(&corpus);
+            copy_tree(&base, &corpus);
+            let (copied, into) = place(&corpus, &all);
+            let dup = if copied.as_os_str().is_empty() {
+                fs::create_dir_all(&into).unwrap();
+                let link = into.join(name(&all[0]));
+                std::os::unix::fs::symlink(corpus.join(all[0].strip_prefix(&base).unwrap()), &link)
+                    .unwrap();
+                link
+            } else {
+                if what == "in a duplicate" {
+                    let last = &all[all.len() - 1];
+                    copy_tree(
+                        last,
+                        &corpus
+                            .join("zz-again")
+                            .join(last.strip_prefix(&base).unwrap()),
+                    );
+                }
+                let dup = into.join(name(&copied));
+                copy_tree(&copied, &dup);
+                dup
+            };
+            let rel = dup
+                .strip_prefix(&corpus)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let plan = Plan::create_pinned(&corpus, &opts()).unwrap();
+            assert!(
+                serde_json::to_string(&plan).unwrap().contains(&rel),
+                "{what}: reported"
+            );
+            match step {
+                "removed" if what == "a link" => fs::remove_file(&dup).unwrap(),
+                "removed" => fs::remove_dir_all(&dup).unwrap(),
+                "a thread inside" if what != "a link" => {
+                    let inner = dup.join("y").join("600000000000000001");
+                    copy_tree(&all[1], &inner);
+                    let src = inner.join("source-tweets");
+                    let f = fs::read_dir(&src).unwrap().next().unwrap().unwrap().path();
+                    fs::rename(f, src.join("600000000000000001.json")).unwrap();
+                }
+                _ => {}
             }
-            Err(e) => panic!("{tag}: {e}"),
+            let out = tmp.path().join("out");
+            let _ = fs::remove_dir_all(&out);
+            match partitioned(&plan, &corpus, 3, &out) {
+                Ok(got) => {
+                    let single = tmp.path().join("single");
+                    let _ = fs::remove_dir_all(&single);
+                    build(&corpus, &single, &opts(), &NoProgress).unwrap();
+                    assert!(
+                        got == files(&single),
+                        "{what}, {step}: merged != the single build"
+                    );
+                }
+                Err(BuildError::PlanStale { changed, .. }) => assert!(
+                    changed.iter().any(|c| c.contains(&rel)),
+                    "{what}, {step}: {changed:?}"
+                ),
+                Err(e) => panic!("{what}, {step}: {e}"),
+            }
         }
     }
 }
