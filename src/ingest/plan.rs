@@ -921,6 +921,12 @@ impl Plan {
 
     /// The index of the planned thread whose path is `rel`.
     fn by_rel(&self, rel: &str) -> Option<usize> {
+        self.by_name(rel).filter(|&at| self.threads[at].rel == rel)
+    }
+
+    /// The index of the planned thread whose source id is the name of the
+    /// folder at `rel`, wherever it was planned.
+    fn by_name(&self, rel: &str) -> Option<usize> {
         // Sorted by source id; the folder's name is the source id.
         let name = rel.rsplit('/').next()?;
         if !name.bytes().all(|b| b.is_ascii_digit()) {
@@ -931,8 +937,7 @@ impl Plan {
             .memo
             .ids
             .get_or_init(|| self.threads.iter().map(|t| t.source_id).collect());
-        let at = ids.binary_search(&id).ok()?;
-        (self.threads[at].rel == rel).then_some(at)
+        ids.binary_search(&id).ok()
     }
 
     /// The planned thread whose source id the folder at `rel` also has,
@@ -951,16 +956,7 @@ impl Plan {
     /// The planned thread whose source id the folder at `rel` has, where
     /// the plan reports that folder as a duplicate of it.
     fn duplicate_of(&self, rel: &str) -> Option<usize> {
-        let name = rel.rsplit('/').next()?;
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let id: u64 = name.parse().ok()?;
-        let ids = self
-            .memo
-            .ids
-            .get_or_init(|| self.threads.iter().map(|t| t.source_id).collect());
-        let at = ids.binary_search(&id).ok()?;
+        let at = self.by_name(rel)?;
         if self.threads[at].rel == rel {
             return None;
         }
